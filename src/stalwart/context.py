@@ -1,0 +1,124 @@
+"""Context: how a running policy reaches the runtime.
+
+A context belongs to one step. It hands out child step keys (S1) in the order
+calls are made, synchronously, so that concurrent calls get the same keys on
+every execution; and it gives the policy the runtime's recorded services:
+durable sleep, signals, and recorded time, ids and randomness.
+
+Subclass it to bind policies as typed attributes::
+
+    class App(sw.Context):
+        search = web_search          # ``await ctx.search(query=...)``
+"""
+
+from __future__ import annotations
+
+import random as _random
+import time
+import uuid as _uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+
+if TYPE_CHECKING:
+    from .policy import Policy
+    from .runtime import Execution
+
+__all__ = ["Context"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Context:
+    """The runtime, as seen from inside one step. Injected, never built by hand."""
+
+    __slots__ = ("__dict__", "_seq", "_x", "key")
+
+    def __init__(self, execution: Execution, key: str) -> None:
+        self._x = execution
+        self.key = key
+        self._seq = 0
+
+    # -- identity -------------------------------------------------------------
+    @property
+    def run_id(self) -> str:
+        return self._x.run_id
+
+    @property
+    def step_key(self) -> str:
+        """This step's key in the ledger ("" for the run's root)."""
+        return self.key
+
+    def _next_key(self) -> str:
+        self._seq += 1
+        return f"{self.key}.{self._seq}" if self.key else str(self._seq)
+
+    # -- calling -------------------------------------------------------------
+    @overload
+    def call(self, target: Policy[P, R], /, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]: ...
+    @overload
+    def call(
+        self, target: Callable[P, Awaitable[R]], /, *args: P.args, **kwargs: P.kwargs
+    ) -> Awaitable[R]: ...
+    def call(self, target: Any, /, *args: Any, **kwargs: Any) -> Awaitable[Any]:
+        """Call a policy as a child step.
+
+        The step key is taken now, before anything is awaited, so calls
+        started together (``gather``, ``TaskGroup``) keep their keys on replay.
+        Pass ``options=[...]`` to a policy that returns action calls, and the
+        runtime runs those calls and returns the messages followed by the
+        results, in call order.
+        """
+        self._seq += 1
+        key = f"{self.key}.{self._seq}" if self.key else str(self._seq)
+        return self._x.step(key, target, args, kwargs)
+
+    # -- streaming -----------------------------------------------------------
+    def emit(self, value: Any) -> None:
+        """Send ``value`` to whoever streams this run (nothing if nobody does)."""
+        self._x.emit(self.key, value)
+
+    # -- recorded services -----------------------------------------------------
+    async def now(self) -> float:
+        """The wall clock as a Unix timestamp, recorded so replay sees the same."""
+        return float(await self._x.recorded(self._next_key(), "now", time.time))
+
+    async def uuid(self) -> str:
+        """A random UUID (hex string), recorded so replay sees the same."""
+        return str(await self._x.recorded(self._next_key(), "uuid", lambda: str(_uuid.uuid4())))
+
+    async def random(self) -> float:
+        """A float in [0, 1), recorded so replay sees the same."""
+        return float(await self._x.recorded(self._next_key(), "random", _random.random))
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep durably: a long sleep suspends the run and frees everything.
+
+        The wake time is recorded the first time, so a run resumed after a
+        crash wakes when it was meant to, not ``seconds`` after the restart.
+        """
+        await self._x.sleep(self._next_key(), seconds)
+
+    async def wait_for(self, signal: str, timeout: float | None = None) -> Any:
+        """Wait for ``runner.signal(run_id, signal, payload)`` and return the payload.
+
+        Signals queue up: one sent before the run waits is not lost. With a
+        ``timeout`` (seconds), raise :class:`TimeoutError` when none arrives.
+        """
+        deadline_key = self._next_key()
+        key = self._next_key()
+        return await self._x.wait_for(deadline_key, key, signal, timeout)
+
+    async def ask(self, prompt: str, *, signal: str = "input", timeout: float | None = None) -> Any:
+        """Ask a human: emit ``prompt`` and wait for their answer as a signal."""
+        self.emit({"prompt": prompt, "signal": signal})
+        return await self.wait_for(signal, timeout)
+
+    async def patched(self, change: str) -> bool:
+        """Whether this run takes the new code path of ``change``.
+
+        Runs started before the change replay their old path (False); runs
+        that reach this point live take the new one (True). Keep both paths
+        until no run from before the change is left.
+        """
+        return await self._x.patched(self.key, self, change)

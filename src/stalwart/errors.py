@@ -1,0 +1,81 @@
+"""Exceptions raised by Stalwart.
+
+Every failure a user can meet has its own type, so callers can catch exactly
+what they mean and a message names the step, the policy or the value at fault.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CancelledRun",
+    "InputMismatchError",
+    "NonDeterminismError",
+    "RunFailed",
+    "RunNotFound",
+    "SerializationError",
+    "StaleLeaseError",
+    "StalwartError",
+    "StepError",
+    "StoreError",
+    "Veto",
+]
+
+
+class StalwartError(Exception):
+    """Base class of every error Stalwart raises itself."""
+
+
+class SerializationError(StalwartError, TypeError):
+    """A value cannot cross the JSON boundary (S11).
+
+    Raised when a value is recorded, so that a run never stores something it
+    could not read back after a crash.
+    """
+
+
+class NonDeterminismError(StalwartError):
+    """On replay, the call made at a step differs from the one recorded (S5)."""
+
+
+class StepError(StalwartError):
+    """A recorded failure whose original exception type cannot be rebuilt.
+
+    Replay raises the original exception type when it can be imported; this
+    stands in for it otherwise, keeping the type name and the message.
+    """
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(f"{error_type}: {message}")
+        self.error_type = error_type
+        self.error_message = message
+
+
+class Veto(StalwartError):
+    """Raised by a hook's ``before_call`` to refuse a call.
+
+    Inside options dispatch the veto becomes an error result the model reads.
+    """
+
+
+class RunNotFound(StalwartError, LookupError):
+    """No run has this id in the store."""
+
+
+class RunFailed(StalwartError):
+    """Awaiting a run whose policy raised; the original error is ``__cause__``."""
+
+
+class CancelledRun(StalwartError):
+    """The run was cancelled before it finished."""
+
+
+class InputMismatchError(StalwartError):
+    """A run id was started again with other inputs than the first time."""
+
+
+class StoreError(StalwartError):
+    """The store failed: it is unreachable, corrupted, or refused a write."""
+
+
+class StaleLeaseError(StoreError):
+    """A write carried a fencing token that another worker has superseded (S8)."""

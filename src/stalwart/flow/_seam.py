@@ -1,0 +1,131 @@
+"""The one place where a flow hands control to user code.
+
+Why this module exists: phase 2 makes flows durable. A durable runtime must
+see every call into a node's `prep`, `exec` and `post` (each batch item's
+`exec` on its own), and every walk of a sub-flow, so that it can journal
+finished `exec` results, snapshot the shared store after each node, and on
+resume answer finished calls from the journal instead of running them again.
+Rather than subclassing eleven classes, the runtime installs a *hook*, and
+every such call goes through exactly one function per kind:
+
+    invoke(node, phase, index, fn, *args) -> result                 # sync
+    invoke_async(node, phase, index, fn, *args) -> Awaitable[result]  # async
+
+`fn(*args)` is the real call. Without a hook (the in-memory default) each
+function costs one `ContextVar.get` and a compare before calling `fn`
+directly; `invoke_async` is a plain function that returns `fn`'s own
+coroutine, so the async path adds no coroutine frame either.
+
+The calls a flow makes, and what a hook sees (``node`` is the copy that runs):
+
+| phase  | fn                                     | args                             | index    |
+| ------ | -------------------------------------- | -------------------------------- | -------- |
+| "prep" | ``node.prep`` / ``node.prep_async``    | ``(shared,)``                    | 0        |
+| "exec" | the attempt loop (retries, `wait`,     | ``(prep_res,)``; ``(item,)`` per | 0 / item |
+|        | fallback) around ``exec(_async)``      | item of a batch node             | position |
+| "post" | ``node.post`` / ``node.post_async``    | ``(shared, prep_res, exec_res)`` | 0        |
+| "walk" | a flow walking its graph once          | ``(shared, params or None)``     | 0 / item |
+|        | (``_walk`` / ``_walk_async``)          | (a batch flow passes the merged  | position |
+|        |                                        | params of each item)             |          |
+
+A flow's own work is a "walk" (a flow never calls its `exec`); its result is
+the last action, which is what `Flow.post` returns by default. Sync nodes,
+even inside an `AsyncFlow`, go through `invoke`; async ones through
+`invoke_async`.
+
+How a durable runtime hooks in (phase 2):
+
+- Implement `FlowHook` and install it for the run with `use_hook(hook)` (a
+  `ContextVar`, so concurrent flows with and without durability do not see
+  each other's hook, and tasks started by parallel batches inherit it).
+- Key each call by its parent's key plus ``(phase, index)`` and a per-parent
+  sequence number. Concurrent calls (parallel batch items and branches) are
+  started in item order, and each enters `invoke_async` synchronously before
+  its first await, so numbering on entry is deterministic; ``index`` gives
+  the item position outright. A "walk" call opens a new parent scope; set it
+  in a `ContextVar` inside `call_async`, which runs in the branch's own task.
+- "exec" done: record the result (or the error, after retries and fallback).
+  On replay return the record without calling `fn`.
+- "post" done: the node has finished; record its action and a snapshot of
+  `shared`. On resume, answer the finished nodes' "prep"/"exec"/"post" from
+  the journal (a batch flow's "prep" result decides how many walks follow, so
+  record it), restore `shared` in place before the first live call, and go
+  live from there.
+- `call` runs inside synchronous code: a journal write there must be
+  synchronous too (or buffered until the next async point).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from .node import BaseNode
+
+__all__ = ["FlowHook", "Phase", "current_hook", "invoke", "invoke_async", "use_hook"]
+
+Phase = Literal["prep", "exec", "post", "walk"]
+
+_T = TypeVar("_T")
+
+
+class FlowHook(Protocol):
+    """What a runtime implements to observe or replace calls into user code.
+
+    Each method must either call ``fn(*args)`` (and may record its result) or
+    return a recorded result instead; it must not call the node's methods
+    itself, so that retries, fallbacks and batches stay in one place.
+    """
+
+    def call(
+        self,
+        node: BaseNode,
+        phase: Phase,
+        index: int,
+        fn: Callable[..., _T],
+        args: tuple[Any, ...],
+    ) -> _T: ...
+
+    def call_async(
+        self,
+        node: BaseNode,
+        phase: Phase,
+        index: int,
+        fn: Callable[..., Awaitable[_T]],
+        args: tuple[Any, ...],
+    ) -> Awaitable[_T]: ...
+
+
+current_hook: ContextVar[FlowHook | None] = ContextVar("stalwart_flow_hook", default=None)
+_get_hook = current_hook.get
+
+
+def invoke(node: BaseNode, phase: Phase, index: int, fn: Callable[..., _T], *args: Any) -> _T:
+    """Call user code from a flow, through the hook if one is installed."""
+    hook = _get_hook()
+    if hook is None:
+        return fn(*args)
+    return hook.call(node, phase, index, fn, args)
+
+
+def invoke_async(
+    node: BaseNode, phase: Phase, index: int, fn: Callable[..., Awaitable[_T]], *args: Any
+) -> Awaitable[_T]:
+    """Async twin of `invoke`; a plain function so the default path adds no frame."""
+    hook = _get_hook()
+    if hook is None:
+        return fn(*args)
+    return hook.call_async(node, phase, index, fn, args)
+
+
+@contextmanager
+def use_hook(hook: FlowHook | None) -> Iterator[None]:
+    """Install `hook` for the flows run in this context (None turns it off)."""
+    token = current_hook.set(hook)
+    try:
+        yield
+    finally:
+        current_hook.reset(token)

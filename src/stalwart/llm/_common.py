@@ -1,0 +1,207 @@
+"""What every provider conversion shares: turns, media, results and SDK objects.
+
+Providers differ in shape but agree on structure: a conversation is a list of
+turns, and an assistant turn carries text and any number of tool calls at once.
+:func:`turns` finds those turns in a flat ``Message`` list once, so that each
+provider module only has to render them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import mimetypes
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..codec import encode
+from ..message import ActionCall, ActionResult, Media, Message, Text, _plain, result_text
+from ._tools import parse_arguments
+
+__all__ = [
+    "ProviderStreamError",
+    "Turn",
+    "arguments_json",
+    "b64",
+    "call_message",
+    "call_of",
+    "data_url",
+    "filename_for",
+    "get",
+    "only_text",
+    "plain_arguments",
+    "result_content",
+    "result_of",
+    "text_message",
+    "turns",
+    "unsupported",
+]
+
+TurnKind = Literal["system", "user", "assistant", "results"]
+
+
+class ProviderStreamError(RuntimeError):
+    """A stream that the provider ended with an error instead of a reply.
+
+    The HTTP status was 200, so the SDK raised nothing: the failure only shows
+    as an event inside the stream.
+    """
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(f"{code}: {message}" if code else message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(slots=True)
+class Turn:
+    """Consecutive messages that a provider sends as one unit.
+
+    ``assistant`` turns hold the text and call messages of one actor;
+    ``results`` turns hold consecutive action results; ``system`` and
+    ``user`` turns hold one message each.
+    """
+
+    kind: TurnKind
+    messages: list[Message] = field(default_factory=list)
+
+
+def turns(messages: Sequence[Message]) -> list[Turn]:
+    """Group ``messages`` into provider turns.
+
+    Checks on the way that every result answers a call made earlier: a
+    provider would refuse an orphan result with an opaque 400, and this error
+    says which call id is missing.
+    """
+    out: list[Turn] = []
+    called: set[str] = set()
+    for m in messages:
+        last = out[-1] if out else None
+        if m.action_result is not None:
+            if m.action_result.call_id not in called:
+                raise ValueError(
+                    f"result of {m.action_result.name!r} answers call id "
+                    f"{m.action_result.call_id!r}, which no earlier message calls"
+                )
+            if last is not None and last.kind == "results":
+                last.messages.append(m)
+            else:
+                out.append(Turn("results", [m]))
+            continue
+        if m.action_call is not None:
+            called.add(m.action_call.id)
+        if m.role == "assistant" or m.action_call is not None:
+            if last is not None and last.kind == "assistant" and last.messages[0].actor == m.actor:
+                last.messages.append(m)
+            else:
+                out.append(Turn("assistant", [m]))
+        elif m.role == "system":
+            out.append(Turn("system", [m]))
+        elif m.role == "user":
+            out.append(Turn("user", [m]))
+        else:
+            raise ValueError(f"a {m.role!r} message must carry an action result (message {m.id})")
+    return out
+
+
+def get(obj: Any, key: str, default: Any = None) -> Any:
+    """Read ``key`` from an SDK model or from the same data as a plain dict.
+
+    Accepting both keeps the SDKs optional (no import needed to read their
+    objects) and lets recorded JSON be converted exactly like live objects.
+    """
+    value = obj.get(key, default) if isinstance(obj, Mapping) else getattr(obj, key, default)
+    return default if value is None else value
+
+
+def data_url(media: Media) -> str:
+    """The media as a URL: its own, or its bytes in a ``data:`` URL."""
+    if media.url is not None:
+        return media.url
+    assert media.data is not None
+    return f"data:{media.mime_type};base64,{base64.b64encode(media.data).decode('ascii')}"
+
+
+def b64(media: Media) -> str:
+    assert media.data is not None
+    return base64.b64encode(media.data).decode("ascii")
+
+
+def filename_for(media: Media) -> str:
+    """A file name for inline data, which some APIs require and Media lacks."""
+    ext = mimetypes.guess_extension(media.mime_type, strict=False) or ""
+    return f"file{ext}"
+
+
+def result_content(message: Message) -> tuple[str, list[Media]]:
+    """The text and media a model reads for a result message.
+
+    An error always reads as ``"{error_type}: {error_message}"``; otherwise
+    text parts the result message carries take precedence over the value, the
+    same rule as :attr:`Message.text`.
+    """
+    result = message.action_result
+    assert result is not None
+    if result.is_error or not any(isinstance(p, Text) for p in message.parts):
+        text = result_text(result)
+    else:
+        text = "".join(p.text for p in message.parts if isinstance(p, Text))
+    return text, message.media
+
+
+def arguments_json(message: Message) -> str:
+    """A call's arguments as the JSON text providers expect.
+
+    A call whose arguments could not be parsed is sent back as ``{}``: the raw
+    text the model wrote is in the error result it reads next, and some
+    servers refuse a history with invalid JSON in it.
+    """
+    call = message.action_call
+    assert call is not None
+    return json.dumps(plain_arguments(message), ensure_ascii=False)
+
+
+def plain_arguments(message: Message) -> dict[str, Any]:
+    """A call's arguments as plain JSON data (``{}`` for an invalid call)."""
+    call = message.action_call
+    assert call is not None
+    if call.invalid is not None:
+        return {}
+    plain: dict[str, Any] = _plain(encode(call.arguments))
+    return plain
+
+
+def text_message(texts: Sequence[str], actor: str) -> Message | None:
+    """An assistant message with one text part per non-empty piece, if any."""
+    parts = tuple(Text(t) for t in texts if t)
+    return Message("assistant", actor, parts) if parts else None
+
+
+def call_message(
+    call_id: str, name: str, raw_arguments: str | None, actor: str, *, truncated: bool = False
+) -> Message:
+    arguments, invalid = parse_arguments(raw_arguments, truncated=truncated)
+    return Message.call(name, arguments, id=call_id, actor=actor, invalid=invalid)
+
+
+def unsupported(media: Media, where: str) -> ValueError:
+    kind = "a URL" if media.url is not None else "inline data"
+    return ValueError(f"{where} does not take {media.mime_type} media given as {kind}")
+
+
+def result_of(message: Message) -> ActionResult:
+    assert message.action_result is not None
+    return message.action_result
+
+
+def call_of(message: Message) -> ActionCall:
+    assert message.action_call is not None
+    return message.action_call
+
+
+def only_text(message: Message, where: str) -> str:
+    """The text of a message whose place in the provider's format takes no media."""
+    if message.media:
+        raise unsupported(message.media[0], where)
+    return message.text

@@ -1,0 +1,674 @@
+"""Runner: starts, awaits, resumes, signals, cancels and streams runs.
+
+``Runner()`` runs in memory; ``Runner("sqlite:///agents.db")`` makes every run
+durable. Both drive the same :class:`~stalwart.runtime.Execution`; a durable
+runner adds a claim on each run it executes (a lease with a fencing token),
+a heartbeat, and a background loop that wakes suspended runs and recovers
+runs a dead process left (S7, S8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import inspect
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ParamSpec, TypeVar, overload
+
+from . import codec
+from .errors import (
+    CancelledRun,
+    InputMismatchError,
+    NonDeterminismError,
+    RunNotFound,
+    SerializationError,
+    StaleLeaseError,
+    StoreError,
+)
+from .events import Event, Hook, RunFinished
+from .policy import Policy, as_policy
+from .runtime import Execution, Suspend, error_from_json, error_to_json
+from .store.base import TERMINAL, RunRecord, StepRecord, Store
+
+__all__ = ["RunHandle", "Runner", "open_store", "run_detached"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def open_store(url: str | Store | None) -> Store | None:
+    """The store for a URL: None or "memory" for none, sqlite:///…, postgresql://…."""
+    if url is None or isinstance(url, Store):
+        return url
+    if url in ("memory", "memory://", ":memory:"):
+        return None
+    if url.startswith("sqlite://"):
+        from .store.sqlite import SQLiteStore
+
+        return SQLiteStore.from_url(url)
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            from .store.postgres import PostgresStore  # type: ignore[import-not-found, unused-ignore]
+        except ImportError as exc:
+            raise StoreError(
+                f"the PostgreSQL store needs its extra: pip install 'stalwart[postgres]' ({exc})"
+            ) from exc
+        store: Store = PostgresStore.from_url(url)
+        return store
+    raise StoreError(
+        f"unknown store URL {url!r}: use 'memory', 'sqlite:///path/to/file.db' "
+        "or 'postgresql://user@host/db'"
+    )
+
+
+def _policy_ref(pol: Policy[Any, Any]) -> str:
+    fn = pol.fn
+    module = getattr(fn, "__module__", None)
+    qual = getattr(fn, "__qualname__", None)
+    if module and qual and "<locals>" not in qual and inspect.isroutine(fn):
+        return f"{module}:{qual}"
+    return pol.name
+
+
+def _code_version(pol: Policy[Any, Any]) -> str:
+    cached = pol.__dict__.get("_code_version")
+    if cached is None:
+        try:
+            src = inspect.getsource(pol.fn if inspect.isroutine(pol.fn) else type(pol.fn))
+        except (OSError, TypeError):
+            src = pol.name
+        cached = hashlib.blake2b(src.encode(), digest_size=6).hexdigest()
+        pol.__dict__["_code_version"] = cached
+    return str(cached)
+
+
+def _find_suspend(exc: BaseException) -> Suspend | None:
+    if isinstance(exc, Suspend):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            found = _find_suspend(sub)
+            if found is not None:
+                return found
+    return None
+
+
+@dataclass(eq=False)
+class _Live:
+    """A run executing in this process."""
+
+    execution: Execution
+    task: asyncio.Task[None] | None = None
+    done: asyncio.Future[tuple[str, Any]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    cancel_requested: bool = False
+
+
+class RunHandle:
+    """A run you started or found: await its result, stream it, cancel it."""
+
+    def __init__(self, runner: Runner, run_id: str) -> None:
+        self.runner = runner
+        self.run_id = run_id
+
+    async def result(self, timeout: float | None = None) -> Any:
+        """The run's result (or its error, raised), waiting as long as needed."""
+        async with asyncio.timeout(timeout):
+            return await self.runner._await_outcome(self.run_id)
+
+    async def status(self) -> str:
+        return (await self.runner.get_run(self.run_id)).status
+
+    async def cancel(self) -> None:
+        await self.runner.cancel(self.run_id)
+
+    def events(self) -> AsyncIterator[Event]:
+        """Live events of the run, ending with :class:`RunFinished`."""
+        return self.runner._events(self.run_id)
+
+    def __repr__(self) -> str:
+        return f"<RunHandle {self.run_id}>"
+
+
+class Runner:
+    """Runs policies: in memory by default, durably given a store URL.
+
+    ``store``: None or "memory", "sqlite:///path.db" (durability settings as
+    query parameters, see the README), "postgresql://…", or a Store.
+    ``hooks`` observe or veto calls; ``max_parallel`` caps concurrent option
+    calls; ``lease`` is how long a claim on a run lasts without a heartbeat;
+    ``poll_interval`` bounds how late a timer or a signal from another process
+    is noticed; ``recover`` makes the runner pick up abandoned runs by itself.
+    """
+
+    def __init__(
+        self,
+        store: str | Store | None = None,
+        *,
+        hooks: Sequence[Hook] = (),
+        max_parallel: int | None = None,
+        policies: Sequence[Any] = (),
+        lease: float = 30.0,
+        poll_interval: float = 0.5,
+        inline_sleep: float = 1.0,
+        recover: bool = True,
+        code_version: str | None = None,
+    ) -> None:
+        self.store = open_store(store)
+        self.hooks = tuple(hooks)
+        self.max_parallel = max_parallel
+        self.lease = lease
+        self.poll_interval = poll_interval
+        self.inline_sleep = inline_sleep
+        self.auto_recover = recover
+        self.code_version = code_version
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._policies: dict[str, Policy[Any, Any]] = {}
+        for p in policies:
+            self.register(p)
+        self._live: dict[str, _Live] = {}
+        self._memory_runs: dict[str, tuple[str, Any, str]] = {}  # id -> status, outcome, inputs
+        self._listeners: dict[str, list[asyncio.Queue[Any]]] = {}
+        self._opened = False
+        self._bg: asyncio.Task[None] | None = None
+        self._poke: asyncio.Event | None = None
+        self._watchers: dict[str, asyncio.Event] = {}
+
+    # -- lifecycle -----------------------------------------------------------
+    async def __aenter__(self) -> Runner:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        if self._opened:
+            return
+        self._opened = True
+        if self.store is not None:
+            await self.store.open()
+            self._poke = asyncio.Event()
+            self._bg = asyncio.create_task(self._background(), name="stalwart-runner")
+
+    async def close(self) -> None:
+        """Stop the background loop, give back runs still held, close the store."""
+        if self._bg is not None:
+            self._bg.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._bg
+            self._bg = None
+        for live in list(self._live.values()):
+            if live.task is not None and not live.task.done():
+                live.task.cancel()
+                with contextlib.suppress(BaseException):
+                    await live.task
+        if self.store is not None and self._opened:
+            await self.store.close()
+        self._opened = False
+
+    def register(self, target: Any) -> Policy[Any, Any]:
+        """Make a policy known, so runs of it can be resumed by this runner."""
+        pol = as_policy(target)
+        self._policies[_policy_ref(pol)] = pol
+        self._policies.setdefault(pol.name, pol)
+        return pol
+
+    def _resolve(self, ref: str) -> Policy[Any, Any] | None:
+        pol = self._policies.get(ref)
+        if pol is None and ":" in ref:
+            try:
+                pol = as_policy(codec._import(ref))
+            except Exception:
+                return None
+            self._policies[ref] = pol
+        return pol
+
+    # -- starting ------------------------------------------------------------
+    @overload
+    async def run(
+        self, target: Policy[P, R], /, *args: Any, run_id: str | None = None, **kwargs: Any
+    ) -> R: ...
+    @overload
+    async def run(
+        self,
+        target: Callable[..., Awaitable[R]],
+        /,
+        *args: Any,
+        run_id: str | None = None,
+        **kwargs: Any,
+    ) -> R: ...
+    async def run(
+        self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any
+    ) -> Any:
+        """Run ``target`` to the end and return its result (or raise its error)."""
+        store = self.store
+        if store is None and not self._listeners and not self.hooks and run_id is None:
+            # In memory with nobody watching: no bookkeeping beyond the call.
+            pol = as_policy(target)
+            execution = Execution(
+                uuid.uuid4().hex, max_parallel=self.max_parallel, inline_sleep=self.inline_sleep
+            )
+            return await execution.run_root(pol, args, kwargs)
+        handle = await self.start(target, *args, run_id=run_id, **kwargs)
+        return await handle.result()
+
+    def run_sync(self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any) -> Any:
+        """Run ``target`` from synchronous code (a script); closes the runner after."""
+
+        async def main() -> Any:
+            try:
+                return await self.run(target, *args, run_id=run_id, **kwargs)
+            finally:
+                await self.close()
+
+        return asyncio.run(main())
+
+    async def start(
+        self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any
+    ) -> RunHandle:
+        """Start a run and return its handle at once.
+
+        ``run_id`` is an idempotency key: starting an id that exists returns
+        that run, provided the inputs are the same.
+        """
+        await self.open()
+        pol = self.register(target)
+        run_id = run_id or uuid.uuid4().hex
+        try:
+            inputs = codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {run_id}")
+        except SerializationError:
+            if self.store is not None:
+                raise
+            inputs = ""  # in memory, inputs need not be JSON
+        if self.store is None:
+            return self._start_memory(run_id, pol, args, kwargs, inputs)
+        version = self.code_version if self.code_version is not None else _code_version(pol)
+        rec = RunRecord(run_id, _policy_ref(pol), inputs, code_version=version)
+        stored, created = await self.store.create_run(rec)
+        if not created and stored.inputs != inputs:
+            raise InputMismatchError(
+                f"run {run_id!r} exists with other inputs:\n  stored: {stored.inputs}\n"
+                f"  given:  {inputs}"
+            )
+        if run_id not in self._live and stored.status not in TERMINAL:
+            claimed = await self.store.claim(run_id, self.owner, self.lease)
+            if claimed is not None:
+                await self._launch(claimed, pol)
+        return RunHandle(self, run_id)
+
+    def _start_memory(
+        self,
+        run_id: str,
+        pol: Policy[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        inputs: str,
+    ) -> RunHandle:
+        known = self._memory_runs.get(run_id)
+        if known is not None or run_id in self._live:
+            if known is not None and known[2] != inputs:
+                raise InputMismatchError(f"run {run_id!r} exists with other inputs")
+            return RunHandle(self, run_id)
+        execution = Execution(
+            run_id,
+            hooks=self.hooks,
+            max_parallel=self.max_parallel,
+            inline_sleep=self.inline_sleep,
+        )
+        live = _Live(execution)
+        for q in self._listeners.get(run_id, ()):
+            execution.listen(q)
+        self._live[run_id] = live
+        self._memory_runs[run_id] = ("running", None, inputs)
+        live.task = asyncio.create_task(self._drive_memory(live, pol, args, kwargs))
+        return RunHandle(self, run_id)
+
+    async def _drive_memory(
+        self, live: _Live, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        run_id = live.execution.run_id
+        inputs = self._memory_runs[run_id][2]
+        try:
+            result = await live.execution.run_root(pol, args, kwargs)
+        except asyncio.CancelledError:
+            outcome: tuple[str, Any] = ("cancelled", CancelledRun(f"run {run_id!r} was cancelled"))
+        except Exception as exc:
+            outcome = ("failed", exc)
+        else:
+            outcome = ("succeeded", result)
+        self._memory_runs[run_id] = (outcome[0], outcome[1], inputs)
+        self._finish_live(run_id, outcome)
+
+    def _finish_live(self, run_id: str, outcome: tuple[str, Any]) -> None:
+        live = self._live.pop(run_id, None)
+        if live is not None and not live.done.done():
+            live.done.set_result(outcome)
+        status, value = outcome
+        if status in TERMINAL:
+            err = None if status == "succeeded" else f"{type(value).__name__}: {value}"
+            event = RunFinished(run_id, status, value if status == "succeeded" else None, err)
+            for q in self._listeners.pop(run_id, []):
+                q.put_nowait(event)
+        watcher = self._watchers.get(run_id)
+        if watcher is not None:
+            watcher.set()
+
+    # -- durable execution ---------------------------------------------------
+    async def _launch(self, rec: RunRecord, pol: Policy[Any, Any]) -> None:
+        assert self.store is not None
+        replay = await self.store.load_steps(rec.id)
+        execution = Execution(
+            rec.id,
+            store=self.store,
+            fence=rec.fence,
+            replay=replay,
+            hooks=self.hooks,
+            max_parallel=self.max_parallel,
+            inline_sleep=self.inline_sleep,
+        )
+        for q in self._listeners.get(rec.id, ()):
+            execution.listen(q)
+        live = _Live(execution)
+        self._live[rec.id] = live
+        data = codec.loads(rec.inputs)
+        live.task = asyncio.create_task(
+            self._drive(live, pol, tuple(data["args"]), data["kwargs"]), name=f"run:{rec.id}"
+        )
+
+    async def _drive(
+        self, live: _Live, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        store = self.store
+        assert store is not None
+        x = live.execution
+        outcome: tuple[str, Any] = ("lost", None)
+        try:
+            try:
+                result = await x.run_root(pol, args, kwargs)
+            except asyncio.CancelledError:
+                if not live.cancel_requested:
+                    # Shutdown, not a cancel: hand the run back for someone else.
+                    with contextlib.suppress(Exception):
+                        await store.release(x.run_id, x.fence)
+                    outcome = ("released", None)
+                    return
+                err = CancelledRun(f"run {x.run_id!r} was cancelled")
+                await store.finish_run(x.run_id, x.fence, "cancelled", None, error_to_json(err))
+                outcome = ("cancelled", err)
+                return
+            except BaseException as exc:
+                suspend = _find_suspend(exc)
+                if suspend is None:
+                    raise
+                parked = await store.suspend_run(
+                    x.run_id, x.fence, suspend.wake_at, suspend.waiting_for
+                )
+                outcome = ("suspended", None)
+                if not parked and self._poke is not None:
+                    self._poke.set()  # the signal is already there: resume at once
+                elif self._poke is not None:
+                    self._poke.set()  # recompute the next wake time
+                return
+            try:
+                output = codec.dumps(result, f"result of run {x.run_id}")
+            except SerializationError as exc:
+                await store.finish_run(x.run_id, x.fence, "failed", None, error_to_json(exc))
+                outcome = ("failed", exc)
+                return
+            await store.finish_run(x.run_id, x.fence, "succeeded", output, None)
+            outcome = ("succeeded", result)
+        except StaleLeaseError as exc:
+            outcome = ("lost", exc)  # another worker owns the run now; it will finish it
+        except StoreError as exc:
+            outcome = ("lost", exc)  # the store is down: the run stays for recovery
+        except NonDeterminismError as exc:
+            with contextlib.suppress(StoreError):
+                await store.finish_run(x.run_id, x.fence, "failed", None, error_to_json(exc))
+            outcome = ("failed", exc)
+        except Exception as exc:
+            try:
+                await store.finish_run(x.run_id, x.fence, "failed", None, error_to_json(exc))
+                outcome = ("failed", exc)
+            except StoreError as store_exc:
+                outcome = ("lost", store_exc)
+        finally:
+            self._finish_live(x.run_id, outcome)
+
+    async def _background(self) -> None:
+        """Heartbeats, timers, signals from elsewhere, and recovery, in one loop."""
+        store = self.store
+        assert store is not None and self._poke is not None
+        next_beat = 0.0
+        while True:
+            try:
+                now = time.time()
+                if now >= next_beat:
+                    for run_id in await store.heartbeat(self.owner, self.lease):
+                        live = self._live.get(run_id)
+                        if live is not None and live.task is not None:
+                            live.cancel_requested = True
+                            live.task.cancel()
+                    next_beat = now + self.lease / 3
+                if self.auto_recover:
+                    await self._claim_ready()
+                wake = await store.next_wake()
+                delay = min(self.poll_interval, max(0.0, next_beat - time.time()))
+                if wake is not None:
+                    delay = min(delay, max(0.0, wake - time.time()))
+            except StoreError:
+                delay = self.poll_interval  # the store is down; try again later
+            self._poke.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._poke.wait()
+
+    async def _claim_ready(self) -> list[str]:
+        assert self.store is not None
+        claimed: list[str] = []
+        for rec in await self.store.claim_due(self.owner, self.lease, 64, self._resolvable):
+            pol = self._resolve(rec.policy)
+            if pol is None:
+                await self.store.release(rec.id, rec.fence)
+                continue
+            await self._launch(rec, pol)
+            claimed.append(rec.id)
+        return claimed
+
+    def _resolvable(self, rec: RunRecord) -> bool:
+        return rec.id not in self._live and self._resolve(rec.policy) is not None
+
+    async def recover(self) -> list[RunHandle]:
+        """Resume every run that is ready here: abandoned, woken, or pending."""
+        await self.open()
+        if self.store is None:
+            return []
+        return [RunHandle(self, run_id) for run_id in await self._claim_ready()]
+
+    # -- awaiting ------------------------------------------------------------
+    async def _await_outcome(self, run_id: str) -> Any:
+        delay = 0.01
+        while True:
+            live = self._live.get(run_id)
+            if live is not None:
+                status, value = await asyncio.shield(live.done)
+                if status == "succeeded":
+                    return value
+                if status in ("failed", "cancelled"):
+                    raise value
+            if self.store is None:
+                known = self._memory_runs.get(run_id)
+                if known is None:
+                    raise RunNotFound(f"no run {run_id!r}")
+                status, value, _ = known
+                if status == "succeeded":
+                    return value
+                if status in ("failed", "cancelled"):
+                    raise value
+                continue
+            rec = await self.get_run(run_id)
+            if rec.status == "succeeded":
+                return codec.loads(rec.result or "null")
+            if rec.status == "failed":
+                raise error_from_json(rec.error or '{"type":"Error","message":""}')
+            if rec.status == "cancelled":
+                raise CancelledRun(f"run {run_id!r} was cancelled")
+            watcher = self._watchers.setdefault(run_id, asyncio.Event())
+            watcher.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await watcher.wait()
+            delay = min(delay * 2, self.poll_interval)
+
+    async def _events(self, run_id: str) -> AsyncIterator[Event]:
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._listeners.setdefault(run_id, []).append(queue)
+        live = self._live.get(run_id)
+        if live is not None:
+            live.execution.listen(queue)
+        finisher = asyncio.create_task(self._finish_event(run_id, queue))
+        try:
+            while True:
+                event = await queue.get()
+                yield event
+                if isinstance(event, RunFinished):
+                    return
+        finally:
+            finisher.cancel()
+            listeners = self._listeners.get(run_id, [])
+            if queue in listeners:
+                listeners.remove(queue)
+            live = self._live.get(run_id)
+            if live is not None:
+                live.execution.unlisten(queue)
+
+    async def _finish_event(self, run_id: str, queue: asyncio.Queue[Any]) -> None:
+        """Close the stream of a run that finishes elsewhere (or already has)."""
+        while True:
+            if run_id not in self._live:
+                try:
+                    rec = await self.get_run(run_id)
+                except RunNotFound:
+                    rec = None
+                if rec is not None and rec.status in TERMINAL:
+                    value = codec.loads(rec.result) if rec.result else None
+                    err = None
+                    if rec.error:
+                        e = error_from_json(rec.error)
+                        err = f"{type(e).__name__}: {e}"
+                    queue.put_nowait(RunFinished(run_id, rec.status, value, err))
+                    return
+            await asyncio.sleep(self.poll_interval)
+
+    async def stream(
+        self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any
+    ) -> AsyncIterator[Event]:
+        """Start a run and yield its events as they happen, ending with RunFinished."""
+        run_id = run_id or uuid.uuid4().hex
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._listeners.setdefault(run_id, []).append(queue)
+        try:
+            await self.start(target, *args, run_id=run_id, **kwargs)
+        except BaseException:
+            self._listeners[run_id].remove(queue)
+            raise
+        # Hand the pre-registered queue over to the ordinary events loop.
+        self._listeners[run_id].remove(queue)
+        stream = self._events(run_id)
+        pending: list[Any] = []
+        while not queue.empty():
+            pending.append(queue.get_nowait())
+        for ev in pending:
+            yield ev
+            if isinstance(ev, RunFinished):
+                return
+        async for ev in stream:
+            yield ev
+
+    # -- controlling -----------------------------------------------------------
+    async def signal(self, run_id: str, name: str, payload: Any = None) -> None:
+        """Deliver ``payload`` to the run's ``wait_for(name)``; queued if not waiting yet."""
+        if self.store is None:
+            live = self._live.get(run_id)
+            if live is None:
+                raise RunNotFound(f"no live run {run_id!r} in this runner")
+            live.execution.deliver(name, payload)
+            return
+        await self.open()
+        await self.store.send_signal(run_id, name, codec.dumps(payload, f"signal {name!r}"))
+        if self._poke is not None:
+            self._poke.set()
+
+    async def cancel(self, run_id: str) -> None:
+        """Cancel the run: at its next await here, within a heartbeat elsewhere."""
+        live = self._live.get(run_id)
+        if self.store is not None:
+            await self.open()
+            rec = await self.store.request_cancel(run_id)
+            if rec is None:
+                raise RunNotFound(f"no run {run_id!r}")
+            watcher = self._watchers.get(run_id)
+            if watcher is not None:
+                watcher.set()
+        elif live is None and run_id not in self._memory_runs:
+            raise RunNotFound(f"no run {run_id!r}")
+        if live is not None and live.task is not None:
+            live.cancel_requested = True
+            live.task.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(live.done)
+
+    async def get_run(self, run_id: str) -> RunRecord:
+        """The run's record: status, result or error, timestamps, holder."""
+        if self.store is None:
+            known = self._memory_runs.get(run_id)
+            if known is None:
+                raise RunNotFound(f"no run {run_id!r}")
+            return RunRecord(run_id, "", known[2], status=known[0])  # type: ignore[arg-type]
+        await self.open()
+        rec = await self.store.get_run(run_id)
+        if rec is None:
+            raise RunNotFound(f"no run {run_id!r}")
+        return rec
+
+    async def steps(self, run_id: str) -> list[StepRecord]:
+        """The run's recorded steps, in the order they finished."""
+        if self.store is None:
+            return []
+        await self.get_run(run_id)
+        steps = await self.store.load_steps(run_id)
+        return sorted(steps.values(), key=lambda s: (s.finished_at, s.key))
+
+    async def list_runs(self, status: str | None = None, limit: int = 100) -> list[RunRecord]:
+        if self.store is None:
+            return [
+                RunRecord(rid, "", inputs, status=st)  # type: ignore[arg-type]
+                for rid, (st, _, inputs) in self._memory_runs.items()
+                if status is None or st == status
+            ][:limit]
+        await self.open()
+        return await self.store.list_runs(status, limit)
+
+    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+        """Delete finished runs older than ``older_than`` seconds, or all but ``keep``."""
+        if self.store is None:
+            done = [rid for rid, v in self._memory_runs.items() if v[0] in TERMINAL]
+            for rid in done:
+                del self._memory_runs[rid]
+            return len(done)
+        await self.open()
+        cutoff = None if older_than is None else time.time() - older_than
+        return await self.store.prune(cutoff, keep)
+
+
+def run_detached(pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A policy awaited outside any run: run it alone, in memory."""
+    execution = Execution(uuid.uuid4().hex)
+    return execution.run_root(pol, args, kwargs)

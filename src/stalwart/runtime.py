@@ -1,0 +1,510 @@
+"""The runtime: executes steps, replays recorded ones, dispatches action calls.
+
+One engine serves every store. In memory (``store is None``) nothing is
+recorded and a call with no hook, listener, retry or timeout takes a fast path
+that costs little more than the ``await`` itself. With a store, each call is
+looked up in the replay map loaded when the run resumed (S2): a recorded call
+returns its result (or raises its error, S4) without executing, after its
+identity is checked (S5); an unrecorded call executes live and its outcome is
+recorded under its key before the caller sees it (S3, S11).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any
+
+from . import codec
+from .context import Context
+from .errors import (
+    NonDeterminismError,
+    SerializationError,
+    StalwartError,
+    StepError,
+    StoreError,
+    Veto,
+)
+from .events import CallFailed, CallFinished, CallInfo, CallStarted, Emitted, Hook, TextDelta
+from .message import Message
+from .policy import Policy, _current, as_policy
+from .schema import ArgumentError
+from .store.base import StepRecord, Store
+
+__all__ = ["Execution", "Suspend", "error_from_json", "error_to_json"]
+
+# Errors about the run itself, not the step: never recorded as a step's error,
+# so that fixing the cause (code, store) lets the run resume.
+_NOT_STEP_ERRORS = (NonDeterminismError, StoreError)
+
+
+class Suspend(BaseException):
+    """Unwinds a run that waits (durable sleep or signal); not an error.
+
+    A BaseException so that a policy's ``except Exception`` cannot swallow it.
+    """
+
+    def __init__(self, wake_at: float | None, waiting_for: str | None) -> None:
+        super().__init__(wake_at, waiting_for)
+        self.wake_at = wake_at
+        self.waiting_for = waiting_for
+
+
+def error_to_json(exc: BaseException) -> str:
+    cls = type(exc)
+    if isinstance(exc, StepError):
+        data = {"type": exc.error_type, "message": exc.error_message}
+    else:
+        data = {"type": f"{cls.__module__}.{cls.__qualname__}", "message": str(exc)}
+        with contextlib.suppress(SerializationError):
+            data["args"] = codec.encode(list(exc.args))
+    return json.dumps(data, separators=(",", ":"))
+
+
+def error_from_json(text: str) -> BaseException:
+    """Rebuild a recorded error: the original type if importable, else StepError."""
+    data = json.loads(text)
+    type_name: str = data["type"]
+    module, _, qual = type_name.rpartition(".")
+    cls: Any = None
+    if module:
+        try:
+            cls = codec._import(f"{module}:{qual}")
+        except Exception:
+            cls = None
+        if cls is None and "." in module:  # nested class: try splitting further left
+            head, _, cls_head = module.rpartition(".")
+            try:
+                cls = codec._import(f"{head}:{cls_head}.{qual}")
+            except Exception:
+                cls = None
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        try:
+            exc: BaseException = cls.__new__(cls)
+            args = codec.decode(data["args"]) if "args" in data else [data["message"]]
+            exc.args = tuple(args)
+            if str(exc) == data["message"] or isinstance(exc, StalwartError):
+                return exc
+        except Exception:
+            pass
+    return StepError(type_name.rpartition(".")[2] or type_name, data["message"])
+
+
+def _args_for_record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    def tidy(v: Any) -> Any:
+        if isinstance(v, Policy):
+            return f"<policy {v.name}>"
+        if isinstance(v, list | tuple) and v and all(isinstance(x, Policy) for x in v):
+            return [f"<policy {x.name}>" for x in v]
+        return v
+
+    out: dict[str, Any] = {}
+    if args:
+        out["*"] = [tidy(a) for a in args]
+    for k, v in kwargs.items():
+        out[k] = tidy(v)
+    return out
+
+
+def _hash(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+class Execution:
+    """The state of one run being executed in this process."""
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        store: Store | None = None,
+        fence: int = 0,
+        replay: dict[str, StepRecord] | None = None,
+        hooks: Sequence[Hook] = (),
+        max_parallel: int | None = None,
+        inline_sleep: float = 1.0,
+    ) -> None:
+        self.run_id = run_id
+        self.store = store
+        self.fence = fence
+        self.replay = replay or {}
+        self.hooks = tuple(hooks)
+        self.listeners: list[asyncio.Queue[Any]] = []
+        self.max_parallel = max_parallel
+        self.inline_sleep = inline_sleep
+        self.live_steps = 0  # steps that executed for real in this execution
+        self.replayed_steps = 0
+        self._mailbox: dict[str, deque[Any]] = {}
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.plain = self.store is None and not self.hooks and not self.listeners
+
+    def listen(self, queue: asyncio.Queue[Any]) -> None:
+        self.listeners.append(queue)
+        self._refresh()
+
+    def unlisten(self, queue: asyncio.Queue[Any]) -> None:
+        if queue in self.listeners:
+            self.listeners.remove(queue)
+        self._refresh()
+
+    def _publish(self, event: Any) -> None:
+        for q in self.listeners:
+            q.put_nowait(event)
+
+    def emit(self, key: str, value: Any) -> None:
+        if self.listeners:
+            self._publish(Emitted(self.run_id, key, value))
+
+    def text_delta(self, key: str, text: str) -> None:
+        if self.listeners:
+            self._publish(TextDelta(self.run_id, key, text))
+
+    # -- steps -------------------------------------------------------------
+    def step(
+        self, key: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Coroutine[Any, Any, Any]:
+        pol = target if type(target) is Policy else as_policy(target)
+        if self.plain and pol.simple:
+            return self._plain(key, pol, args, kwargs)
+        return self._full(key, pol, args, kwargs)
+
+    async def _plain(
+        self, key: str, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        ctx = (pol.ctx_class or Context)(self, key)
+        token = _current.set(ctx)
+        try:
+            if pol.takes_ctx:
+                result = await pol.fn(ctx, *args, **kwargs)
+            else:
+                result = await pol.fn(*args, **kwargs)
+        finally:
+            _current.reset(token)
+        if kwargs and "options" in kwargs:
+            return await self._dispatch(key, result, kwargs["options"], pol)
+        return result
+
+    async def _full(
+        self,
+        key: str,
+        pol: Policy[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        root: bool = False,
+    ) -> Any:
+        store = self.store if (pol.record and not root) else None
+        args_json = args_hash = None
+        if store is not None:
+            args_json = codec.dumps(_args_for_record(args, kwargs), f"arguments of step {key}")
+            args_hash = _hash(args_json)
+            rec = self.replay.get(key)
+            if rec is not None:
+                result = self._replayed(rec, key, pol.name, args_json, args_hash)
+                if kwargs and "options" in kwargs:
+                    return await self._dispatch(key, result, kwargs["options"], pol)
+                return result
+        info = None
+        if self.hooks or self.listeners:
+            info = CallInfo(self.run_id, key, pol.name, _args_for_record(args, kwargs))
+            if self.listeners:
+                self._publish(CallStarted(self.run_id, key, pol.name, info.arguments))
+        started = time.time()
+        attempt = 0
+        try:
+            for hook in self.hooks:
+                await hook.before_call(info)  # type: ignore[arg-type]
+            while True:
+                attempt += 1
+                ctx = (pol.ctx_class or Context)(self, key if attempt == 1 else f"{key}@{attempt}")
+                token = _current.set(ctx)
+                try:
+                    if pol.timeout is not None:
+                        async with asyncio.timeout(pol.timeout):
+                            result = await pol.invoke(ctx, args, kwargs)
+                    else:
+                        result = await pol.invoke(ctx, args, kwargs)
+                    break
+                except pol.retry_on as exc:
+                    if (
+                        attempt > pol.retries
+                        or isinstance(exc, _NOT_STEP_ERRORS | Veto)
+                        or not isinstance(exc, Exception)
+                    ):
+                        raise
+                    delay = min(pol.backoff * 2 ** (attempt - 1), pol.max_backoff)
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                finally:
+                    _current.reset(token)
+            if store is not None:
+                output = codec.dumps(result, f"result of step {key} ({pol.name})")
+        except Exception as caught:
+            if isinstance(caught, _NOT_STEP_ERRORS):
+                raise
+            err: BaseException = caught
+            if store is not None:
+                rec = StepRecord(
+                    key,
+                    pol.name,
+                    args_hash or "",
+                    args_json,
+                    None,
+                    error_to_json(err),
+                    attempt,
+                    started,
+                    time.time(),
+                )
+                won = await store.record_step(self.run_id, self.fence, rec)
+                self.live_steps += 1
+                if won.output is not None:  # another executor recorded success first
+                    return self._decode_output(won, key)
+                err = error_from_json(won.error) if won is not rec and won.error else err
+            if info is not None:
+                for hook in self.hooks:
+                    await hook.on_error(info, err)
+                if self.listeners:
+                    self._publish(
+                        CallFailed(self.run_id, key, pol.name, type(err).__name__, str(err))
+                    )
+            if err is caught:
+                raise
+            raise err from None
+        if store is not None:
+            rec = StepRecord(
+                key,
+                pol.name,
+                args_hash or "",
+                args_json,
+                output,
+                None,
+                attempt,
+                started,
+                time.time(),
+            )
+            won = await store.record_step(self.run_id, self.fence, rec)
+            self.live_steps += 1
+            if won is not rec:  # S3: the first recorded result wins for every reader
+                result = self._replayed(won, key, pol.name, args_json or "", args_hash or "")
+        if info is not None:
+            for hook in self.hooks:
+                await hook.after_call(info, result)
+            if self.listeners:
+                self._publish(
+                    CallFinished(self.run_id, key, pol.name, result, time.time() - started)
+                )
+        if kwargs and "options" in kwargs:
+            return await self._dispatch(key, result, kwargs["options"], pol)
+        return result
+
+    def _replayed(
+        self, rec: StepRecord, key: str, name: str, args_json: str, args_hash: str
+    ) -> Any:
+        if rec.name != name or rec.args_hash != args_hash:
+            raise NonDeterminismError(
+                f"step {key} of run {self.run_id} does not match its record:\n"
+                f"  recorded: {rec.name}({rec.args})\n"
+                f"  now:      {name}({args_json})\n"
+                "The policy's code changed, or it is not deterministic; "
+                "guard changed code with `await ctx.patched(...)`."
+            )
+        self.replayed_steps += 1
+        if rec.error is not None:
+            exc = error_from_json(rec.error)
+            if self.listeners:
+                self._publish(
+                    CallFailed(self.run_id, key, name, type(exc).__name__, str(exc), True)
+                )
+            raise exc
+        value = self._decode_output(rec, key)
+        if self.listeners:
+            self._publish(CallFinished(self.run_id, key, name, value, 0.0, True))
+        return value
+
+    def _decode_output(self, rec: StepRecord, key: str) -> Any:
+        try:
+            return codec.loads(rec.output or "null")
+        except Exception as exc:
+            raise StoreError(
+                f"step {key} of run {self.run_id}: recorded output cannot be read back "
+                f"({type(exc).__name__}: {exc})"
+            ) from exc
+
+    # -- options dispatch ------------------------------------------------------
+    async def _dispatch(
+        self, key: str, result: Any, options: Any, pol: Policy[Any, Any]
+    ) -> Any:
+        if isinstance(result, Message):
+            messages = [result]
+        elif isinstance(result, list) and result and all(isinstance(m, Message) for m in result):
+            messages = result
+        else:
+            return result
+        calls = [m.action_call for m in messages if m.action_call is not None]
+        if not calls:
+            return result
+        allowed: dict[str, Policy[Any, Any]] = {}
+        for opt in options or ():
+            p = as_policy(opt)
+            allowed[p.name] = p
+        limit = pol.max_parallel or self.max_parallel
+        coros = [self._action(f"{key}#{i}", allowed, call) for i, call in enumerate(calls, 1)]
+        if len(coros) == 1:
+            results = [await coros[0]]
+        else:
+            sem = asyncio.Semaphore(limit) if limit else None
+            tasks: list[asyncio.Task[Message]] = []
+            async with asyncio.TaskGroup() as tg:
+                for c in coros:
+                    tasks.append(tg.create_task(_limited(sem, c) if sem else c))
+            results = [t.result() for t in tasks]
+        return [*messages, *results]
+
+    async def _action(self, key: str, allowed: dict[str, Policy[Any, Any]], call: Any) -> Message:
+        name = call.name
+        if call.invalid is not None:
+            return Message.result(
+                call,
+                error_type="InvalidArguments",
+                error_message=f"arguments for {name!r} are not valid JSON: {call.invalid}",
+            )
+        pol = allowed.get(name)
+        if pol is None:
+            names = ", ".join(sorted(allowed)) or "(none)"
+            return Message.result(
+                call,
+                error_type="UnknownOption",
+                error_message=f"{name!r} is not an allowed option; allowed options: {names}",
+            )
+        try:
+            kwargs = pol.validate(call.arguments)
+        except ArgumentError as exc:
+            return Message.result(call, error_type="InvalidArguments", error_message=str(exc))
+        try:
+            value = await self.step(key, pol, (), kwargs)
+        except _NOT_STEP_ERRORS:
+            raise
+        except Exception as exc:
+            err_type = exc.error_type if isinstance(exc, StepError) else type(exc).__name__
+            msg = exc.error_message if isinstance(exc, StepError) else str(exc)
+            return Message.result(call, error_type=err_type, error_message=msg)
+        try:
+            codec.encode(value, f"result of {name!r}")
+        except SerializationError as exc:
+            return Message.result(call, error_type="SerializationError", error_message=str(exc))
+        return Message.result(call, value, actor=pol.name)
+
+    # -- recorded values, sleep, signals -----------------------------------
+    async def recorded(self, key: str, kind: str, make: Callable[[], Any]) -> Any:
+        if self.store is None:
+            return make()
+        rec = self.replay.get(key)
+        if rec is not None:
+            return self._replayed(rec, key, f"stalwart.{kind}", "{}", "")
+        value = make()
+        await self._record_value(key, kind, value)
+        return value
+
+    async def _record_value(
+        self, key: str, kind: str, value: Any, error: str | None = None
+    ) -> None:
+        assert self.store is not None
+        now = time.time()
+        rec = StepRecord(
+            key,
+            f"stalwart.{kind}",
+            "",
+            None,
+            None if error else codec.dumps(value, f"step {key}"),
+            error,
+            1,
+            now,
+            now,
+            kind,
+        )
+        await self.store.record_step(self.run_id, self.fence, rec)
+        self.live_steps += 1
+
+    async def sleep(self, key: str, seconds: float) -> None:
+        if self.store is None:
+            await asyncio.sleep(seconds)
+            return
+        wake_at = await self.recorded(key, "sleep", lambda: time.time() + seconds)
+        remaining = wake_at - time.time()
+        if remaining <= 0:
+            return
+        if remaining <= self.inline_sleep:
+            await asyncio.sleep(remaining)
+            return
+        raise Suspend(wake_at, None)
+
+    async def wait_for(self, deadline_key: str, key: str, name: str, timeout: float | None) -> Any:
+        if self.store is None:
+            return await self._wait_in_memory(name, timeout)
+        deadline = await self.recorded(
+            deadline_key, "deadline", lambda: None if timeout is None else time.time() + timeout
+        )
+        rec = self.replay.get(key)
+        if rec is not None:
+            return self._replayed(rec, key, f"stalwart.signal:{name}", "{}", "")
+        payload = await self.store.take_signal(self.run_id, name, key)
+        if payload is not None:
+            value = codec.loads(payload)
+            await self._record_value(key, f"signal:{name}", value)
+            return value
+        if deadline is not None and time.time() >= deadline:
+            exc = TimeoutError(f"no signal {name!r} within {timeout} s")
+            await self._record_value(key, f"signal:{name}", None, error_to_json(exc))
+            raise exc
+        raise Suspend(deadline, name)
+
+    async def _wait_in_memory(self, name: str, timeout: float | None) -> Any:
+        box = self._mailbox.setdefault(name, deque())
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                while not box:
+                    fut: asyncio.Future[None] = loop.create_future()
+                    self._waiters.setdefault(name, []).append(fut)
+                    await fut
+        except TimeoutError:
+            raise TimeoutError(f"no signal {name!r} within {timeout} s") from None
+        return box.popleft()
+
+    def deliver(self, name: str, payload: Any) -> None:
+        """Hand a signal to a run waiting in memory."""
+        self._mailbox.setdefault(name, deque()).append(payload)
+        for fut in self._waiters.pop(name, []):
+            if not fut.done():
+                fut.set_result(None)
+
+    async def patched(self, parent_key: str, ctx: Context, change: str) -> bool:
+        key = f"{parent_key}.{ctx._seq + 1}" if parent_key else str(ctx._seq + 1)
+        rec = self.replay.get(key)
+        marker = f"stalwart.patch:{change}"
+        if rec is not None and rec.name != marker:
+            return False  # this run passed here on code without the change
+        ctx._seq += 1
+        if self.store is not None and rec is None:
+            await self._record_value(key, f"patch:{change}", True)
+        return True
+
+    # -- the root ------------------------------------------------------------
+    async def run_root(
+        self, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if self.plain and pol.simple:
+            return await self._plain("", pol, args, kwargs)
+        return await self._full("", pol, args, kwargs, root=True)
+
+
+async def _limited(sem: asyncio.Semaphore, coro: Awaitable[Message]) -> Message:
+    async with sem:
+        return await coro

@@ -1,0 +1,223 @@
+"""The Store interface: what the runtime needs from a durable ledger.
+
+It is small on purpose. The runtime decides what to record and when; a store
+only keeps rows in order, enforces that the first result of a step wins (S3),
+refuses writes with a stale fencing token (S8), and answers a few queries.
+Values arrive already serialized to JSON text, so a store never sees Python
+objects and every store stores the same bytes.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "TERMINAL",
+    "RunRecord",
+    "RunStatus",
+    "SignalRecord",
+    "StepRecord",
+    "Store",
+    "owner_is_dead",
+]
+
+_HOST = socket.gethostname()
+
+
+def owner_is_dead(owner: str | None) -> bool:
+    """Whether the holder of a lease is a process on this host that has exited.
+
+    Owners are "host:pid:nonce". A holder on another host is never judged
+    dead here: only its lease expiring frees its runs.
+    """
+    if not owner:
+        return True
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != _HOST or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+RunStatus = Literal["pending", "running", "suspended", "succeeded", "failed", "cancelled"]
+TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One finished step: its identity (S1), and its output or error (S4).
+
+    ``output`` and ``error`` are JSON text; exactly one is set. ``kind`` tells
+    a policy call from the runtime's own records (sleep, signal, now, ...).
+    """
+
+    key: str
+    name: str
+    args_hash: str
+    args: str | None
+    output: str | None
+    error: str | None
+    attempts: int = 1
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    kind: str = "call"
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """A run: its inputs, where it stands, and who holds it."""
+
+    id: str
+    policy: str
+    inputs: str
+    status: RunStatus = "pending"
+    result: str | None = None
+    error: str | None = None
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    code_version: str = ""
+    wake_at: float | None = None
+    waiting_for: str | None = None
+    owner: str | None = None
+    lease_expires_at: float | None = None
+    fence: int = 0
+    cancel_requested: bool = False
+    queue: str = "default"
+    priority: int = 0
+    parent_id: str | None = None
+
+
+@dataclass(slots=True)
+class SignalRecord:
+    run_id: str
+    name: str
+    payload: str
+    consumed_by: str | None = None
+
+
+class Store(abc.ABC):
+    """A durable ledger of runs, steps and signals.
+
+    Every method that writes for a run being executed takes the ``fence`` its
+    claim returned and raises :class:`~stalwart.errors.StaleLeaseError` when
+    another owner has claimed the run since.
+    """
+
+    url: str = ""
+
+    async def open(self) -> None:  # noqa: B027 - optional for stores
+        """Connect and create or migrate the schema."""
+
+    async def close(self) -> None:  # noqa: B027 - optional for stores
+        """Release connections; pending group commits are flushed first."""
+
+    # -- runs --------------------------------------------------------------
+    @abc.abstractmethod
+    async def create_run(self, run: RunRecord) -> tuple[RunRecord, bool]:
+        """Insert ``run`` unless its id exists; return the stored run and whether it is new."""
+
+    @abc.abstractmethod
+    async def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    @abc.abstractmethod
+    async def list_runs(
+        self, status: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[RunRecord]: ...
+
+    @abc.abstractmethod
+    async def claim(self, run_id: str, owner: str, lease: float) -> RunRecord | None:
+        """Take the run for ``owner`` if it is free, its holder's lease has
+        expired, or its holder is known dead; bump and return its fence.
+        Return None if someone else holds it or it is finished or suspended
+        for the future."""
+
+    @abc.abstractmethod
+    async def claim_due(
+        self, owner: str, lease: float, limit: int, accept: Callable[[RunRecord], bool]
+    ) -> list[RunRecord]:
+        """Claim up to ``limit`` ready runs that ``accept`` approves: pending,
+        woken (timer due or awaited signal arrived), or abandoned (lease
+        expired, or holder known dead)."""
+
+    @abc.abstractmethod
+    async def heartbeat(self, owner: str, lease: float) -> list[str]:
+        """Extend the leases ``owner`` holds; return ids of those asked to cancel."""
+
+    @abc.abstractmethod
+    async def finish_run(
+        self, run_id: str, fence: int, status: RunStatus, result: str | None, error: str | None
+    ) -> None:
+        """Record the outcome once (S10); a second finish is ignored."""
+
+    @abc.abstractmethod
+    async def suspend_run(
+        self, run_id: str, fence: int, wake_at: float | None, waiting_for: str | None
+    ) -> bool:
+        """Release the run until ``wake_at`` or a signal named ``waiting_for``.
+
+        Returns False, leaving the run ready, if that signal already arrived.
+        """
+
+    @abc.abstractmethod
+    async def release(self, run_id: str, fence: int) -> None:
+        """Give the run back without finishing it (shutdown): it becomes pending."""
+
+    @abc.abstractmethod
+    async def request_cancel(self, run_id: str) -> RunRecord | None:
+        """Ask for the run to stop; a run nobody holds is cancelled at once."""
+
+    @abc.abstractmethod
+    async def next_wake(self) -> float | None:
+        """The earliest time a suspended run wants to wake, if any."""
+
+    @abc.abstractmethod
+    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+        """Delete finished runs finished before ``older_than`` (a timestamp) or
+        beyond the ``keep`` most recent; return how many went (S12)."""
+
+    # -- steps -------------------------------------------------------------
+    @abc.abstractmethod
+    async def load_steps(self, run_id: str) -> dict[str, StepRecord]: ...
+
+    @abc.abstractmethod
+    async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
+        """Record ``step`` unless its key has a record; return the record that won (S3)."""
+
+    # -- signals -----------------------------------------------------------
+    @abc.abstractmethod
+    async def send_signal(self, run_id: str, name: str, payload: str) -> RunRecord:
+        """Append to the run's mailbox; wake the run if it waits for ``name``."""
+
+    @abc.abstractmethod
+    async def take_signal(self, run_id: str, name: str, step_key: str) -> str | None:
+        """The oldest unread signal ``name``, marked read by ``step_key``.
+
+        Idempotent per step key: asking again for the same key returns the
+        same payload, so a crash between taking and recording loses nothing.
+        """
+
+    def describe(self) -> dict[str, Any]:
+        return {"url": self.url}

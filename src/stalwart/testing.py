@@ -1,0 +1,86 @@
+"""Offline stand-ins for models, so agent loops are tested without an API key.
+
+:class:`ScriptedLLM` plays a script of replies. Its position in the script is
+the number of turns it has already taken in the conversation it is shown, not
+a counter in memory: a durable run that replays its first model calls and
+resumes live gets the next reply, exactly as it would from a real model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .context import Context
+from .message import Message
+
+__all__ = ["Reply", "ScriptExhausted", "ScriptedLLM", "call"]
+
+Reply = (
+    str
+    | Message
+    | Sequence[Message]
+    | Callable[[list[Message], Sequence[Any]], "str | Message | Sequence[Message]"]
+)
+
+
+class ScriptExhausted(RuntimeError):
+    """The conversation asked for more replies than the script holds."""
+
+
+def call(name: str, /, _id: str | None = None, **arguments: Any) -> Message:
+    """An action call for a script: ``call("web_search", query="python")``."""
+    return Message.call(name, arguments, id=_id)
+
+
+class ScriptedLLM:
+    """A policy that answers from a script of replies, one per turn.
+
+    Each reply is text, a message (an action call), a list of messages
+    (parallel calls, or text with calls), or a function of the observations
+    and options returning one of those: a heuristic model.
+    """
+
+    def __init__(self, script: Sequence[Reply], *, name: str = "scripted_llm") -> None:
+        self.script = list(script)
+        self.name = name
+        self.calls = 0  # how many times it really ran (replayed calls don't count)
+
+    async def __call__(
+        self, ctx: Context, observations: list[Message], options: Sequence[Any] = ()
+    ) -> list[Message]:
+        """Reply to the conversation with the script's next turn."""
+        turn = self._turns_taken(observations)
+        if turn >= len(self.script):
+            raise ScriptExhausted(
+                f"{self.name}: the script has {len(self.script)} replies, turn {turn + 1} was asked"
+            )
+        self.calls += 1
+        reply = self.script[turn]
+        if callable(reply) and not isinstance(reply, Message):
+            reply = reply(observations, options)
+        return [self._own(m) for m in _as_messages(reply)]
+
+    def _turns_taken(self, observations: Sequence[Message]) -> int:
+        turns, inside = 0, False
+        for m in observations:
+            mine = m.role == "assistant" and m.actor == self.name
+            if mine and not inside:
+                turns += 1
+            inside = mine
+        return turns
+
+    def _own(self, m: Message) -> Message:
+        if m.role == "assistant" and m.actor != self.name:
+            return Message(m.role, self.name, m.parts, m.action_call, m.action_result, m.id)
+        return m
+
+
+def _as_messages(reply: Any) -> list[Message]:
+    if isinstance(reply, str):
+        return [Message.assistant(reply)]
+    if isinstance(reply, Message):
+        return [reply]
+    if isinstance(reply, Sequence) and all(isinstance(m, Message) for m in reply):
+        return list(reply)
+    raise TypeError(f"a script reply must be text, a Message or a list of them, not {reply!r}")
