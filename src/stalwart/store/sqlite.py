@@ -1,0 +1,722 @@
+"""The embedded SQLite store: one file, WAL mode, any number of processes.
+
+Writes run on the event loop's thread, through one connection per store, and
+are cheap (tens of microseconds), so the thread hop of an executor would cost
+more than the write. Step records are batched into the open transaction and
+committed once the loop has run every task that was ready: a step's caller
+resumes only after the commit (``durability=commit``, the default), yet
+concurrent steps that finish together share one commit. With
+``durability=group`` the caller does not wait; the commit follows within
+``group_delay`` seconds, and a crash can lose that window's records (they are
+re-executed on recovery: at least once, never a hole, S6).
+
+Every transaction that writes starts with ``BEGIN IMMEDIATE``, so that two
+processes never deadlock on a lock upgrade; ``busy_timeout`` bounds how long a
+write waits for another process's commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlparse
+
+from ..errors import StaleLeaseError, StoreError
+from .base import TERMINAL, RunRecord, StepRecord, Store, owner_is_dead
+
+__all__ = ["SQLiteStore"]
+
+SCHEMA_VERSION = 1
+
+_MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        policy TEXT NOT NULL,
+        inputs TEXT NOT NULL,
+        status TEXT NOT NULL,
+        result TEXT,
+        error TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        code_version TEXT NOT NULL DEFAULT '',
+        wake_at REAL,
+        waiting_for TEXT,
+        owner TEXT,
+        lease_expires_at REAL,
+        fence INTEGER NOT NULL DEFAULT 0,
+        cancel_requested INTEGER NOT NULL DEFAULT 0,
+        queue TEXT NOT NULL DEFAULT 'default',
+        priority INTEGER NOT NULL DEFAULT 0,
+        parent_id TEXT
+    );
+    CREATE INDEX runs_by_status ON runs (status, wake_at);
+    CREATE INDEX runs_by_owner ON runs (owner) WHERE owner IS NOT NULL;
+    CREATE TABLE steps (
+        run_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        args_hash TEXT NOT NULL,
+        args TEXT,
+        output TEXT,
+        error TEXT,
+        attempts INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        finished_at REAL NOT NULL,
+        spilled INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (run_id, key)
+    ) WITHOUT ROWID;
+    CREATE TABLE payloads (
+        run_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        field TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (run_id, key, field)
+    ) WITHOUT ROWID;
+    CREATE TABLE signals (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        consumed_by TEXT,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX signals_by_run ON signals (run_id, name, consumed_by);
+    """,
+}
+
+_RUN_COLUMNS = (
+    "id, policy, inputs, status, result, error, created_at, updated_at, code_version, "
+    "wake_at, waiting_for, owner, lease_expires_at, fence, cancel_requested, queue, "
+    "priority, parent_id"
+)
+
+# Values larger than this go to the payloads table, keeping step rows small.
+SPILL_BYTES = 16 * 1024
+_SPILL_FIELDS = (("args", 1), ("output", 2), ("error", 4))
+
+
+def _run(row: tuple[Any, ...]) -> RunRecord:
+    return RunRecord(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        row[8],
+        row[9],
+        row[10],
+        row[11],
+        row[12],
+        row[13],
+        bool(row[14]),
+        row[15],
+        row[16],
+        row[17],
+    )
+
+
+class SQLiteStore(Store):
+    """A Store in one SQLite file. Build from a URL with :meth:`from_url`."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        durability: str = "commit",
+        synchronous: str = "NORMAL",
+        group_delay: float = 0.005,
+        busy_timeout: float = 10.0,
+    ) -> None:
+        if durability not in ("commit", "group"):
+            raise StoreError(f"durability must be 'commit' or 'group', not {durability!r}")
+        if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA", "OFF"):
+            raise StoreError(f"synchronous must be NORMAL, FULL or EXTRA, not {synchronous!r}")
+        self.path = str(path)
+        self.url = f"sqlite:///{self.path}"
+        self.durability = durability
+        self.synchronous = synchronous.upper()
+        self.group_delay = group_delay
+        self.busy_timeout = busy_timeout
+        self._db: sqlite3.Connection | None = None
+        self._in_tx = False
+        self._waiting: list[asyncio.Future[None]] = []
+        self._flush_handle: asyncio.Handle | asyncio.TimerHandle | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteStore:
+        """``sqlite:///relative.db``, ``sqlite:////abs/path.db``; options as query."""
+        parsed = urlparse(url)
+        path = unquote(parsed.netloc + parsed.path)
+        if path.startswith("/") and not parsed.netloc:
+            path = path[1:]  # sqlite:///x.db is the relative path x.db
+        if not path:
+            raise StoreError(f"no file in SQLite URL {url!r}; write sqlite:///path/to/file.db")
+        opts = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+        kwargs: dict[str, Any] = {}
+        for key, value in opts.items():
+            if key in ("durability", "synchronous"):
+                kwargs[key] = value
+            elif key in ("group_delay", "busy_timeout"):
+                try:
+                    kwargs[key] = float(value)
+                except ValueError:
+                    raise StoreError(f"{key} must be a number of seconds, not {value!r}") from None
+            else:
+                raise StoreError(f"unknown SQLite store option {key!r} in {url!r}")
+        return cls(path, **kwargs)
+
+    # -- connection -------------------------------------------------------------
+    async def open(self) -> None:
+        if self._db is not None:
+            return
+        try:
+            parent = Path(self.path).parent
+            if not parent.exists():
+                raise StoreError(f"cannot open SQLite store {self.path!r}: {parent} does not exist")
+            db = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self.busy_timeout,
+            )
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA synchronous={self.synchronous}")
+            db.execute("PRAGMA foreign_keys=OFF")
+            self._db = db
+            self._migrate(db)
+        except sqlite3.DatabaseError as exc:
+            self._db = None
+            raise StoreError(f"cannot open SQLite store {self.path!r}: {exc}") from exc
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("CREATE TABLE IF NOT EXISTS stalwart_schema (version INTEGER NOT NULL)")
+            row = db.execute("SELECT max(version) FROM stalwart_schema").fetchone()
+            current = row[0] or 0
+            if current > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} has schema version {current}, newer than this Stalwart "
+                    f"({SCHEMA_VERSION}); upgrade stalwart"
+                )
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute("INSERT INTO stalwart_schema (version) VALUES (?)", (version,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    async def close(self) -> None:
+        if self._db is None:
+            return
+        with contextlib.suppress(StoreError):
+            self._flush()
+        self._db.close()
+        self._db = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StoreError("the SQLite store is not open")
+        return self._db
+
+    # -- transactions -----------------------------------------------------------
+    def _begin(self) -> sqlite3.Connection:
+        db = self.db
+        if not self._in_tx:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(
+                    f"SQLite store {self.path!r}: cannot begin a write: {exc}"
+                ) from exc
+            self._in_tx = True
+        return db
+
+    def _flush(self) -> None:
+        """Commit the open transaction and wake every step that waits for it."""
+        self._flush_handle = None
+        waiting, self._waiting = self._waiting, []
+        error: BaseException | None = None
+        if self._in_tx:
+            try:
+                self.db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                error = StoreError(f"SQLite store {self.path!r}: commit failed: {exc}")
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.execute("ROLLBACK")
+            finally:
+                self._in_tx = False
+        for fut in waiting:
+            if not fut.done():
+                if error is None:
+                    fut.set_result(None)
+                else:
+                    fut.set_exception(error)
+        if error is not None:
+            raise error
+
+    def _write_now(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``fn`` in a write transaction and commit it (with any batched steps)."""
+        db = self._begin()
+        try:
+            out = fn(db)
+        except sqlite3.Error as exc:
+            self._abort()
+            raise StoreError(f"SQLite store {self.path!r}: {exc}") from exc
+        except BaseException:
+            self._abort()
+            raise
+        self._flush()
+        return out
+
+    def _abort(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        if self._in_tx:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
+            self._in_tx = False
+        for fut in waiting:
+            if not fut.done():
+                fut.set_exception(StoreError("SQLite store: a batched write was rolled back"))
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self.db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite store {self.path!r}: {exc}") from exc
+
+    # -- runs -------------------------------------------------------------------
+    async def create_run(self, run: RunRecord) -> tuple[RunRecord, bool]:
+        def insert(db: sqlite3.Connection) -> bool:
+            cur = db.execute(
+                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES "
+                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING",
+                (
+                    run.id,
+                    run.policy,
+                    run.inputs,
+                    run.status,
+                    run.result,
+                    run.error,
+                    run.created_at,
+                    run.updated_at,
+                    run.code_version,
+                    run.wake_at,
+                    run.waiting_for,
+                    run.owner,
+                    run.lease_expires_at,
+                    run.fence,
+                    int(run.cancel_requested),
+                    run.queue,
+                    run.priority,
+                    run.parent_id,
+                ),
+            )
+            return cur.rowcount == 1
+
+        created = self._write_now(insert)
+        stored = await self.get_run(run.id)
+        assert stored is not None
+        return stored, created
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+        return _run(rows[0]) if rows else None
+
+    async def list_runs(
+        self, status: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[RunRecord]:
+        if status is None:
+            rows = self._read(
+                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at DESC LIMIT ? OFFSET ?",
+                (limit, offset),
+            )
+        else:
+            rows = self._read(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE status = ? "
+                "ORDER BY created_at DESC LIMIT ? OFFSET ?",
+                (status, limit, offset),
+            )
+        return [_run(r) for r in rows]
+
+    async def claim(self, run_id: str, owner: str, lease: float) -> RunRecord | None:
+        now = time.time()
+        rec = await self.get_run(run_id)
+        if rec is None:
+            return None
+        dead = rec.owner if rec.status == "running" and owner_is_dead(rec.owner) else None
+        return self._write_now(lambda db: self._claim(db, run_id, owner, lease, now, dead))
+
+    def _claim(
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        owner: str,
+        lease: float,
+        now: float,
+        dead_owner: str | None,
+    ) -> RunRecord | None:
+        row = db.execute(
+            f"""UPDATE runs SET owner = ?, lease_expires_at = ?, fence = fence + 1,
+                status = 'running', wake_at = NULL, waiting_for = NULL, updated_at = ?
+            WHERE id = ? AND cancel_requested = 0 AND (
+                status = 'pending'
+                OR (status = 'suspended' AND wake_at IS NOT NULL AND wake_at <= ?)
+                OR (status = 'running' AND (lease_expires_at < ? OR owner = ?))
+            ) RETURNING {_RUN_COLUMNS}""",
+            (owner, now + lease, now, run_id, now, now, dead_owner or "\x00"),
+        ).fetchone()
+        return _run(row) if row else None
+
+    async def claim_due(
+        self, owner: str, lease: float, limit: int, accept: Callable[[RunRecord], bool]
+    ) -> list[RunRecord]:
+        now = time.time()
+        rows = self._read(
+            f"""SELECT {_RUN_COLUMNS} FROM runs WHERE status = 'pending'
+                OR (status = 'suspended' AND wake_at <= ?)
+                OR (status = 'running' AND owner != ?)
+            ORDER BY priority DESC, created_at LIMIT ?""",
+            (now, owner, limit * 4),
+        )
+        claimed: list[RunRecord] = []
+        for row in rows:
+            rec = _run(row)
+            if rec.cancel_requested and rec.status != "running":
+                continue
+            if rec.status == "running" and not (
+                (rec.lease_expires_at or 0) < now or owner_is_dead(rec.owner)
+            ):
+                continue
+            if not accept(rec):
+                continue
+            dead = rec.owner if rec.status == "running" else None
+            got = self._write_now(
+                lambda db, rec=rec, dead=dead: self._claim(db, rec.id, owner, lease, now, dead)
+            )
+            if got is not None:
+                claimed.append(got)
+                if len(claimed) >= limit:
+                    break
+        return claimed
+
+    async def heartbeat(self, owner: str, lease: float) -> list[str]:
+        now = time.time()
+
+        def beat(db: sqlite3.Connection) -> list[str]:
+            db.execute(
+                "UPDATE runs SET lease_expires_at = ? WHERE owner = ? AND status = 'running'",
+                (now + lease, owner),
+            )
+            rows = db.execute(
+                "SELECT id FROM runs WHERE owner = ? AND status = 'running' "
+                "AND cancel_requested = 1",
+                (owner,),
+            ).fetchall()
+            return [r[0] for r in rows]
+
+        result: list[str] = self._write_now(beat)
+        return result
+
+    def _fenced(
+        self, db: sqlite3.Connection, sql: str, params: tuple[Any, ...], run_id: str, fence: int
+    ) -> int:
+        cur = db.execute(sql, params)
+        if cur.rowcount == 0:
+            row = db.execute("SELECT fence, status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"run {run_id!r} is not in the store")
+            if row[0] != fence:
+                raise StaleLeaseError(
+                    f"run {run_id!r}: fencing token {fence} is stale (now {row[0]}); "
+                    "another worker has taken the run over"
+                )
+        return cur.rowcount
+
+    async def finish_run(
+        self, run_id: str, fence: int, status: str, result: str | None, error: str | None
+    ) -> None:
+        now = time.time()
+        self._write_now(
+            lambda db: self._fenced(
+                db,
+                "UPDATE runs SET status = ?, result = ?, error = ?, owner = NULL, "
+                "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND fence = ? "
+                "AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+                (status, result, error, now, run_id, fence),
+                run_id,
+                fence,
+            )
+        )
+
+    async def suspend_run(
+        self, run_id: str, fence: int, wake_at: float | None, waiting_for: str | None
+    ) -> bool:
+        now = time.time()
+
+        def park(db: sqlite3.Connection) -> bool:
+            ready = (
+                waiting_for is not None
+                and db.execute(
+                    "SELECT 1 FROM signals WHERE run_id = ? AND name = ? AND consumed_by IS NULL "
+                    "LIMIT 1",
+                    (run_id, waiting_for),
+                ).fetchone()
+                is not None
+            )
+            status = "pending" if ready else "suspended"
+            self._fenced(
+                db,
+                "UPDATE runs SET status = ?, wake_at = ?, waiting_for = ?, owner = NULL, "
+                "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND fence = ? "
+                "AND status = 'running'",
+                (
+                    status,
+                    None if ready else wake_at,
+                    None if ready else waiting_for,
+                    now,
+                    run_id,
+                    fence,
+                ),
+                run_id,
+                fence,
+            )
+            return not ready
+
+        parked: bool = self._write_now(park)
+        return parked
+
+    async def release(self, run_id: str, fence: int) -> None:
+        now = time.time()
+        self._write_now(
+            lambda db: db.execute(
+                "UPDATE runs SET status = 'pending', owner = NULL, lease_expires_at = NULL, "
+                "updated_at = ? WHERE id = ? AND fence = ? AND status = 'running'",
+                (now, run_id, fence),
+            )
+        )
+
+    async def request_cancel(self, run_id: str) -> RunRecord | None:
+        now = time.time()
+        err = '{"type":"stalwart.errors.CancelledRun","message":"run was cancelled"}'
+
+        def cancel(db: sqlite3.Connection) -> None:
+            db.execute(
+                "UPDATE runs SET status = 'cancelled', error = ?, updated_at = ?, "
+                "cancel_requested = 1, wake_at = NULL, waiting_for = NULL "
+                "WHERE id = ? AND status IN ('pending', 'suspended')",
+                (err, now, run_id),
+            )
+            db.execute(
+                "UPDATE runs SET cancel_requested = 1, updated_at = ? "
+                "WHERE id = ? AND status = 'running'",
+                (now, run_id),
+            )
+
+        self._write_now(cancel)
+        return await self.get_run(run_id)
+
+    async def next_wake(self) -> float | None:
+        rows = self._read(
+            "SELECT min(wake_at) FROM runs WHERE status = 'suspended' AND wake_at IS NOT NULL"
+        )
+        return rows[0][0] if rows else None
+
+    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+        if older_than is None and keep is None:
+            raise ValueError("prune needs older_than or keep")
+
+        def delete(db: sqlite3.Connection) -> int:
+            terminal = "status IN ('succeeded', 'failed', 'cancelled')"
+            ids: set[str] = set()
+            if older_than is not None:
+                ids.update(
+                    r[0]
+                    for r in db.execute(
+                        f"SELECT id FROM runs WHERE {terminal} AND updated_at < ?", (older_than,)
+                    )
+                )
+            if keep is not None:
+                ids.update(
+                    r[0]
+                    for r in db.execute(
+                        f"SELECT id FROM runs WHERE {terminal} ORDER BY updated_at DESC "
+                        "LIMIT -1 OFFSET ?",
+                        (keep,),
+                    )
+                )
+            for table, col in (
+                ("steps", "run_id"),
+                ("payloads", "run_id"),
+                ("signals", "run_id"),
+                ("runs", "id"),
+            ):
+                db.executemany(f"DELETE FROM {table} WHERE {col} = ?", [(i,) for i in ids])
+            return len(ids)
+
+        count: int = self._write_now(delete)
+        return count
+
+    # -- steps ------------------------------------------------------------------
+    async def load_steps(self, run_id: str) -> dict[str, StepRecord]:
+        rows = self._read(
+            "SELECT key, name, args_hash, args, output, error, attempts, started_at, "
+            "finished_at, kind, spilled FROM steps WHERE run_id = ?",
+            (run_id,),
+        )
+        steps: dict[str, StepRecord] = {}
+        spilled = False
+        for r in rows:
+            steps[r[0]] = StepRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
+            spilled = spilled or bool(r[10])
+        if spilled:
+            for key, fld, data in self._read(
+                "SELECT key, field, data FROM payloads WHERE run_id = ?", (run_id,)
+            ):
+                if key in steps:
+                    setattr(steps[key], fld, data)
+        return steps
+
+    async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
+        db = self._begin()
+        spilled = 0
+        values = {"args": step.args, "output": step.output, "error": step.error}
+        for fld, bit in _SPILL_FIELDS:
+            v = values[fld]
+            if v is not None and len(v) > SPILL_BYTES:
+                spilled |= bit
+                values[fld] = None
+        try:
+            cur = db.execute(
+                "INSERT INTO steps (run_id, key, name, kind, args_hash, args, output, error, "
+                "attempts, started_at, finished_at, spilled) "
+                "SELECT ?,?,?,?,?,?,?,?,?,?,?,? WHERE EXISTS "
+                "(SELECT 1 FROM runs WHERE id = ? AND fence = ?) "
+                "ON CONFLICT (run_id, key) DO NOTHING",
+                (
+                    run_id,
+                    step.key,
+                    step.name,
+                    step.kind,
+                    step.args_hash,
+                    values["args"],
+                    values["output"],
+                    values["error"],
+                    step.attempts,
+                    step.started_at,
+                    step.finished_at,
+                    spilled,
+                    run_id,
+                    fence,
+                ),
+            )
+            if cur.rowcount == 1:
+                if spilled:
+                    for fld, bit in _SPILL_FIELDS:
+                        if spilled & bit:
+                            db.execute(
+                                "INSERT INTO payloads (run_id, key, field, data) VALUES (?,?,?,?)",
+                                (run_id, step.key, fld, getattr(step, fld)),
+                            )
+                await self._committed()
+                return step
+            existing = await self._existing(run_id, step.key)
+        except sqlite3.Error as exc:
+            self._abort()
+            raise StoreError(
+                f"SQLite store {self.path!r}: recording step {step.key}: {exc}"
+            ) from exc
+        if existing is not None:
+            return existing
+        row = self._read("SELECT fence FROM runs WHERE id = ?", (run_id,))
+        raise StaleLeaseError(
+            f"run {run_id!r}: step {step.key} refused, fencing token {fence} is stale "
+            f"(now {row[0][0] if row else 'gone'})"
+        )
+
+    async def _existing(self, run_id: str, key: str) -> StepRecord | None:
+        rows = self.db.execute(
+            "SELECT key FROM steps WHERE run_id = ? AND key = ?", (run_id, key)
+        ).fetchall()
+        if not rows:
+            return None
+        # Read the whole run's record for this key, spilled fields included.
+        steps = await self.load_steps(run_id)
+        return steps.get(key)
+
+    async def _committed(self) -> None:
+        """Wait until the batch holding our write is committed (or schedule it)."""
+        loop = asyncio.get_running_loop()
+        if self.durability == "group":
+            if self._flush_handle is None:
+                self._flush_handle = loop.call_later(self.group_delay, self._flush_quietly)
+            return
+        fut: asyncio.Future[None] = loop.create_future()
+        self._waiting.append(fut)
+        if self._flush_handle is None:
+            self._flush_handle = loop.call_soon(self._flush_quietly)
+        await fut
+
+    def _flush_quietly(self) -> None:
+        with contextlib.suppress(StoreError):
+            self._flush()  # errors reach the waiting steps through their futures
+
+    # -- signals ----------------------------------------------------------------
+    async def send_signal(self, run_id: str, name: str, payload: str) -> RunRecord:
+        now = time.time()
+
+        def send(db: sqlite3.Connection) -> None:
+            row = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                from ..errors import RunNotFound
+
+                raise RunNotFound(f"no run {run_id!r}")
+            if row[0] in TERMINAL:
+                raise StoreError(f"run {run_id!r} has finished ({row[0]}); it takes no signals")
+            db.execute(
+                "INSERT INTO signals (run_id, name, payload, created_at) VALUES (?,?,?,?)",
+                (run_id, name, payload, now),
+            )
+            db.execute(
+                "UPDATE runs SET status = 'pending', wake_at = NULL, waiting_for = NULL, "
+                "updated_at = ? WHERE id = ? AND status = 'suspended' AND waiting_for = ?",
+                (now, run_id, name),
+            )
+
+        self._write_now(send)
+        rec = await self.get_run(run_id)
+        assert rec is not None
+        return rec
+
+    async def take_signal(self, run_id: str, name: str, step_key: str) -> str | None:
+        def take(db: sqlite3.Connection) -> str | None:
+            row = db.execute(
+                "SELECT payload FROM signals WHERE run_id = ? AND consumed_by = ?",
+                (run_id, step_key),
+            ).fetchone()
+            if row is not None:
+                return str(row[0])
+            row = db.execute(
+                "UPDATE signals SET consumed_by = ? WHERE id = (SELECT id FROM signals "
+                "WHERE run_id = ? AND name = ? AND consumed_by IS NULL ORDER BY id LIMIT 1) "
+                "RETURNING payload",
+                (step_key, run_id, name),
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        payload: str | None = self._write_now(take)
+        return payload
