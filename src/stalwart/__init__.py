@@ -7,6 +7,7 @@ for, records every step in a ledger, and resumes a run that died by replay.
 from .context import Context
 from .errors import (
     CancelledRun,
+    CorruptedRecord,
     InputMismatchError,
     NonDeterminismError,
     RunFailed,
@@ -46,6 +47,7 @@ __all__ = [
     "CallStarted",
     "CancelledRun",
     "Context",
+    "CorruptedRecord",
     "Emitted",
     "Event",
     "Hook",

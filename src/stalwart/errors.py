@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "CancelledRun",
+    "CorruptedRecord",
     "InputMismatchError",
     "NonDeterminismError",
     "RunFailed",
@@ -75,6 +76,10 @@ class InputMismatchError(StalwartError):
 
 class StoreError(StalwartError):
     """The store failed: it is unreachable, corrupted, or refused a write."""
+
+
+class CorruptedRecord(StoreError):
+    """A recorded value cannot be read back; the run fails, its steps stay."""
 
 
 class StaleLeaseError(StoreError):

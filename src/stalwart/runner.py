@@ -24,6 +24,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 from . import codec
 from .errors import (
     CancelledRun,
+    CorruptedRecord,
     InputMismatchError,
     NonDeterminismError,
     RunNotFound,
@@ -363,13 +364,13 @@ class Runner:
 
     # -- durable execution ---------------------------------------------------
     async def _launch(self, rec: RunRecord, pol: Policy[Any, Any]) -> None:
+        # Registered as live before any await, so the background loop never
+        # mistakes a run this runner is starting for one it abandoned.
         assert self.store is not None
-        replay = await self.store.load_steps(rec.id)
         execution = Execution(
             rec.id,
             store=self.store,
             fence=rec.fence,
-            replay=replay,
             hooks=self.hooks,
             max_parallel=self.max_parallel,
             inline_sleep=self.inline_sleep,
@@ -392,6 +393,7 @@ class Runner:
         outcome: tuple[str, Any] = ("lost", None)
         try:
             try:
+                x.replay = await store.load_steps(x.run_id)
                 result = await x.run_root(pol, args, kwargs)
             except asyncio.CancelledError:
                 if not live.cancel_requested:
@@ -427,12 +429,14 @@ class Runner:
             outcome = ("succeeded", result)
         except StaleLeaseError as exc:
             outcome = ("lost", exc)  # another worker owns the run now; it will finish it
-        except StoreError as exc:
-            outcome = ("lost", exc)  # the store is down: the run stays for recovery
-        except NonDeterminismError as exc:
+        except (NonDeterminismError, CorruptedRecord) as exc:
             with contextlib.suppress(StoreError):
                 await store.finish_run(x.run_id, x.fence, "failed", None, error_to_json(exc))
             outcome = ("failed", exc)
+        except StoreError as exc:
+            # The store is down: the run stays ours; the background loop claims
+            # it back and resumes it by replay once the store answers again.
+            outcome = ("lost", exc)
         except Exception as exc:
             try:
                 await store.finish_run(x.run_id, x.fence, "failed", None, error_to_json(exc))

@@ -23,6 +23,7 @@ from typing import Any
 from . import codec
 from .context import Context
 from .errors import (
+    CorruptedRecord,
     NonDeterminismError,
     SerializationError,
     StalwartError,
@@ -305,7 +306,13 @@ class Execution:
         return result
 
     def _replayed(
-        self, rec: StepRecord, key: str, name: str, args_json: str, args_hash: str
+        self,
+        rec: StepRecord,
+        key: str,
+        name: str,
+        args_json: str,
+        args_hash: str,
+        publish: bool = True,
     ) -> Any:
         if rec.name != name or rec.args_hash != args_hash:
             raise NonDeterminismError(
@@ -318,13 +325,13 @@ class Execution:
         self.replayed_steps += 1
         if rec.error is not None:
             exc = error_from_json(rec.error)
-            if self.listeners:
+            if self.listeners and publish:
                 self._publish(
                     CallFailed(self.run_id, key, name, type(exc).__name__, str(exc), True)
                 )
             raise exc
         value = self._decode_output(rec, key)
-        if self.listeners:
+        if self.listeners and publish:
             self._publish(CallFinished(self.run_id, key, name, value, 0.0, True))
         return value
 
@@ -332,15 +339,13 @@ class Execution:
         try:
             return codec.loads(rec.output or "null")
         except Exception as exc:
-            raise StoreError(
-                f"step {key} of run {self.run_id}: recorded output cannot be read back "
+            raise CorruptedRecord(
+                f"step {key} of run {self.run_id!r}: recorded output cannot be read back "
                 f"({type(exc).__name__}: {exc})"
             ) from exc
 
     # -- options dispatch ------------------------------------------------------
-    async def _dispatch(
-        self, key: str, result: Any, options: Any, pol: Policy[Any, Any]
-    ) -> Any:
+    async def _dispatch(self, key: str, result: Any, options: Any, pol: Policy[Any, Any]) -> Any:
         if isinstance(result, Message):
             messages = [result]
         elif isinstance(result, list) and result and all(isinstance(m, Message) for m in result):
@@ -407,7 +412,7 @@ class Execution:
             return make()
         rec = self.replay.get(key)
         if rec is not None:
-            return self._replayed(rec, key, f"stalwart.{kind}", "{}", "")
+            return self._replayed(rec, key, f"stalwart.{kind}", "{}", "", publish=False)
         value = make()
         await self._record_value(key, kind, value)
         return value
@@ -453,7 +458,7 @@ class Execution:
         )
         rec = self.replay.get(key)
         if rec is not None:
-            return self._replayed(rec, key, f"stalwart.signal:{name}", "{}", "")
+            return self._replayed(rec, key, f"stalwart.signal:{name}", "{}", "", publish=False)
         payload = await self.store.take_signal(self.run_id, name, key)
         if payload is not None:
             value = codec.loads(payload)

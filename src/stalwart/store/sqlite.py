@@ -22,14 +22,17 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
 from ..errors import StaleLeaseError, StoreError
 from .base import TERMINAL, RunRecord, StepRecord, Store, owner_is_dead
 
 __all__ = ["SQLiteStore"]
+
+T = TypeVar("T")
 
 SCHEMA_VERSION = 1
 
@@ -269,7 +272,7 @@ class SQLiteStore(Store):
         if error is not None:
             raise error
 
-    def _write_now(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    def _write_now(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` in a write transaction and commit it (with any batched steps)."""
         db = self._begin()
         try:
@@ -376,9 +379,9 @@ class SQLiteStore(Store):
             WHERE id = ? AND cancel_requested = 0 AND (
                 status = 'pending'
                 OR (status = 'suspended' AND wake_at IS NOT NULL AND wake_at <= ?)
-                OR (status = 'running' AND (lease_expires_at < ? OR owner = ?))
+                OR (status = 'running' AND (lease_expires_at < ? OR owner = ? OR owner = ?))
             ) RETURNING {_RUN_COLUMNS}""",
-            (owner, now + lease, now, run_id, now, now, dead_owner or "\x00"),
+            (owner, now + lease, now, run_id, now, now, dead_owner or "\x00", owner),
         ).fetchone()
         return _run(row) if row else None
 
@@ -389,9 +392,9 @@ class SQLiteStore(Store):
         rows = self._read(
             f"""SELECT {_RUN_COLUMNS} FROM runs WHERE status = 'pending'
                 OR (status = 'suspended' AND wake_at <= ?)
-                OR (status = 'running' AND owner != ?)
+                OR status = 'running'
             ORDER BY priority DESC, created_at LIMIT ?""",
-            (now, owner, limit * 4),
+            (now, limit * 4),
         )
         claimed: list[RunRecord] = []
         for row in rows:
@@ -399,14 +402,18 @@ class SQLiteStore(Store):
             if rec.cancel_requested and rec.status != "running":
                 continue
             if rec.status == "running" and not (
-                (rec.lease_expires_at or 0) < now or owner_is_dead(rec.owner)
+                rec.owner == owner  # ours, but not live: given up after a store outage
+                or (rec.lease_expires_at or 0) < now
+                or owner_is_dead(rec.owner)
             ):
                 continue
             if not accept(rec):
                 continue
             dead = rec.owner if rec.status == "running" else None
             got = self._write_now(
-                lambda db, rec=rec, dead=dead: self._claim(db, rec.id, owner, lease, now, dead)
+                partial(
+                    self._claim, run_id=rec.id, owner=owner, lease=lease, now=now, dead_owner=dead
+                )
             )
             if got is not None:
                 claimed.append(got)
