@@ -31,10 +31,9 @@ _N = TypeVar("_N", bound=BaseNode)
 # Classes whose shallow copy is just "same class, same __dict__". For them we
 # skip copy.copy's reduce protocol (about 1 µs a node) and get an identical
 # result. Classes that customise copying in any way go through copy.copy.
+# Keyed by class, decided once per class (node classes live for the program).
 _PLAIN_COPY: dict[type, bool] = {}
 _new_object = object.__new__
-
-
 _OBJECT_DEFAULTS = {
     name: getattr(object, name)
     for name in ("__reduce_ex__", "__reduce__", "__getstate__", "__new__")

@@ -119,11 +119,11 @@ def data_url(media: Media) -> str:
     """The media as a URL: its own, or its bytes in a ``data:`` URL."""
     if media.url is not None:
         return media.url
-    assert media.data is not None
-    return f"data:{media.mime_type};base64,{base64.b64encode(media.data).decode('ascii')}"
+    return f"data:{media.mime_type};base64,{b64(media)}"
 
 
 def b64(media: Media) -> str:
+    """Inline media data as base64 text, the form every JSON API takes."""
     assert media.data is not None
     return base64.b64encode(media.data).decode("ascii")
 
