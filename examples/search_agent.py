@@ -47,7 +47,20 @@ _WORD = re.compile(r"[a-z0-9.]+")
 
 
 def _words(text: str) -> set[str]:
-    return {w.strip(".") for w in _WORD.findall(text.lower())} - {"", "the", "a", "of", "is", "was", "with", "what", "when", "who", "in", "and"}
+    return {w.strip(".") for w in _WORD.findall(text.lower())} - {
+        "",
+        "the",
+        "a",
+        "of",
+        "is",
+        "was",
+        "with",
+        "what",
+        "when",
+        "who",
+        "in",
+        "and",
+    }
 
 
 @sw.policy
@@ -60,8 +73,10 @@ async def search(query: str, max_results: int = 3) -> list[dict[str, Any]]:
     """
     wanted = _words(query)
     scored = sorted(
-        ((len(wanted & _words(doc_id.replace("-", " ") + " " + text)), doc_id)
-         for doc_id, text in CORPUS.items()),
+        (
+            (len(wanted & _words(doc_id.replace("-", " ") + " " + text)), doc_id)
+            for doc_id, text in CORPUS.items()
+        ),
         reverse=True,
     )
     return [
@@ -137,8 +152,9 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser.add_argument("--run-id", default=None)
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
     args = parser.parse_args(argv)
-    answer: str = sw.Runner(args.store).run_sync(research, question=args.question,
-                                                  run_id=args.run_id)
+    answer: str = sw.Runner(args.store).run_sync(
+        research, question=args.question, run_id=args.run_id
+    )
     print(json.dumps({"answer": answer}) if args.json else answer)
     return answer
 

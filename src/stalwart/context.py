@@ -78,6 +78,13 @@ class Context:
         """Send ``value`` to whoever streams this run (nothing if nobody does)."""
         self._x.emit(self.key, value)
 
+    def stream_text(self, text: str) -> None:
+        """Send a piece of text a model is producing (a token delta) to listeners.
+
+        The step still records only its complete result; deltas are live only.
+        """
+        self._x.text_delta(self.key, text)
+
     # -- recorded services -----------------------------------------------------
     async def now(self) -> float:
         """The wall clock as a Unix timestamp, recorded so replay sees the same."""

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ActionCall", "ActionResult", "Media", "Message", "Role", "Text"]
+__all__ = ["ActionCall", "ActionResult", "Media", "Message", "Role", "Text", "plain", "result_text"]
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -87,6 +87,10 @@ class Message:
     action_call: ActionCall | None = None
     action_result: ActionResult | None = None
     id: str = field(default_factory=_new_id)
+    # Provider details a conversation must carry but Stalwart does not
+    # interpret: token usage, finish reason, reasoning or thinking blocks that
+    # must be sent back. JSON values only.
+    meta: dict[str, Any] | None = field(default=None, compare=False)
 
     # -- building -----------------------------------------------------------
     @classmethod
@@ -194,6 +198,8 @@ class Message:
                 res["error_type"] = r.error_type
                 res["error_message"] = r.error_message
             out["result"] = res
+        if self.meta:
+            out["meta"] = encode(self.meta, "message meta")
         return out
 
     @classmethod
@@ -212,7 +218,8 @@ class Message:
                 r.get("error_message"),
             )
         parts = tuple(_part_from_dict(p) for p in data.get("parts", ()))
-        return cls(data["role"], data["actor"], parts, call, result, data["id"])
+        meta = decode(data["meta"]) if "meta" in data else None
+        return cls(data["role"], data["actor"], parts, call, result, data["id"], meta)
 
     def to_json(self) -> str:
         from .codec import dumps
@@ -238,9 +245,15 @@ def result_text(result: ActionResult) -> str:
         return value
     import json
 
+
+    return json.dumps(plain(value), ensure_ascii=False)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as the plain JSON data a model reads: no codec tags."""
     from .codec import encode
 
-    return json.dumps(_plain(encode(value)), ensure_ascii=False)
+    return _plain(encode(value))
 
 
 def _plain(tree: Any) -> Any:
@@ -254,6 +267,8 @@ def _plain(tree: Any) -> Any:
                 return Message.from_dict(inner).text
             if tree["$t"] == "map":
                 return {str(_plain(k)): _plain(v) for k, v in inner}
+            if tree["$t"] == "dict":  # a user dict that has a "$t" key of its own
+                return {k: _plain(v) for k, v in inner.items()}
             return _plain(inner)
         return {k: _plain(v) for k, v in tree.items()}
     return tree

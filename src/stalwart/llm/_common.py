@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..codec import encode
-from ..message import ActionCall, ActionResult, Media, Message, Text, _plain, result_text
+from ..message import ActionCall, ActionResult, Media, Message, Text, plain, result_text
 from ._tools import parse_arguments
 
 __all__ = [
@@ -168,8 +167,8 @@ def plain_arguments(message: Message) -> dict[str, Any]:
     assert call is not None
     if call.invalid is not None:
         return {}
-    plain: dict[str, Any] = _plain(encode(call.arguments))
-    return plain
+    plain_args: dict[str, Any] = plain(call.arguments)
+    return plain_args
 
 
 def text_message(texts: Sequence[str], actor: str) -> Message | None:

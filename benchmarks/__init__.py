@@ -1,0 +1,1 @@
+"""Benchmarks of ../shared/BENCHMARKS.md: ``python -m benchmarks [IDS...]``."""
