@@ -1,6 +1,6 @@
 """Run the benchmarks: ``python -m benchmarks [B1 B2 ...] [--repeat 5] [--smoke]``.
 
-Prints a Markdown table of medians (min–max) and writes JSON plus Markdown to
+Prints a Markdown table of medians [min, max] and writes JSON plus Markdown to
 ``benchmarks/results/``.
 """
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 def _fmt(stat: dict[str, float]) -> str:
     m, lo, hi = stat["median"], stat["min"], stat["max"]
-    return f"{m:.4g} ({lo:.3g}–{hi:.3g})"
+    return f"{m:.4g} [{lo:.3g}, {hi:.3g}]"
 
 
 def _line(row: dict[str, Any]) -> str:
@@ -73,7 +73,7 @@ def _write(rows: list[dict[str, Any]], out: Path) -> None:
     }
     stamp = meta["date"].replace(":", "").replace("-", "")[:15]
     (out / f"{stamp}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    lines = ["| id | subject | measurements (median, min–max) |", "| --- | --- | --- |"]
+    lines = ["| id | subject | measurements (median [min, max]) |", "| --- | --- | --- |"]
     for row in rows:
         cells = ", ".join(f"{k}: {_fmt(v)}" for k, v in row.items() if isinstance(v, dict))
         lines.append(f"| {row['id']} | {row['subject']} | {cells} |")

@@ -25,9 +25,16 @@ __all__ = ["decode", "dumps", "encode", "loads"]
 
 _TAG = "$t"
 _PLAIN = (str, int, float, bool, type(None))
+_PLAIN_TYPES = frozenset(_PLAIN)
 
 
-def _qualname(cls: type) -> str:
+def _qualname(cls: type, where: str) -> str:
+    if "<locals>" in cls.__qualname__:
+        raise SerializationError(
+            f"{where}: a value of type {cls.__module__}.{cls.__qualname__} cannot be read "
+            "back from JSON, because its class is defined inside a function; "
+            "define it at module level"
+        )
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
@@ -41,7 +48,7 @@ def _import(path: str) -> Any:
 
 def encode(value: Any, where: str = "value") -> Any:
     """Turn ``value`` into a JSON tree; ``where`` names it in errors."""
-    if isinstance(value, _PLAIN):
+    if type(value) in _PLAIN_TYPES:
         return value
     if isinstance(value, list):
         return [encode(v, where) for v in value]
@@ -60,7 +67,9 @@ def _encode_other(value: Any, where: str) -> Any:
         return {_TAG: "msg", "v": value.to_dict()}
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return {_TAG: "tuple", "v": [encode(v, where) for v in value]}
-    if isinstance(value, set | frozenset):
+    if isinstance(value, frozenset):
+        return {_TAG: "frozenset", "v": [encode(v, where) for v in value]}
+    if isinstance(value, set):
         return {_TAG: "set", "v": [encode(v, where) for v in value]}
     if isinstance(value, bytes):
         return {_TAG: "bytes", "v": base64.b64encode(value).decode("ascii")}
@@ -71,14 +80,16 @@ def _encode_other(value: Any, where: str) -> Any:
     if isinstance(value, uuid.UUID):
         return {_TAG: "uuid", "v": str(value)}
     if isinstance(value, enum.Enum):
-        return {_TAG: "enum", "c": _qualname(type(value)), "v": encode(value.value, where)}
+        return {_TAG: "enum", "c": _qualname(type(value), where), "v": encode(value.value, where)}
+    if isinstance(value, _PLAIN):  # a subclass of str, int or float that is no enum
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {
             f.name: encode(getattr(value, f.name), where)
             for f in dataclasses.fields(value)
             if f.init
         }
-        return {_TAG: "dc", "c": _qualname(type(value)), "v": fields}
+        return {_TAG: "dc", "c": _qualname(type(value), where), "v": fields}
     model_dump = getattr(value, "model_dump", None)
     if model_dump is not None and hasattr(type(value), "model_validate"):
         try:
@@ -87,7 +98,7 @@ def _encode_other(value: Any, where: str) -> Any:
             raise SerializationError(
                 f"{where}: {type(value).__qualname__} cannot be serialized to JSON: {exc}"
             ) from exc
-        return {_TAG: "model", "c": _qualname(type(value)), "v": dumped}
+        return {_TAG: "model", "c": _qualname(type(value), where), "v": dumped}
     raise SerializationError(
         f"{where}: a value of type {type(value).__module__}.{type(value).__qualname__} "
         "cannot be recorded as JSON (use JSON types, dataclasses, pydantic models or Messages)"
@@ -120,6 +131,8 @@ def _decode_tagged(tag: str, tree: dict[str, Any]) -> Any:
         return tuple(decode(x) for x in v)
     if tag == "set":
         return {decode(x) for x in v}
+    if tag == "frozenset":
+        return frozenset(decode(x) for x in v)
     if tag == "bytes":
         return base64.b64decode(v)
     if tag == "datetime":

@@ -89,9 +89,9 @@ class Policy(Generic[P, R]):
             raise ValueError("retries must be >= 0")
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be > 0 seconds")
-        target = fn
+        target: Any = fn
         if not (inspect.isfunction(fn) or inspect.ismethod(fn)) and callable(fn):
-            target = fn.__call__  # a class policy: an object with a __call__
+            target = type(fn).__call__.__get__(fn)  # a class policy: an object with a __call__
         self.fn = fn
         self.name = name or getattr(fn, "name", None) or _default_name(fn)
         self.is_async = inspect.iscoroutinefunction(target)
@@ -189,7 +189,7 @@ class _Bound:
 
 
 def functools_update(p: Policy[Any, Any], fn: Callable[..., Any]) -> None:
-    for attr in ("__module__", "__qualname__", "__doc__", "__wrapped__"):
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__", "__wrapped__"):
         with contextlib.suppress(AttributeError):
             p.__dict__[attr] = getattr(fn, attr) if attr != "__wrapped__" else fn
 
@@ -286,6 +286,8 @@ def as_policy(obj: Any) -> Policy[Any, Any]:
         return obj
     if isinstance(obj, Policy):
         return obj
+    if isinstance(obj, _Bound):  # ``ctx.web_search`` offered as an option
+        return obj.policy
     cached = getattr(obj, "__stalwart_policy__", None)
     if isinstance(cached, Policy):
         return cached

@@ -89,7 +89,7 @@ class Signature:
                 ann = Any
             default = ... if p.default is inspect.Parameter.empty else p.default
             fields[p.name] = (ann, Field(default, description=docs.get(p.name)))
-        return create_model(  # type: ignore[call-overload]
+        return create_model(
             _model_name(self.fn_name),
             __config__=ConfigDict(arbitrary_types_allowed=True, extra="forbid"),
             **fields,

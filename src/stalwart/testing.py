@@ -8,7 +8,8 @@ resumes live gets the next reply, exactly as it would from a real model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .context import Context
@@ -21,6 +22,7 @@ Reply = (
     | Message
     | Sequence[Message]
     | Callable[[list[Message], Sequence[Any]], "str | Message | Sequence[Message]"]
+    | Callable[[list[Message], Sequence[Any]], "Awaitable[str | Message | Sequence[Message]]"]
 )
 
 
@@ -38,7 +40,8 @@ class ScriptedLLM:
 
     Each reply is text, a message (an action call), a list of messages
     (parallel calls, or text with calls), or a function of the observations
-    and options returning one of those: a heuristic model.
+    and options returning one of those (or an awaitable of one): a heuristic
+    model.
     """
 
     def __init__(self, script: Sequence[Reply], *, name: str = "scripted_llm") -> None:
@@ -56,9 +59,11 @@ class ScriptedLLM:
                 f"{self.name}: the script has {len(self.script)} replies, turn {turn + 1} was asked"
             )
         self.calls += 1
-        reply = self.script[turn]
+        reply: Any = self.script[turn]
         if callable(reply) and not isinstance(reply, Message):
             reply = reply(observations, options)
+            if inspect.isawaitable(reply):
+                reply = await reply
         return [self._own(m) for m in _as_messages(reply)]
 
     def _turns_taken(self, observations: Sequence[Message]) -> int:
