@@ -16,14 +16,14 @@ from __future__ import annotations
 import random as _random
 import time
 import uuid as _uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 if TYPE_CHECKING:
     from .policy import Policy
     from .runtime import Execution
 
-__all__ = ["Context"]
+__all__ = ["Child", "Context"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -121,6 +121,47 @@ class Context:
         self.emit({"prompt": prompt, "signal": signal})
         return await self.wait_for(signal, timeout)
 
+    # -- child runs --------------------------------------------------------------
+    async def spawn(
+        self,
+        target: Any,
+        /,
+        *args: Any,
+        queue: str | None = None,
+        priority: int = 0,
+        **kwargs: Any,
+    ) -> Child:
+        """Start ``target`` as a child run (on ``queue``, for any worker to take).
+
+        Returns at once; ``await child.result()`` suspends this run until the
+        child is done. The child's id derives from this step, so a replay
+        finds the same child instead of starting another.
+        """
+        key = self._next_key()
+        ids = await self._x.spawn(key, target, [(args, kwargs)], queue, priority)
+        return Child(self, ids[0])
+
+    async def map(
+        self,
+        target: Any,
+        items: Iterable[Any],
+        *,
+        queue: str | None = None,
+        priority: int = 0,
+    ) -> list[Any]:
+        """Run ``target(item)`` as one child run per item, spread over every
+        worker of ``queue``, and return the results in item order.
+
+        This run suspends (holding nothing) while the children work. If a
+        child failed, its error is raised.
+        """
+        key = self._next_key()
+        ids = await self._x.spawn(key, target, [((item,), {}) for item in items], queue, priority)
+        if not ids:
+            return []
+        outcomes = await self._x.await_children(self._next_key(), ids)
+        return [_unwrap(child_id, o) for child_id, o in zip(ids, outcomes, strict=True)]
+
     async def patched(self, change: str) -> bool:
         """Whether this run takes the new code path of ``change``.
 
@@ -129,3 +170,35 @@ class Context:
         until no run from before the change is left.
         """
         return await self._x.patched(self.key, self, change)
+
+
+class Child:
+    """A child run started with :meth:`Context.spawn`."""
+
+    __slots__ = ("_ctx", "run_id")
+
+    def __init__(self, ctx: Context, run_id: str) -> None:
+        self._ctx = ctx
+        self.run_id = run_id
+
+    async def result(self) -> Any:
+        """The child's result (its error raised), suspending the parent meanwhile."""
+        outcomes = await self._ctx._x.await_children(self._ctx._next_key(), [self.run_id])
+        return _unwrap(self.run_id, outcomes[0])
+
+
+def _unwrap(run_id: str, outcome: dict[str, Any]) -> Any:
+    from . import codec
+    from .errors import CancelledRun
+    from .runtime import error_from_json
+
+    status = outcome["status"]
+    if status == "succeeded":
+        if "value" in outcome:
+            return outcome["value"]
+        return codec.loads(outcome["result"] or "null")
+    if status == "cancelled":
+        raise CancelledRun(f"child run {run_id!r} was cancelled")
+    if "exception" in outcome:
+        raise outcome["exception"]
+    raise error_from_json(outcome["error"] or '{"type": "Error", "message": "failed"}')

@@ -147,6 +147,9 @@ class Runner:
     calls; ``lease`` is how long a claim on a run lasts without a heartbeat;
     ``poll_interval`` bounds how late a timer or a signal from another process
     is noticed; ``recover`` makes the runner pick up abandoned runs by itself.
+    As a worker: ``queues`` it takes runs from (None: all), ``concurrency``
+    (most runs it executes at once), ``shutdown_timeout`` (how long
+    :meth:`serve` lets held runs finish on SIGTERM before handing them back).
     """
 
     def __init__(
@@ -161,8 +164,17 @@ class Runner:
         inline_sleep: float = 1.0,
         recover: bool = True,
         code_version: str | None = None,
+        queues: Sequence[str] | None = None,
+        concurrency: int | None = None,
+        shutdown_timeout: float = 30.0,
     ) -> None:
+        if concurrency is not None and concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
         self.store = open_store(store)
+        self.queues = None if queues is None else tuple(queues)
+        self.concurrency = concurrency
+        self.shutdown_timeout = shutdown_timeout
+        self._draining = False
         self.hooks = tuple(hooks)
         self.max_parallel = max_parallel
         self.lease = lease
@@ -257,6 +269,7 @@ class Runner:
             execution = Execution(
                 uuid.uuid4().hex, max_parallel=self.max_parallel, inline_sleep=self.inline_sleep
             )
+            execution.host = self
             return await execution.run_root(pol, args, kwargs)
         handle = await self.start(target, *args, run_id=run_id, **kwargs)
         return await handle.result()
@@ -324,6 +337,7 @@ class Runner:
             max_parallel=self.max_parallel,
             inline_sleep=self.inline_sleep,
         )
+        execution.host = self
         live = _Live(execution)
         for q in self._listeners.get(run_id, ()):
             execution.listen(q)
@@ -375,6 +389,9 @@ class Runner:
             max_parallel=self.max_parallel,
             inline_sleep=self.inline_sleep,
         )
+        execution.host = self
+        execution.parent_id = rec.parent_id
+        execution.queue = rec.queue
         for q in self._listeners.get(rec.id, ()):
             execution.listen(q)
         live = _Live(execution)
@@ -445,6 +462,146 @@ class Runner:
                 outcome = ("lost", store_exc)
         finally:
             self._finish_live(x.run_id, outcome)
+            if x.parent_id is not None and outcome[0] in TERMINAL:
+                await self._wake_parent(x.parent_id, x.run_id)
+
+    async def _wake_parent(self, parent_id: str, child_id: str) -> None:
+        """The last child of a group to finish makes its waiting parent ready."""
+        assert self.store is not None
+        prefix = child_id.rsplit("/", 1)[0] + "/"
+        with contextlib.suppress(StoreError):
+            if await self.store.unfinished_children(parent_id, prefix) == 0:
+                await self.store.wake(parent_id, f"stalwart.children:{prefix}")
+                if self._poke is not None:
+                    self._poke.set()
+
+    # -- child runs (the runtime's Host) ----------------------------------------
+    async def spawn_children(
+        self,
+        parent: Execution,
+        pol: Policy[Any, Any],
+        calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
+        ids: list[str],
+        queue: str | None,
+        priority: int,
+    ) -> None:
+        self.register(pol)
+        if self.store is None:
+            for run_id, (args, kwargs) in zip(ids, calls, strict=True):
+                self._start_memory(run_id, pol, args, kwargs, "")
+            return
+        version = self.code_version if self.code_version is not None else _code_version(pol)
+        ref = _policy_ref(pol)
+        runs = [
+            RunRecord(
+                run_id,
+                ref,
+                codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {run_id}"),
+                code_version=version,
+                queue=queue or parent.queue,
+                priority=priority,
+                parent_id=parent.run_id,
+            )
+            for run_id, (args, kwargs) in zip(ids, calls, strict=True)
+        ]
+        await self.store.create_runs(runs)
+        if self._poke is not None:
+            self._poke.set()
+
+    async def await_memory_children(self, ids: list[str]) -> list[dict[str, Any]]:
+        outcomes: list[dict[str, Any]] = []
+        for run_id in ids:
+            try:
+                value = await self._await_outcome(run_id)
+            except CancelledRun:
+                outcomes.append({"status": "cancelled"})
+            except Exception as exc:
+                outcomes.append({"status": "failed", "exception": exc})
+            else:
+                outcomes.append({"status": "succeeded", "value": value})
+        return outcomes
+
+    # -- queues and workers ------------------------------------------------------
+    async def enqueue(
+        self,
+        target: Any,
+        /,
+        *args: Any,
+        run_id: str | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        delay: float | None = None,
+        **kwargs: Any,
+    ) -> RunHandle:
+        """Put a run on ``queue`` for any worker to execute, and return its handle.
+
+        Higher ``priority`` runs are claimed first; ``delay`` (seconds) holds
+        the start back. Enqueuing an id that exists returns that run.
+        """
+        if self.store is None:
+            raise StoreError("enqueue needs a durable store; in memory, use start()")
+        await self.open()
+        pol = self.register(target)
+        run_id = run_id or uuid.uuid4().hex
+        inputs = codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {run_id}")
+        version = self.code_version if self.code_version is not None else _code_version(pol)
+        rec = RunRecord(
+            run_id,
+            _policy_ref(pol),
+            inputs,
+            code_version=version,
+            queue=queue,
+            priority=priority,
+            wake_at=None if not delay else time.time() + delay,
+        )
+        stored, created = await self.store.create_run(rec)
+        if not created and stored.inputs != inputs:
+            raise InputMismatchError(
+                f"run {run_id!r} exists with other inputs:\n  stored: {stored.inputs}\n"
+                f"  given:  {inputs}"
+            )
+        if self._poke is not None:
+            self._poke.set()
+        return RunHandle(self, run_id)
+
+    async def set_queue(
+        self, name: str, *, concurrency: int | None = None, rate: float | None = None
+    ) -> None:
+        """Limit a queue across all workers: concurrent runs, and starts per second."""
+        if self.store is None:
+            raise StoreError("queue limits need a durable store")
+        await self.open()
+        await self.store.set_queue(name, concurrency=concurrency, rate=rate)
+
+    async def serve(self, stop: asyncio.Event | None = None) -> None:
+        """Work as a worker until ``stop`` is set or SIGTERM/SIGINT arrives.
+
+        Then stop claiming, give held runs ``shutdown_timeout`` seconds to
+        finish, and hand the rest back to the store for another worker.
+        """
+        import signal as _signal
+
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        installed = []
+        for sig in (_signal.SIGTERM, _signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, stop.set)
+                installed.append(sig)
+            except (RuntimeError, ValueError, NotImplementedError):
+                pass  # not the main thread: the caller sets ``stop``
+        try:
+            await self.open()
+            await stop.wait()
+            self._draining = True
+            tasks = [lv.task for lv in self._live.values() if lv.task is not None]
+            if tasks:
+                await asyncio.wait(tasks, timeout=self.shutdown_timeout)
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            await self.close()
+            self._draining = False
 
     async def _background(self) -> None:
         """Heartbeats, timers, signals from elsewhere, and recovery, in one loop."""
@@ -477,7 +634,12 @@ class Runner:
     async def _claim_ready(self) -> list[str]:
         assert self.store is not None
         claimed: list[str] = []
-        for rec in await self.store.claim_due(self.owner, self.lease, 64, self._resolvable):
+        room = 64 if self.concurrency is None else min(64, self.concurrency - len(self._live))
+        if room <= 0 or self._draining:
+            return claimed
+        for rec in await self.store.claim_due(
+            self.owner, self.lease, room, self._resolvable, self.queues
+        ):
             pol = self._resolve(rec.policy)
             if pol is None:
                 await self.store.release(rec.id, rec.fence)

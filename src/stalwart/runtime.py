@@ -18,7 +18,7 @@ import json
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from . import codec
 from .context import Context
@@ -35,7 +35,7 @@ from .events import CallFailed, CallFinished, CallInfo, CallStarted, Emitted, Ho
 from .message import Message
 from .policy import Policy, _current, as_policy
 from .schema import ArgumentError
-from .store.base import StepRecord, Store
+from .store.base import TERMINAL, StepRecord, Store
 
 __all__ = ["Execution", "Suspend", "error_from_json", "error_to_json"]
 
@@ -116,6 +116,22 @@ def _hash(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
+class Host(Protocol):
+    """What an execution needs from its runner to start and await child runs."""
+
+    async def spawn_children(
+        self,
+        parent: Execution,
+        pol: Policy[Any, Any],
+        calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
+        ids: list[str],
+        queue: str | None,
+        priority: int,
+    ) -> None: ...
+
+    async def await_memory_children(self, ids: list[str]) -> list[dict[str, Any]]: ...
+
+
 class Execution:
     """The state of one run being executed in this process."""
 
@@ -131,6 +147,9 @@ class Execution:
         inline_sleep: float = 1.0,
     ) -> None:
         self.run_id = run_id
+        self.host: Host | None = None
+        self.parent_id: str | None = None
+        self.queue = "default"
         self.store = store
         self.fence = fence
         self.replay = replay or {}
@@ -500,6 +519,61 @@ class Execution:
         if self.store is not None and rec is None:
             await self._record_value(key, f"patch:{change}", True)
         return True
+
+    # -- child runs ------------------------------------------------------------
+    async def spawn(
+        self,
+        key: str,
+        target: Any,
+        calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
+        queue: str | None,
+        priority: int,
+    ) -> list[str]:
+        """Start child runs (idempotently: their ids derive from the step key)."""
+        pol = as_policy(target)
+        name = f"stalwart.spawn:{pol.name}"
+        if self.store is not None:
+            rec = self.replay.get(key)
+            if rec is not None:
+                ids: list[str] = self._replayed(rec, key, name, "{}", "", publish=False)
+                return ids
+        if self.host is None:
+            raise RuntimeError("child runs need a Runner (this run has none)")
+        prefix = f"{self.run_id}/{key}/"
+        ids = [f"{prefix}{i}" for i in range(len(calls))]
+        await self.host.spawn_children(self, pol, calls, ids, queue, priority)
+        if self.store is not None:
+            await self._record_value(key, f"spawn:{pol.name}", ids)
+        return ids
+
+    async def await_children(self, key: str, ids: list[str]) -> list[dict[str, Any]]:
+        """The outcomes of child runs, suspending this run until all are done.
+
+        The last child to finish wakes this run; a timer that backs off with
+        the children's age covers any wake-up lost to a race or a crash.
+        """
+        if self.store is None:
+            assert self.host is not None
+            return await self.host.await_memory_children(ids)
+        rec = self.replay.get(key)
+        if rec is not None:
+            out: list[dict[str, Any]] = self._replayed(
+                rec, key, "stalwart.children", "{}", "", publish=False
+            )
+            return out
+        runs = {r.id: r for r in await self.store.get_runs(ids)}
+        if len(runs) == len(ids) and all(r.status in TERMINAL for r in runs.values()):
+            outcomes = [
+                {"status": runs[i].status, "result": runs[i].result, "error": runs[i].error}
+                for i in ids
+            ]
+            await self._record_value(key, "children", outcomes)
+            return outcomes
+        now = time.time()
+        oldest = min((r.created_at for r in runs.values()), default=now)
+        backoff = min(2.0, max(0.05, (now - oldest) / 10))
+        prefix = ids[0].rsplit("/", 1)[0] + "/" if ids else ""
+        raise Suspend(now + backoff, f"stalwart.children:{prefix}")
 
     # -- the root ------------------------------------------------------------
     async def run_root(

@@ -13,7 +13,7 @@ import abc
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -156,11 +156,46 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def claim_due(
-        self, owner: str, lease: float, limit: int, accept: Callable[[RunRecord], bool]
+        self,
+        owner: str,
+        lease: float,
+        limit: int,
+        accept: Callable[[RunRecord], bool],
+        queues: Sequence[str] | None = None,
     ) -> list[RunRecord]:
-        """Claim up to ``limit`` ready runs that ``accept`` approves: pending,
-        woken (timer due or awaited signal arrived), or abandoned (lease
-        expired, or holder known dead)."""
+        """Claim up to ``limit`` ready runs that ``accept`` approves: pending
+        (and past their delayed start), woken (timer due or awaited signal
+        arrived), or abandoned (lease expired, or holder known dead); only from
+        ``queues`` when given, highest priority first, within each queue's
+        concurrency and rate limits (:meth:`set_queue`)."""
+
+    @abc.abstractmethod
+    async def set_queue(
+        self, name: str, *, concurrency: int | None = None, rate: float | None = None
+    ) -> None:
+        """Limit a queue for every worker: at most ``concurrency`` runs
+        executing at once, and at most ``rate`` runs started per second."""
+
+    @abc.abstractmethod
+    async def create_runs(self, runs: Sequence[RunRecord]) -> None:
+        """Insert many runs at once; ids that exist are left as they are."""
+
+    @abc.abstractmethod
+    async def get_runs(self, run_ids: Sequence[str]) -> list[RunRecord]:
+        """The runs with these ids that exist, in no particular order."""
+
+    @abc.abstractmethod
+    async def wake(self, run_id: str, waiting_for: str) -> None:
+        """Make the run ready now if it is suspended waiting for ``waiting_for``.
+
+        Unlike a signal, nothing is queued: a run that is not waiting yet
+        finds out on its own (its wait has a timer).
+        """
+
+    @abc.abstractmethod
+    async def unfinished_children(self, parent_id: str, prefix: str) -> int:
+        """How many runs of ``parent_id`` whose id starts with ``prefix`` are
+        not finished: the last child to finish wakes the parent."""
 
     @abc.abstractmethod
     async def heartbeat(self, owner: str, lease: float) -> list[str]:

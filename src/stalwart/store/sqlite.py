@@ -21,20 +21,20 @@ import asyncio
 import contextlib
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
 from ..errors import StaleLeaseError, StoreError
-from .base import TERMINAL, RunRecord, StepRecord, Store, owner_is_dead
+from .base import _HOST, TERMINAL, RunRecord, StepRecord, Store, owner_is_dead
 
 __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -92,6 +92,16 @@ _MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX signals_by_run ON signals (run_id, name, consumed_by);
     """,
+    2: """
+    CREATE TABLE queues (
+        name TEXT PRIMARY KEY,
+        concurrency INTEGER,
+        rate REAL,
+        tokens REAL NOT NULL DEFAULT 0,
+        updated_at REAL NOT NULL DEFAULT 0
+    );
+    CREATE INDEX runs_by_parent ON runs (parent_id) WHERE parent_id IS NOT NULL;
+    """,
 }
 
 _RUN_COLUMNS = (
@@ -125,6 +135,29 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
         row[15],
         row[16],
         row[17],
+    )
+
+
+def _run_values(run: RunRecord) -> tuple[Any, ...]:
+    return (
+        run.id,
+        run.policy,
+        run.inputs,
+        run.status,
+        run.result,
+        run.error,
+        run.created_at,
+        run.updated_at,
+        run.code_version,
+        run.wake_at,
+        run.waiting_for,
+        run.owner,
+        run.lease_expires_at,
+        run.fence,
+        int(run.cancel_requested),
+        run.queue,
+        run.priority,
+        run.parent_id,
     )
 
 
@@ -308,26 +341,7 @@ class SQLiteStore(Store):
             cur = db.execute(
                 f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES "
                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING",
-                (
-                    run.id,
-                    run.policy,
-                    run.inputs,
-                    run.status,
-                    run.result,
-                    run.error,
-                    run.created_at,
-                    run.updated_at,
-                    run.code_version,
-                    run.wake_at,
-                    run.waiting_for,
-                    run.owner,
-                    run.lease_expires_at,
-                    run.fence,
-                    int(run.cancel_requested),
-                    run.queue,
-                    run.priority,
-                    run.parent_id,
-                ),
+                _run_values(run),
             )
             return cur.rowcount == 1
 
@@ -377,49 +391,153 @@ class SQLiteStore(Store):
             f"""UPDATE runs SET owner = ?, lease_expires_at = ?, fence = fence + 1,
                 status = 'running', wake_at = NULL, waiting_for = NULL, updated_at = ?
             WHERE id = ? AND cancel_requested = 0 AND (
-                status = 'pending'
+                (status = 'pending' AND (wake_at IS NULL OR wake_at <= ?))
                 OR (status = 'suspended' AND wake_at IS NOT NULL AND wake_at <= ?)
                 OR (status = 'running' AND (lease_expires_at < ? OR owner = ? OR owner = ?))
             ) RETURNING {_RUN_COLUMNS}""",
-            (owner, now + lease, now, run_id, now, now, dead_owner or "\x00", owner),
+            (owner, now + lease, now, run_id, now, now, now, dead_owner or "\x00", owner),
         ).fetchone()
         return _run(row) if row else None
 
     async def claim_due(
-        self, owner: str, lease: float, limit: int, accept: Callable[[RunRecord], bool]
+        self,
+        owner: str,
+        lease: float,
+        limit: int,
+        accept: Callable[[RunRecord], bool],
+        queues: Sequence[str] | None = None,
     ) -> list[RunRecord]:
         now = time.time()
-        rows = self._read(
-            f"""SELECT {_RUN_COLUMNS} FROM runs WHERE status = 'pending'
-                OR (status = 'suspended' AND wake_at <= ?)
-                OR status = 'running'
-            ORDER BY priority DESC, created_at LIMIT ?""",
-            (now, limit * 4),
+        in_queues = ""
+        qparams: tuple[str, ...] = ()
+        if queues is not None:
+            in_queues = f" AND queue IN ({','.join('?' * len(queues))})"
+            qparams = tuple(queues)
+        # Abandoned runs first (expired lease, our own after a store outage, or
+        # a holder on this host that has exited), then ready ones by priority.
+        abandoned = self._read(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE status = 'running' AND "
+            f"(lease_expires_at < ? OR owner = ? OR owner LIKE ?){in_queues} LIMIT ?",
+            (now, owner, f"{_HOST}:%", *qparams, limit * 4),
+        )
+        ready = self._read(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE cancel_requested = 0 AND ("
+            "(status = 'pending' AND (wake_at IS NULL OR wake_at <= ?)) "
+            f"OR (status = 'suspended' AND wake_at <= ?)){in_queues} "
+            "ORDER BY priority DESC, created_at LIMIT ?",
+            (now, now, *qparams, limit * 2),
         )
         claimed: list[RunRecord] = []
-        for row in rows:
+        for row in [*abandoned, *ready]:
+            if len(claimed) >= limit:
+                break
             rec = _run(row)
-            if rec.cancel_requested and rec.status != "running":
-                continue
-            if rec.status == "running" and not (
-                rec.owner == owner  # ours, but not live: given up after a store outage
-                or (rec.lease_expires_at or 0) < now
-                or owner_is_dead(rec.owner)
-            ):
-                continue
+            dead = None
+            if rec.status == "running" and rec.owner != owner:
+                if (rec.lease_expires_at or 0) >= now and not owner_is_dead(rec.owner):
+                    continue
+                dead = rec.owner
             if not accept(rec):
                 continue
-            dead = rec.owner if rec.status == "running" else None
             got = self._write_now(
-                partial(
-                    self._claim, run_id=rec.id, owner=owner, lease=lease, now=now, dead_owner=dead
-                )
+                partial(self._claim_queued, rec=rec, owner=owner, lease=lease, now=now, dead=dead)
             )
             if got is not None:
                 claimed.append(got)
-                if len(claimed) >= limit:
-                    break
         return claimed
+
+    def _claim_queued(
+        self,
+        db: sqlite3.Connection,
+        rec: RunRecord,
+        owner: str,
+        lease: float,
+        now: float,
+        dead: str | None,
+    ) -> RunRecord | None:
+        limits = db.execute(
+            "SELECT concurrency, rate, tokens, updated_at FROM queues WHERE name = ?", (rec.queue,)
+        ).fetchone()
+        if limits is not None and rec.status != "running":
+            concurrency, rate, tokens, updated = limits
+            if concurrency is not None:
+                (busy,) = db.execute(
+                    "SELECT count(*) FROM runs WHERE queue = ? AND status = 'running'",
+                    (rec.queue,),
+                ).fetchone()
+                if busy >= concurrency:
+                    return None
+            if rate is not None and rec.status == "pending":
+                tokens = min(max(rate, 1.0), tokens + (now - updated) * rate)
+                if tokens < 1:
+                    db.execute(
+                        "UPDATE queues SET tokens = ?, updated_at = ? WHERE name = ?",
+                        (tokens, now, rec.queue),
+                    )
+                    return None
+                db.execute(
+                    "UPDATE queues SET tokens = ?, updated_at = ? WHERE name = ?",
+                    (tokens - 1, now, rec.queue),
+                )
+        return self._claim(db, rec.id, owner, lease, now, dead)
+
+    async def set_queue(
+        self, name: str, *, concurrency: int | None = None, rate: float | None = None
+    ) -> None:
+        if concurrency is not None and concurrency < 1:
+            raise ValueError("a queue's concurrency must be at least 1")
+        if rate is not None and rate <= 0:
+            raise ValueError("a queue's rate must be > 0 runs per second")
+        now = time.time()
+        self._write_now(
+            lambda db: db.execute(
+                "INSERT INTO queues (name, concurrency, rate, tokens, updated_at) "
+                "VALUES (?,?,?,?,?) ON CONFLICT (name) DO UPDATE SET "
+                "concurrency = excluded.concurrency, rate = excluded.rate",
+                (name, concurrency, rate, max(rate or 0.0, 1.0), now),
+            )
+        )
+
+    async def create_runs(self, runs: Sequence[RunRecord]) -> None:
+        self._write_now(
+            lambda db: db.executemany(
+                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES "
+                "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING",
+                [_run_values(r) for r in runs],
+            )
+        )
+
+    async def get_runs(self, run_ids: Sequence[str]) -> list[RunRecord]:
+        out: list[RunRecord] = []
+        ids = list(run_ids)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            out.extend(
+                _run(r)
+                for r in self._read(
+                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE id IN ({','.join('?' * len(chunk))})",
+                    tuple(chunk),
+                )
+            )
+        return out
+
+    async def wake(self, run_id: str, waiting_for: str) -> None:
+        now = time.time()
+        self._write_now(
+            lambda db: db.execute(
+                "UPDATE runs SET status = 'pending', wake_at = NULL, waiting_for = NULL, "
+                "updated_at = ? WHERE id = ? AND status = 'suspended' AND waiting_for = ?",
+                (now, run_id, waiting_for),
+            )
+        )
+
+    async def unfinished_children(self, parent_id: str, prefix: str) -> int:
+        rows = self._read(
+            "SELECT count(*) FROM runs WHERE parent_id = ? AND substr(id, 1, ?) = ? "
+            "AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+            (parent_id, len(prefix), prefix),
+        )
+        return int(rows[0][0])
 
     async def heartbeat(self, owner: str, lease: float) -> list[str]:
         now = time.time()
@@ -539,7 +657,8 @@ class SQLiteStore(Store):
 
     async def next_wake(self) -> float | None:
         rows = self._read(
-            "SELECT min(wake_at) FROM runs WHERE status = 'suspended' AND wake_at IS NOT NULL"
+            "SELECT min(wake_at) FROM runs WHERE status IN ('suspended', 'pending') "
+            "AND wake_at IS NOT NULL"
         )
         return rows[0][0] if rows else None
 
