@@ -14,7 +14,6 @@ import contextlib
 import hashlib
 import inspect
 import os
-import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -35,7 +34,7 @@ from .errors import (
 from .events import Event, Hook, RunFinished
 from .policy import Policy, as_policy
 from .runtime import Execution, Suspend, error_from_json, error_to_json
-from .store.base import TERMINAL, RunRecord, StepRecord, Store
+from .store.base import TERMINAL, RunRecord, StepRecord, Store, this_host
 
 __all__ = ["RunHandle", "Runner", "open_store", "run_detached"]
 
@@ -182,7 +181,7 @@ class Runner:
         self.inline_sleep = inline_sleep
         self.auto_recover = recover
         self.code_version = code_version
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = f"{this_host()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._policies: dict[str, Policy[Any, Any]] = {}
         for p in policies:
             self.register(p)

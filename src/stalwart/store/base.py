@@ -25,9 +25,17 @@ __all__ = [
     "StepRecord",
     "Store",
     "owner_is_dead",
+    "this_host",
 ]
 
-_HOST = socket.gethostname()
+# Which machine this process is on, for telling a dead holder from a distant
+# one. STALWART_HOSTNAME overrides it (containers sharing a hostname; tests
+# that simulate several machines on one).
+_HOST = os.environ.get("STALWART_HOSTNAME") or socket.gethostname()
+
+
+def this_host() -> str:
+    return _HOST
 
 
 def owner_is_dead(owner: str | None) -> bool:

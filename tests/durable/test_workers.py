@@ -1,0 +1,99 @@
+"""Several worker processes share one store; one dies with SIGKILL mid-run.
+
+What a user relies on: every run finishes with exactly one result, and a
+step recorded before the kill never runs again; only steps in flight on the
+dead worker may run twice. Workers on other "machines" (simulated with
+STALWART_HOSTNAME) take over once the dead worker's lease expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import stalwart as sw
+
+APP = Path(__file__).with_name("worker_app.py")
+sys.path.insert(0, str(APP.parent))
+import worker_app  # noqa: E402
+
+
+def _worker(url: str, counter: Path, host: str, lease: float) -> subprocess.Popen[str]:
+    env = {**os.environ, "STALWART_HOSTNAME": host, "LEASE": str(lease)}
+    proc = subprocess.Popen(
+        [sys.executable, str(APP), url, str(counter)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "serving"
+    return proc
+
+
+async def _enqueue(url: str, n: int) -> None:
+    async with sw.Runner(url, recover=False) as client:
+        for i in range(n):
+            await client.enqueue(worker_app.job, i, run_id=f"job-{i}")
+
+
+async def _snapshot(url: str, n: int) -> tuple[dict[str, str], set[str]]:
+    async with sw.Runner(url, recover=False) as client:
+        runs = {r.id: r.status for r in await client.list_runs(limit=n + 10)}
+        recorded: set[str] = set()
+        for run_id in runs:
+            for s in await client.steps(run_id):
+                recorded.add(f"{'a' if s.name == 'step_a' else 'b'}:{run_id.split('-')[1]}")
+        return runs, recorded
+
+
+@pytest.mark.parametrize("hosts", ["one-machine", "three-machines"])
+def test_workers_drain_a_queue_despite_a_kill(store_url: str, tmp_path: Path, hosts: str) -> None:
+    n = 24
+    counter = tmp_path / "count.txt"
+    asyncio.run(_enqueue(store_url, n))
+    names = ["m0", "m0", "m0"] if hosts == "one-machine" else ["m0", "m1", "m2"]
+    lease = 1.0
+    workers = [_worker(store_url, counter, h, lease) for h in names]
+    try:
+        deadline = time.monotonic() + 30
+        while counter.exists() is False or len(counter.read_text().split()) < 8:
+            assert time.monotonic() < deadline, "workers made no progress"
+            time.sleep(0.01)
+        workers[0].send_signal(signal.SIGKILL)
+        workers[0].wait(timeout=10)
+        _, recorded_at_kill = asyncio.run(_snapshot(store_url, n))
+        while True:
+            runs, _ = asyncio.run(_snapshot(store_url, n))
+            if all(status == "succeeded" for status in runs.values()) and len(runs) == n:
+                break
+            assert time.monotonic() < deadline, f"unfinished: {runs}"
+            time.sleep(0.1)
+    finally:
+        for w in workers[1:]:
+            w.send_signal(signal.SIGTERM)
+        for w in workers[1:]:
+            w.wait(timeout=20)
+    for w in workers[1:]:
+        assert w.returncode == 0, w.stderr.read() if w.stderr else ""
+
+    async def results() -> list[int]:
+        async with sw.Runner(store_url, recover=False) as client:
+            return [await sw.RunHandle(client, f"job-{i}").result(timeout=5) for i in range(n)]
+
+    assert asyncio.run(results()) == [i + 10 * i for i in range(n)]
+    runs_count = collections.Counter(counter.read_text().split())
+    for step in recorded_at_kill:
+        assert runs_count[step] == 1, step  # finished before the kill: never again
+    extra = sum(runs_count.values()) - 2 * n
+    assert 0 <= extra <= 4  # at most what the dead worker had in flight (concurrency 4)
+    _, recorded = asyncio.run(_snapshot(store_url, n))
+    assert len(recorded) == 2 * n  # each step recorded once

@@ -1,0 +1,51 @@
+"""Worker processes for the multi-process tests: ``python worker_app.py URL COUNTER``.
+
+Serves the default queue until SIGTERM. Each executed step appends a line to
+COUNTER, so the tests count executions across processes and kills.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import stalwart as sw
+
+COUNTER = sys.argv[2] if len(sys.argv) > 2 else os.devnull
+
+
+def _count(what: str) -> None:
+    with open(COUNTER, "a") as f:
+        f.write(what + "\n")
+
+
+@sw.policy
+async def step_a(i: int) -> int:
+    _count(f"a:{i}")
+    await asyncio.sleep(0.03)
+    return i
+
+
+@sw.policy
+async def step_b(i: int) -> int:
+    _count(f"b:{i}")
+    await asyncio.sleep(0.03)
+    return i * 10
+
+
+@sw.policy
+async def job(ctx: sw.Context, i: int) -> int:
+    return await step_a(i) + await step_b(i)
+
+
+async def main() -> None:
+    url = sys.argv[1]
+    lease = float(os.environ.get("LEASE", "30"))
+    runner = sw.Runner(url, lease=lease, poll_interval=0.05, concurrency=4, policies=[job])
+    print("serving", flush=True)
+    await runner.serve()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
