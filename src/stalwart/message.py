@@ -219,7 +219,9 @@ class Message:
             )
         parts = tuple(_part_from_dict(p) for p in data.get("parts", ()))
         meta = decode(data["meta"]) if "meta" in data else None
-        return cls(data["role"], data["actor"], parts, call, result, data["id"], meta)
+        # Recorded step arguments leave ids out (see runtime._identity_json).
+        msg_id = data.get("id") or _new_id()
+        return cls(data["role"], data["actor"], parts, call, result, msg_id, meta)
 
     def to_json(self) -> str:
         from .codec import dumps

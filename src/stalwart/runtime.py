@@ -112,6 +112,32 @@ def _args_for_record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str,
     return out
 
 
+def _identity_json(args: tuple[Any, ...], kwargs: dict[str, Any], key: str) -> str:
+    """The arguments as recorded and compared on replay (S5).
+
+    Message ids are left out: they are random per execution, so a history
+    rebuilt on replay (``Message.user(question)`` inside a policy) would never
+    match its record otherwise. What a message says is compared; its id is not.
+    """
+    where = f"arguments of step {key}"
+    tree = _strip_ids(codec.encode(_args_for_record(args, kwargs), where))
+    try:
+        return json.dumps(tree, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:
+        raise SerializationError(f"{where}: {exc}") from exc
+
+
+def _strip_ids(tree: Any) -> Any:
+    if isinstance(tree, list):
+        return [_strip_ids(v) for v in tree]
+    if isinstance(tree, dict):
+        if tree.get("$t") == "msg":
+            inner = {k: _strip_ids(v) for k, v in tree["v"].items() if k != "id"}
+            return {"$t": "msg", "v": inner}
+        return {k: _strip_ids(v) for k, v in tree.items()}
+    return tree
+
+
 def _hash(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
@@ -223,7 +249,7 @@ class Execution:
         store = self.store if (pol.record and not root) else None
         args_json = args_hash = None
         if store is not None:
-            args_json = codec.dumps(_args_for_record(args, kwargs), f"arguments of step {key}")
+            args_json = _identity_json(args, kwargs, key)
             args_hash = _hash(args_json)
             rec = self.replay.get(key)
             if rec is not None:

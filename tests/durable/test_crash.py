@@ -176,3 +176,20 @@ def test_killed_process_is_dead_not_just_slow(store_url: str, tmp_path: Path) ->
     assert asyncio.run(status()) == "running"  # the dead holder's lease is still valid
     result, _ = _finish(store_url, counter, "sequential", "fast", 10)
     assert result == sum(i * i for i in range(10))
+
+
+def test_cancelling_a_run_whose_holder_died(store_url: str, tmp_path: Path) -> None:
+    counter = tmp_path / "count.txt"
+    _kill_after(_spawn(store_url, counter, "sequential", "run", "gone", 30), 3)
+
+    async def cancel() -> tuple[str, str]:
+        async with sw.Runner(store_url, recover=False) as runner:
+            await runner.cancel("gone")
+            status = (await runner.get_run("gone")).status
+        async with sw.Runner(store_url, poll_interval=0.05) as runner:
+            await runner.recover()  # nothing to resume: it is cancelled
+            with pytest.raises(sw.CancelledRun):
+                await sw.RunHandle(runner, "gone").result(timeout=5)
+            return status, (await runner.get_run("gone")).status
+
+    assert asyncio.run(cancel()) == ("cancelled", "cancelled")

@@ -431,3 +431,31 @@ async def _until(runner: sw.Runner, run_id: str, status: str, timeout: float = 1
         if time.monotonic() > deadline:
             raise AssertionError(f"run {run_id} is {rec.status}, not {status}")
         await asyncio.sleep(0.01)
+
+
+async def test_agent_loop_with_tool_results_replays_after_a_suspension(store_url: str) -> None:
+    """Histories rebuilt on replay carry new message ids; replay must still match."""
+    from stalwart.testing import ScriptedLLM, call
+
+    llm = ScriptedLLM([call("double", x=2), call("double", x=3), "done"], name="llm")
+
+    @sw.policy
+    async def agent(ctx: sw.Context) -> str:
+        history = [sw.Message.system("s"), sw.Message.user("go")]
+        turns = 0
+        while True:
+            actions = await ctx.call(llm, observations=history, options=[double])
+            history += actions
+            turns += 1
+            if turns == 2:
+                await ctx.wait_for("continue")
+            if not any(m.is_action_call for m in actions):
+                return actions[-1].text
+
+    async with sw.Runner(store_url, poll_interval=0.05, policies=[agent]) as runner:
+        handle = await runner.start(agent, run_id="loop")
+        await _until(runner, "loop", "suspended")
+        await runner.signal("loop", "continue")
+        assert await handle.result(timeout=10) == "done"
+    assert llm.calls == 3  # two replayed model turns were not paid for again
+    assert CALLS == ["double:2", "double:3"]

@@ -138,6 +138,9 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
     )
 
 
+_CANCELLED = '{"type":"stalwart.errors.CancelledRun","message":"run was cancelled"}'
+
+
 def _run_values(run: RunRecord) -> tuple[Any, ...]:
     return (
         run.id,
@@ -455,6 +458,15 @@ class SQLiteStore(Store):
         now: float,
         dead: str | None,
     ) -> RunRecord | None:
+        if rec.status == "running" and rec.cancel_requested:
+            # Cancelled, and its holder died before it could stop: finish it.
+            db.execute(
+                "UPDATE runs SET status = 'cancelled', error = ?, owner = NULL, "
+                "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND fence = ? "
+                "AND status = 'running'",
+                (_CANCELLED, now, rec.id, rec.fence),
+            )
+            return None
         limits = db.execute(
             "SELECT concurrency, rate, tokens, updated_at FROM queues WHERE name = ?", (rec.queue,)
         ).fetchone()
@@ -637,14 +649,22 @@ class SQLiteStore(Store):
 
     async def request_cancel(self, run_id: str) -> RunRecord | None:
         now = time.time()
-        err = '{"type":"stalwart.errors.CancelledRun","message":"run was cancelled"}'
+        err = _CANCELLED
+        current = await self.get_run(run_id)
+        abandoned = (
+            current is not None
+            and current.status == "running"
+            and ((current.lease_expires_at or 0) < now or owner_is_dead(current.owner))
+        )
 
         def cancel(db: sqlite3.Connection) -> None:
             db.execute(
                 "UPDATE runs SET status = 'cancelled', error = ?, updated_at = ?, "
-                "cancel_requested = 1, wake_at = NULL, waiting_for = NULL "
-                "WHERE id = ? AND status IN ('pending', 'suspended')",
-                (err, now, run_id),
+                "cancel_requested = 1, wake_at = NULL, waiting_for = NULL, owner = NULL, "
+                "lease_expires_at = NULL "
+                "WHERE id = ? AND (status IN ('pending', 'suspended') "
+                "OR (status = 'running' AND ? AND fence = ?))",
+                (err, now, run_id, int(abandoned), current.fence if current else -1),
             )
             db.execute(
                 "UPDATE runs SET cancel_requested = 1, updated_at = ? "
