@@ -489,3 +489,70 @@ def demo(store: StoreOption = DEFAULT_STORE) -> None:
 
     if not _execute(go):
         raise typer.Exit(1)
+
+
+# -- worker ----------------------------------------------------------------------------
+def _app_policies(spec: str) -> list[Any]:
+    """Import ``module`` or ``module:attr``; attr is a policy or a list of them."""
+    module, _, attr = spec.partition(":")
+    _import_app(module)
+    mod = sys.modules[Path(module).stem if module.endswith(".py") else module]
+    if not attr:
+        from ..policy import Policy
+
+        return [v for v in vars(mod).values() if isinstance(v, Policy)]
+    try:
+        target = getattr(mod, attr)
+    except AttributeError:
+        raise CLIError(f"the app module {module!r} has no attribute {attr!r}") from None
+    if isinstance(target, list | tuple | set):
+        return list(target)
+    return [target]
+
+
+@app.command("worker")
+def worker(
+    store: StoreOption = DEFAULT_STORE,
+    app_spec: Annotated[
+        str,
+        typer.Option(
+            "--app",
+            help="module or module:attr holding your policies (attr: a policy or a list)",
+        ),
+    ] = "",
+    queue: Annotated[
+        list[str] | None,
+        typer.Option("--queue", "-q", help="queue to take runs from (repeat; default: all)"),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option(help="most runs this worker executes at once")
+    ] = 50,
+    lease: Annotated[float, typer.Option(help="seconds a claim lasts without a heartbeat")] = 30.0,
+    shutdown_timeout: Annotated[
+        float, typer.Option(help="seconds held runs may finish after SIGTERM")
+    ] = 30.0,
+) -> None:
+    """Execute runs from the store's queues until SIGTERM (then finish or hand back)."""
+
+    async def go() -> None:
+        from ..runner import Runner
+
+        policies = _app_policies(app_spec) if app_spec else []
+        runner = Runner(
+            _open(store, must_exist=False),
+            policies=policies,
+            queues=queue or None,
+            concurrency=concurrency,
+            lease=lease,
+            shutdown_timeout=shutdown_timeout,
+        )
+        names = ", ".join(sorted({getattr(p, "name", str(p)) for p in policies})) or "(none)"
+        _out().print(
+            f"worker {runner.owner}: store {_store_url(runner)}, queues "
+            f"{', '.join(queue) if queue else 'all'}, concurrency {concurrency}, policies {names}",
+            soft_wrap=True,
+        )
+        await runner.serve()
+        _out().print("worker stopped")
+
+    _execute(go)

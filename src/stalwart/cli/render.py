@@ -208,11 +208,11 @@ def waiting_text(rec: RunRecord) -> Text:
 def runs_table(runs: Iterable[RunRecord], title: str) -> Table:
     table = Table(title=title, title_justify="left", header_style="bold")
     table.add_column("id", no_wrap=True)
-    table.add_column("policy", overflow="fold")
+    table.add_column("policy", overflow="fold", min_width=14)
     table.add_column("status", no_wrap=True)
     table.add_column("created", no_wrap=True)
     table.add_column("updated", no_wrap=True)
-    table.add_column("waiting for / wakes", overflow="fold")
+    table.add_column("waiting for / wakes", overflow="fold", min_width=12)
     for rec in runs:
         table.add_row(
             Text(rec.id),
