@@ -14,12 +14,10 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
+from .context import Context
 from .schema import Signature
-
-if TYPE_CHECKING:
-    from .context import Context
 
 __all__ = ["Policy", "ToolSpec", "as_policy", "current_context", "policy"]
 
@@ -167,9 +165,13 @@ class Policy(Generic[P, R]):
     def __get__(self, obj: None, owner: type) -> Policy[P, R]: ...
     @overload
     def __get__(self, obj: Context, owner: type) -> Callable[P, Awaitable[R]]: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> Policy[P, R]: ...
     def __get__(self, obj: Any, owner: type) -> Any:
         # Bound on an application context class: ``ctx.web_search(query=...)``.
-        if obj is None:
+        # On any other class (a class policy keeping its tools as attributes)
+        # it stays the policy, and routes through the current run when called.
+        if obj is None or not isinstance(obj, Context):
             return self
         return _Bound(obj, self)
 
@@ -212,8 +214,6 @@ def _snake(name: str) -> str:
 
 def _context_param(fn: Callable[..., Any]) -> type[Context] | None:
     """The Context class the first parameter asks for, or None."""
-    from .context import Context
-
     params = list(inspect.signature(fn).parameters.values())
     if not params or params[0].kind not in (
         inspect.Parameter.POSITIONAL_ONLY,
@@ -234,8 +234,6 @@ def _context_param(fn: Callable[..., Any]) -> type[Context] | None:
 
 
 def _resolve_name(fn: Callable[..., Any], ann: str) -> Any:
-    from .context import Context
-
     scope = getattr(fn, "__globals__", {})
     head, _, tail = ann.partition(".")
     obj = scope.get(head)

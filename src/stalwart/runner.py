@@ -275,6 +275,14 @@ class Runner:
 
     def run_sync(self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any) -> Any:
         """Run ``target`` from synchronous code (a script); closes the runner after."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                "run_sync() cannot be called from a running event loop; use `await runner.run(...)`"
+            )
 
         async def main() -> Any:
             try:

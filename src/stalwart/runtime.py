@@ -17,7 +17,7 @@ import hashlib
 import json
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
 from . import codec
@@ -97,11 +97,13 @@ def error_from_json(text: str) -> BaseException:
 
 
 def _args_for_record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Arguments as recorded: offered options by name, since policies are code."""
+
     def tidy(v: Any) -> Any:
         if isinstance(v, Policy):
             return f"<policy {v.name}>"
-        if isinstance(v, list | tuple) and v and all(isinstance(x, Policy) for x in v):
-            return [f"<policy {x.name}>" for x in v]
+        if isinstance(v, list | tuple) and v and all(_is_option(x) for x in v):
+            return [f"<policy {as_policy(x).name}>" for x in v]
         return v
 
     out: dict[str, Any] = {}
@@ -136,6 +138,10 @@ def _strip_ids(tree: Any) -> Any:
             return {"$t": "msg", "v": inner}
         return {k: _strip_ids(v) for k, v in tree.items()}
     return tree
+
+
+def _is_option(x: Any) -> bool:
+    return isinstance(x, Policy) or (callable(x) and not isinstance(x, type | Message))
 
 
 def _hash(text: str) -> str:
@@ -185,6 +191,7 @@ class Execution:
         self.inline_sleep = inline_sleep
         self.live_steps = 0  # steps that executed for real in this execution
         self.replayed_steps = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._mailbox: dict[str, deque[Any]] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._refresh()
@@ -193,6 +200,7 @@ class Execution:
         self.plain = self.store is None and not self.hooks and not self.listeners
 
     def listen(self, queue: asyncio.Queue[Any]) -> None:
+        self._loop = asyncio.get_running_loop()
         self.listeners.append(queue)
         self._refresh()
 
@@ -202,6 +210,10 @@ class Execution:
         self._refresh()
 
     def _publish(self, event: Any) -> None:
+        if self._loop is not None and not _in_loop(self._loop):
+            # emit() from a sync policy's worker thread: hand over to the loop.
+            self._loop.call_soon_threadsafe(self._publish, event)
+            return
         for q in self.listeners:
             q.put_nowait(event)
 
@@ -273,15 +285,23 @@ class Execution:
                 token = _current.set(ctx)
                 try:
                     if pol.timeout is not None:
-                        async with asyncio.timeout(pol.timeout):
-                            result = await pol.invoke(ctx, args, kwargs)
+                        deadline = asyncio.timeout(pol.timeout)
+                        try:
+                            async with deadline:
+                                result = await pol.invoke(ctx, args, kwargs)
+                        except TimeoutError:
+                            if not deadline.expired():
+                                raise  # the policy's own TimeoutError
+                            raise TimeoutError(
+                                f"{pol.name} took longer than its timeout of {pol.timeout} s"
+                            ) from None
                     else:
                         result = await pol.invoke(ctx, args, kwargs)
                     break
                 except pol.retry_on as exc:
                     if (
                         attempt > pol.retries
-                        or isinstance(exc, _NOT_STEP_ERRORS | Veto)
+                        or isinstance(exc, (*_NOT_STEP_ERRORS, Veto))
                         or not isinstance(exc, Exception)
                     ):
                         raise
@@ -391,6 +411,7 @@ class Execution:
 
     # -- options dispatch ------------------------------------------------------
     async def _dispatch(self, key: str, result: Any, options: Any, pol: Policy[Any, Any]) -> Any:
+        # With options, a reply is always a list of messages (``history +=``).
         if isinstance(result, Message):
             messages = [result]
         elif isinstance(result, list) and result and all(isinstance(m, Message) for m in result):
@@ -399,23 +420,43 @@ class Execution:
             return result
         calls = [m.action_call for m in messages if m.action_call is not None]
         if not calls:
-            return result
+            return messages
         allowed: dict[str, Policy[Any, Any]] = {}
         for opt in options or ():
             p = as_policy(opt)
             allowed[p.name] = p
         limit = pol.max_parallel or self.max_parallel
-        coros = [self._action(f"{key}#{i}", allowed, call) for i, call in enumerate(calls, 1)]
-        if len(coros) == 1:
-            results = [await coros[0]]
-        else:
-            sem = asyncio.Semaphore(limit) if limit else None
-            tasks: list[asyncio.Task[Message]] = []
+        keys = [f"{key}#{i}" for i in range(1, len(calls) + 1)]  # S1: in call order, now
+        if len(calls) == 1:
+            results = [await self._action(keys[0], allowed, calls[0])]
+            return [*messages, *results]
+        sem = asyncio.Semaphore(limit) if limit else None
+        tasks: list[asyncio.Task[Message]] = []
+        try:
             async with asyncio.TaskGroup() as tg:
-                for c in coros:
-                    tasks.append(tg.create_task(_limited(sem, c) if sem else c))
-            results = [t.result() for t in tasks]
+                for k, call in zip(keys, calls, strict=True):
+                    tasks.append(tg.create_task(self._limited(sem, k, allowed, call)))
+        except BaseExceptionGroup as group:
+            # A store failure or nondeterminism in one call is the run's
+            # problem, not a result: surface it as itself, not as a group.
+            for exc in _leaves(group):
+                if isinstance(exc, _NOT_STEP_ERRORS):
+                    raise exc from group
+            raise
+        results = [t.result() for t in tasks]
         return [*messages, *results]
+
+    async def _limited(
+        self,
+        sem: asyncio.Semaphore | None,
+        key: str,
+        allowed: dict[str, Policy[Any, Any]],
+        call: Any,
+    ) -> Message:
+        if sem is None:
+            return await self._action(key, allowed, call)
+        async with sem:
+            return await self._action(key, allowed, call)
 
     async def _action(self, key: str, allowed: dict[str, Policy[Any, Any]], call: Any) -> Message:
         name = call.name
@@ -610,6 +651,18 @@ class Execution:
         return await self._full("", pol, args, kwargs, root=True)
 
 
-async def _limited(sem: asyncio.Semaphore, coro: Awaitable[Message]) -> Message:
-    async with sem:
-        return await coro
+def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            out.extend(_leaves(exc))
+        else:
+            out.append(exc)
+    return out
+
+
+def _in_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
