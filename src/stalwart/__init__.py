@@ -37,6 +37,18 @@ from .schema import ArgumentError
 
 __version__ = "0.1.0"
 
+# Subpackages load on first use (``sw.llm.openai(...)``, ``sw.flow.Node``), so
+# ``import stalwart`` stays light for programs that do not need them.
+_LAZY = ("cli", "codec", "flow", "llm", "store", "testing")
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'stalwart' has no attribute {name!r}")
+
 __all__ = [
     "ActionCall",
     "ActionResult",

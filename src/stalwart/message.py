@@ -245,8 +245,9 @@ def result_text(result: ActionResult) -> str:
     value = result.value
     if isinstance(value, str):
         return value
+    if isinstance(value, Message):  # a sub-agent's answer reads as its text
+        return value.text
     import json
-
 
     return json.dumps(plain(value), ensure_ascii=False)
 

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from stalwart.llm import ToolSpec, Usage
+import stalwart as sw
+from stalwart.llm import ToolSpec, Usage, tool_specs
 from stalwart.llm._common import ProviderStreamError, turns
 from stalwart.llm._convert_openai import ChatStreamAccumulator, from_chat_completion
 from stalwart.llm._tools import parse_arguments
@@ -59,10 +60,27 @@ def test_usage_adds_up() -> None:
         Usage() + 1  # type: ignore[operator]
 
 
-def test_tool_spec_defaults_to_an_empty_object_schema() -> None:
-    spec = ToolSpec("ping")
-    assert spec.parameters == {"type": "object", "properties": {}}
-    assert ToolSpec("ping").parameters is not spec.parameters
+def test_tool_spec_is_the_cores_and_comes_from_policies() -> None:
+    @sw.policy
+    async def ping(host: str) -> str:
+        """Check that a host answers.
+
+        Args:
+            host: Host name.
+        """
+        return host
+
+    assert ToolSpec is sw.ToolSpec
+    spec = ToolSpec("get_time", "Local time.", {"type": "object", "properties": {}})
+    (from_policy, given) = tool_specs([ping, spec])
+    assert given is spec
+    assert from_policy == ping.spec
+    assert from_policy.name == "ping"
+    assert from_policy.description == "Check that a host answers."
+    assert from_policy.parameters["properties"]["host"] == {
+        "type": "string",
+        "description": "Host name.",
+    }
 
 
 def test_turns_group_calls_per_actor_and_results_together() -> None:
@@ -136,12 +154,23 @@ def test_llm_imports_without_the_sdks() -> None:
         "sys.modules['openai'] = None\n"
         "sys.modules['anthropic'] = None\n"
         "import stalwart.llm, stalwart.llm._convert_openai, stalwart.llm._convert_anthropic\n"
-        "from stalwart.llm import ToolSpec, Usage\n"
-        "print(sorted(stalwart.llm.__all__))\n"
+        "from stalwart.llm import Agent, ToolSpec, Usage\n"
+        "for build, args in ((stalwart.llm.openai, ('gpt-4.1-mini',)),\n"
+        "                    (stalwart.llm.anthropic, ('claude-haiku-4-5',))):\n"
+        "    try:\n"
+        "        build(*args, api_key='k')\n"
+        "    except stalwart.llm.MissingDependency as exc:\n"
+        "        print(exc)\n"
+        "print(len(stalwart.llm.__all__))\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['ToolSpec', 'Usage']"
+    openai_line, anthropic_line, count = done.stdout.strip().splitlines()
+    assert "pip install 'stalwart[openai]'" in openai_line
+    assert "pip install 'stalwart[anthropic]'" in anthropic_line
+    import stalwart.llm
+
+    assert int(count) == len(stalwart.llm.__all__)

@@ -1,12 +1,72 @@
-"""LLM providers: conversion of Messages to and from provider formats.
+"""LLM providers as policies, and a ready tool-calling agent.
 
-The provider SDKs (``openai``, ``anthropic``) are optional extras: nothing here
-imports them, so ``import stalwart.llm`` works without either installed.
+    from stalwart import llm
+
+    model = llm.openai("gpt-4.1-mini")            # or llm.anthropic("claude-haiku-4-5"),
+    model = llm.model("openai:gpt-4.1-mini")      # or a model string
+    agent = llm.Agent(model, instructions="...", tools=[search, read])
+    answer = await agent.run("What changed in Python 3.13?")
+
+A model is a policy: ``await ctx.call(model, observations=..., options=[...])``
+is one recorded step, and the runtime runs the tool calls it returns. The
+provider SDKs (``openai``, ``anthropic``) are optional extras, imported only
+when a model is built, so ``import stalwart.llm`` works without either.
+
+Note that ``stalwart.llm.openai`` and ``stalwart.llm.anthropic`` are the
+constructor functions; their modules' classes are exported here too.
 """
 
 from __future__ import annotations
 
-from ._tools import ToolSpec
-from ._usage import Usage
+from ._common import ProviderStreamError
+from ._errors import (
+    AuthenticationFailed,
+    BudgetExceeded,
+    InvalidRequest,
+    MaxTurnsExceeded,
+    MissingAPIKey,
+    MissingDependency,
+    OutputValidationError,
+    ProviderError,
+    ProviderUnavailable,
+    RateLimited,
+)
+from ._model import model
+from ._provider import Provider
+from ._tools import ToolSpec, tool_specs
+from ._usage import Usage, run_usage, usage_of
+from .agent import Agent, Compaction, ContextPolicy, ModelCall, Window, window
+from .anthropic import AnthropicMessages, anthropic
+from .openai import OpenAIChat, OpenAIResponses, openai
 
-__all__ = ["ToolSpec", "Usage"]
+__all__ = [
+    "Agent",
+    "AnthropicMessages",
+    "AuthenticationFailed",
+    "BudgetExceeded",
+    "Compaction",
+    "ContextPolicy",
+    "InvalidRequest",
+    "MaxTurnsExceeded",
+    "MissingAPIKey",
+    "MissingDependency",
+    "ModelCall",
+    "OpenAIChat",
+    "OpenAIResponses",
+    "OutputValidationError",
+    "Provider",
+    "ProviderError",
+    "ProviderStreamError",
+    "ProviderUnavailable",
+    "RateLimited",
+    "ToolSpec",
+    "Usage",
+    "Window",
+    "anthropic",
+    "model",
+    "openai",
+    "run_usage",
+    "tool_specs",
+    "usage_of",
+    "window",
+]

@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["ToolSpec", "parse_arguments"]
+from ..policy import ToolSpec, as_policy
+
+__all__ = ["ToolSpec", "parse_arguments", "tool_specs"]
+
+# ``ToolSpec`` is the core's: a policy's ``spec`` already is what a model is
+# told, so providers render that one class and there is nothing to convert.
 
 
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """An option offered to a model, independent of any provider's format.
+def tool_specs(options: Iterable[Any]) -> list[ToolSpec]:
+    """The specs of the options a model is offered, in the order offered.
 
-    ``parameters`` is a JSON schema of type ``object``; each provider module
-    wraps it in that provider's tool shape.
+    Options are policies (anything :func:`~stalwart.policy.as_policy` takes);
+    a :class:`ToolSpec` passes as it is, for callers that describe a tool the
+    runtime will not run for them.
     """
-
-    name: str
-    description: str = ""
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    return [o if isinstance(o, ToolSpec) else as_policy(o).spec for o in options]
 
 
 def parse_arguments(

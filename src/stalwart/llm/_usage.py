@@ -1,10 +1,15 @@
-"""Token usage, reported the same way whatever the provider."""
+"""Token usage, reported the same way whatever the provider, and summed per run."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Usage"]
+from ..message import Message
+
+__all__ = ["Usage", "run_usage", "usage_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,3 +36,76 @@ class Usage:
         return Usage(
             self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
         )
+
+    def to_dict(self) -> dict[str, int]:
+        """The JSON form kept in ``Message.meta["usage"]``."""
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Usage:
+        """Read :meth:`to_dict`'s form back; anything else counts as no usage."""
+        if not isinstance(data, Mapping):
+            return cls()
+        return cls(_int(data.get("input_tokens")), _int(data.get("output_tokens")))
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def usage_of(messages: Iterable[Message]) -> Usage:
+    """The usage the model replies among ``messages`` carry, each reply once.
+
+    A provider puts a call's usage in ``meta["usage"]`` of the first message
+    of its reply; messages are counted once per id, so a conversation that
+    holds the same reply twice does not count it twice.
+    """
+    seen: set[str] = set()
+    total = Usage()
+    for m in messages:
+        if m.meta and "usage" in m.meta and m.id not in seen:
+            seen.add(m.id)
+            total += Usage.from_dict(m.meta["usage"])
+    return total
+
+
+def run_usage(steps: Iterable[Any] | Mapping[str, Any]) -> Usage:
+    """The tokens a run's model calls used, from the run's recorded steps.
+
+    ``steps`` are the run's step records (``await runner.steps(run_id)``, or
+    the mapping a store loads): anything with an ``output`` holding the
+    recorded JSON. Every message recorded in an output counts its
+    ``meta["usage"]`` once per message id, at any depth: a policy that returns
+    the conversation it got from its model calls repeats those replies, and
+    they must not count twice. The recorded JSON is read as plain data, so no
+    class a step returned needs to be importable where the usage is summed
+    (the CLI).
+    """
+    records = steps.values() if isinstance(steps, Mapping) else steps
+    usages: dict[str, Usage] = {}
+    for rec in records:
+        output = getattr(rec, "output", None)
+        if not output:
+            continue
+        try:
+            tree = json.loads(output)
+        except ValueError:
+            continue
+        _collect(tree, usages)
+    return sum(usages.values(), Usage())
+
+
+def _collect(tree: Any, usages: dict[str, Usage]) -> None:
+    """Find recorded messages (``{"$t": "msg", "v": {...}}``) that carry usage."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            if node.get("$t") == "msg" and isinstance(node.get("v"), dict):
+                message = node["v"]
+                meta = message.get("meta")
+                if isinstance(meta, dict) and "usage" in meta:
+                    usages.setdefault(str(message.get("id")), Usage.from_dict(meta["usage"]))
+            stack.extend(node.values())

@@ -1,0 +1,86 @@
+"""An agent killed with SIGKILL after its second model call resumes without repeating either.
+
+The child process (``durable_agent_app.py``) runs a tool-calling agent on
+SQLite, its model served through the official OpenAI SDK by a replaying
+transport that logs every request it serves. The parent kills the child right
+after the second model call is recorded, then a fresh process recovers the
+run: it must finish the run with the answer, serve only the third model call,
+and run only the tool calls that had not run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import stalwart as sw
+from stalwart import llm
+from stalwart.store.base import StepRecord
+
+APP = str(Path(__file__).with_name("durable_agent_app.py"))
+
+
+def _spawn(url: str, workdir: Path, action: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, APP, url, str(workdir), action, "trip"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _served(workdir: Path) -> list[tuple[int, int]]:
+    """(pid, turn) of each model request the transport served, in order."""
+    lines = (workdir / "served.txt").read_text().split("\n")
+    return [(int(p), int(t)) for p, t in (line.split() for line in lines if line)]
+
+
+async def _steps(url: str) -> list[StepRecord]:
+    async with sw.Runner(url, recover=False) as runner:
+        return await runner.steps("trip")
+
+
+def test_an_agent_killed_after_its_second_model_call_resumes_without_repeating_them(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    first = _spawn(url, tmp_path, "run")
+    assert first.stdout is not None
+    progress = []
+    while len(progress) < 2:
+        line = first.stdout.readline()
+        assert line, first.stderr.read() if first.stderr else "the child died"
+        if line.startswith("model "):
+            progress.append(line.split()[1])
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    assert first.returncode == -signal.SIGKILL
+    assert progress == ["1", "2"]  # the step keys of the two model calls
+
+    served_before = _served(tmp_path)
+    assert [turn for _, turn in served_before] == [1, 2]
+    before = {s.key for s in asyncio.run(_steps(url))}
+    assert before == {"1", "1#1", "2"}  # the second call's tool had not run yet
+
+    second = _spawn(url, tmp_path, "recover")
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    answer = next(json.loads(line[7:]) for line in out.splitlines() if line.startswith("answer "))
+    assert answer == "It is 18 °C and partly cloudy in Paris right now."
+    assert "recovered 1" in out
+    assert [line.split()[1] for line in out.splitlines() if line.startswith("model ")] == ["3"]
+
+    served_after = _served(tmp_path)[len(served_before) :]
+    assert [turn for _, turn in served_after] == [3]  # neither earlier call was sent again
+    assert {pid for pid, _ in served_after} == {second.pid}
+    tools = (tmp_path / "tools.txt").read_text().split()
+    assert tools == ["get_weather", "Paris", "get_time", "Europe/Paris"]  # each ran once
+
+    steps = asyncio.run(_steps(url))
+    assert sorted(s.key for s in steps) == ["1", "1#1", "2", "2#1", "3"]
+    # Usage is the three calls' (two tool calls at 96 + 16, the answer at 128 + 15).
+    assert llm.run_usage(steps) == llm.Usage(96 + 96 + 128, 16 + 16 + 15)
