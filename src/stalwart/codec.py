@@ -153,6 +153,8 @@ def _decode_tagged(tag: str, tree: dict[str, Any]) -> Any:
 def dumps(value: Any, where: str = "value") -> str:
     """Serialize ``value`` to compact JSON text."""
     try:
+        if type(value) in _PLAIN_TYPES:  # the common case: skip the tree walk
+            return json.dumps(value, allow_nan=False)
         return json.dumps(encode(value, where), separators=(",", ":"), allow_nan=False)
     except ValueError as exc:  # NaN or infinity: not JSON
         raise SerializationError(f"{where}: {exc}") from exc

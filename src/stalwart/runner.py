@@ -192,6 +192,10 @@ class Runner:
         self._bg: asyncio.Task[None] | None = None
         self._poke: asyncio.Event | None = None
         self._watchers: dict[str, asyncio.Event] = {}
+        # Ids with a claim in flight: neither start() nor the background loop
+        # may claim a run the other is claiming (it would claim itself twice).
+        self._claiming: set[str] = set()
+        self._claim_lock: asyncio.Lock | None = None
 
     # -- lifecycle -----------------------------------------------------------
     async def __aenter__(self) -> Runner:
@@ -319,10 +323,21 @@ class Runner:
                 f"run {run_id!r} exists with other inputs:\n  stored: {stored.inputs}\n"
                 f"  given:  {inputs}"
             )
-        if run_id not in self._live and stored.status not in TERMINAL:
-            claimed = await self.store.claim(run_id, self.owner, self.lease)
-            if claimed is not None:
-                await self._launch(claimed, pol)
+        if (
+            run_id not in self._live
+            and run_id not in self._claiming
+            and stored.status not in TERMINAL
+        ):
+            self._claiming.add(run_id)
+            try:
+                claimed = await self.store.claim(run_id, self.owner, self.lease)
+                if claimed is not None:
+                    await self._launch(claimed, pol)
+            finally:
+                self._claiming.discard(run_id)
+            # Let the run reach its first await: starting many runs in a loop
+            # then holds one at a time, not all of them at once (B7).
+            await asyncio.sleep(0)
         return RunHandle(self, run_id)
 
     def _start_memory(
@@ -367,12 +382,16 @@ class Runner:
         else:
             outcome = ("succeeded", result)
         self._memory_runs[run_id] = (outcome[0], outcome[1], inputs)
-        self._finish_live(run_id, outcome)
+        self._finish_live(live, outcome)
 
-    def _finish_live(self, run_id: str, outcome: tuple[str, Any]) -> None:
-        live = self._live.pop(run_id, None)
-        if live is not None and not live.done.done():
+    def _finish_live(self, live: _Live, outcome: tuple[str, Any]) -> None:
+        run_id = live.execution.run_id
+        if self._live.get(run_id) is live:
+            del self._live[run_id]
+        if not live.done.done():
             live.done.set_result(outcome)
+        if self._poke is not None:
+            self._poke.set()  # room for another run: claim now, not at the next poll
         status, value = outcome
         if status in TERMINAL:
             err = None if status == "succeeded" else f"{type(value).__name__}: {value}"
@@ -388,6 +407,8 @@ class Runner:
         # Registered as live before any await, so the background loop never
         # mistakes a run this runner is starting for one it abandoned.
         assert self.store is not None
+        if rec.id in self._live:
+            return  # already executing here; its claim is the one that counts
         execution = Execution(
             rec.id,
             store=self.store,
@@ -417,7 +438,8 @@ class Runner:
         outcome: tuple[str, Any] = ("lost", None)
         try:
             try:
-                x.replay = await store.load_steps(x.run_id)
+                if x.fence > 1:  # a first claim has no steps to replay: skip the query
+                    x.replay = await store.load_steps(x.run_id)
                 result = await x.run_root(pol, args, kwargs)
             except asyncio.CancelledError:
                 if not live.cancel_requested:
@@ -468,7 +490,7 @@ class Runner:
             except StoreError as store_exc:
                 outcome = ("lost", store_exc)
         finally:
-            self._finish_live(x.run_id, outcome)
+            self._finish_live(live, outcome)
             if x.parent_id is not None and outcome[0] in TERMINAL:
                 await self._wake_parent(x.parent_id, x.run_id)
 
@@ -639,24 +661,38 @@ class Runner:
                     await self._poke.wait()
 
     async def _claim_ready(self) -> list[str]:
+        """Claim and launch ready runs until none is left or there is no room."""
         assert self.store is not None
+        if self._claim_lock is None:
+            self._claim_lock = asyncio.Lock()
         claimed: list[str] = []
-        room = 64 if self.concurrency is None else min(64, self.concurrency - len(self._live))
-        if room <= 0 or self._draining:
-            return claimed
-        for rec in await self.store.claim_due(
-            self.owner, self.lease, room, self._resolvable, self.queues
-        ):
-            pol = self._resolve(rec.policy)
-            if pol is None:
-                await self.store.release(rec.id, rec.fence)
-                continue
-            await self._launch(rec, pol)
-            claimed.append(rec.id)
+        async with self._claim_lock:  # recover() and the background loop, one at a time
+            while not self._draining:
+                room = (
+                    64 if self.concurrency is None else min(64, self.concurrency - len(self._live))
+                )
+                if room <= 0:
+                    break
+                batch = await self.store.claim_due(
+                    self.owner, self.lease, room, self._resolvable, self.queues
+                )
+                for rec in batch:
+                    pol = self._resolve(rec.policy)
+                    if pol is None:
+                        await self.store.release(rec.id, rec.fence)
+                        continue
+                    await self._launch(rec, pol)
+                    claimed.append(rec.id)
+                if len(batch) < room:
+                    break  # nothing more is ready; a full batch may have more behind it
         return claimed
 
     def _resolvable(self, rec: RunRecord) -> bool:
-        return rec.id not in self._live and self._resolve(rec.policy) is not None
+        return (
+            rec.id not in self._live
+            and rec.id not in self._claiming
+            and self._resolve(rec.policy) is not None
+        )
 
     async def recover(self) -> list[RunHandle]:
         """Resume every run that is ready here: abandoned, woken, or pending."""

@@ -121,12 +121,24 @@ def _identity_json(args: tuple[Any, ...], kwargs: dict[str, Any], key: str) -> s
     rebuilt on replay (``Message.user(question)`` inside a policy) would never
     match its record otherwise. What a message says is compared; its id is not.
     """
+    if all(type(v) in _SCALARS for v in args) and all(
+        type(v) in _SCALARS for v in kwargs.values()
+    ):  # the common case: plain arguments give the same bytes without the tree walk
+        out: dict[str, Any] = {"*": list(args)} if args else {}
+        out.update(kwargs)
+        try:
+            return json.dumps(out, separators=(",", ":"), allow_nan=False)
+        except ValueError as exc:
+            raise SerializationError(f"arguments of step {key}: {exc}") from exc
     where = f"arguments of step {key}"
     tree = _strip_ids(codec.encode(_args_for_record(args, kwargs), where))
     try:
         return json.dumps(tree, separators=(",", ":"), allow_nan=False)
     except ValueError as exc:
         raise SerializationError(f"{where}: {exc}") from exc
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _strip_ids(tree: Any) -> Any:

@@ -13,10 +13,14 @@ import asyncio
 import copy
 import copyreg
 import warnings
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..policy import current_context
 from ._seam import invoke, invoke_async
 from .node import AsyncNode, BaseNode
+
+if TYPE_CHECKING:
+    from ..policy import Policy
 
 __all__ = [
     "AsyncBatchFlow",
@@ -81,6 +85,16 @@ class Flow(BaseNode):
         self.start_node = start
         return start
 
+    @property
+    def __stalwart_policy__(self) -> Policy[..., Any]:
+        """The flow as a policy: ``await runner.run(flow, shared={...})`` returns the store.
+
+        See `stalwart.flow.durable` for what a durable runner records.
+        """
+        from .durable import flow_policy
+
+        return flow_policy(self)
+
     def get_next_node(self, curr: BaseNode, action: Any) -> BaseNode | None:
         """Follow `action` (None meaning "default") from `curr`.
 
@@ -137,6 +151,17 @@ class AsyncFlow(Flow, AsyncNode):
         # Running it synchronously would skip prep_async/post_async and fail
         # at the first async node; fail at once instead.
         raise RuntimeError("Use run_async.")
+
+    async def run_async(self, shared: Any) -> Any:
+        if self.successors:
+            warnings.warn("Node won't run successors. Use AsyncFlow.", stacklevel=2)
+        ctx = current_context()
+        if ctx is None:
+            return await self._run_async(shared)
+        # Inside a run (a policy, a node's exec): journaled as part of that run.
+        from .durable import run_here
+
+        return await run_here(ctx, self, shared)
 
     async def _walk_async(self, shared: Any, params: dict[str, Any] | None = None) -> Any:
         walk_params = {**self.params} if params is None else params

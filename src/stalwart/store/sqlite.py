@@ -110,6 +110,9 @@ _RUN_COLUMNS = (
     "priority, parent_id"
 )
 
+# The longest a run may go on committing inline without yielding to the loop.
+_MAX_INLINE = 0.005
+
 # Values larger than this go to the payloads table, keeping step rows small.
 SPILL_BYTES = 16 * 1024
 _SPILL_FIELDS = (("args", 1), ("output", 2), ("error", 4))
@@ -190,6 +193,7 @@ class SQLiteStore(Store):
         self._in_tx = False
         self._waiting: list[asyncio.Future[None]] = []
         self._flush_handle: asyncio.Handle | asyncio.TimerHandle | None = None
+        self._last_yield = 0.0
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
@@ -811,6 +815,20 @@ class SQLiteStore(Store):
             if self._flush_handle is None:
                 self._flush_handle = loop.call_later(self.group_delay, self._flush_quietly)
             return
+        now = time.monotonic()
+        if (
+            not self._waiting
+            and self._flush_handle is None
+            and not getattr(loop, "_ready", True)
+            and now - self._last_yield < _MAX_INLINE
+        ):
+            # Nothing else can run before a deferred commit would: no other
+            # record could join the batch, so commit now and skip two loop
+            # turns. Every few milliseconds we still yield (below), so a long
+            # sequential run cannot starve heartbeats or other runs.
+            self._flush()
+            return
+        self._last_yield = now
         fut: asyncio.Future[None] = loop.create_future()
         self._waiting.append(fut)
         if self._flush_handle is None:

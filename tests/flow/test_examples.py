@@ -1,0 +1,140 @@
+"""The PocketFlow pattern ports in examples/pocketflow run, offline, and do what they say."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pocketflow"
+NAMES = [
+    "agent",
+    "approval",
+    "chat",
+    "map_reduce",
+    "parallel_translation",
+    "rag",
+    "two_agents",
+    "writing",
+]
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        f"pocketflow_example_{name}", EXAMPLES / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses and pickling look modules up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_example_is_tested() -> None:
+    assert sorted(p.stem for p in EXAMPLES.glob("*.py")) == NAMES
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_runs_as_a_program(name: str, tmp_path: Path) -> None:
+    args = ["--db", str(tmp_path / "approval.db")] if name == "approval" else []
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
+    assert "Warning" not in done.stderr
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
+    return [] if request.param == "memory" else ["--store", f"sqlite:///{tmp_path / 'x.db'}"]
+
+
+def test_agent_searches_each_part_then_answers(store: list[str]) -> None:
+    shared = load("agent").main(["Who created Python and when was Python 3.12 released?", *store])
+    calls = [m.action_call for m in shared["messages"] if m.action_call is not None]
+    assert [c.name for c in calls] == ["search", "search", "answer"]
+    assert [c.arguments.get("query") for c in calls[:2]] == [
+        "Who created Python",
+        "when was Python 3.12 released",
+    ]
+    assert "Guido van Rossum" in shared["answer"] and "October 2, 2023" in shared["answer"]
+
+
+def test_agent_answers_at_once_when_one_search_is_enough() -> None:
+    shared = load("agent").main(["What is PocketFlow?"])
+    assert shared["answer"].startswith("PocketFlow is a tiny framework")
+
+
+def test_rag_indexes_offline_then_answers_online(store: list[str]) -> None:
+    rag = load("rag")
+    shared = rag.main(["How can a human approve a step?", *store])
+    assert len(shared["index"]) == len(shared["chunks"]) == 9
+    assert shared["retrieved"][0]["source"] == "agents.md"
+    assert shared["answer"] == "A human can approve a step by sending a signal to a waiting run."
+    assert rag.embed("replay") == rag.embed("replay")  # stable: no per-process hash seed
+
+
+def test_map_reduce_screens_every_resume(store: list[str]) -> None:
+    shared = load("map_reduce").main(store)
+    assert set(shared["evaluations"]) == set(load("map_reduce").RESUMES)
+    assert shared["summary"] == {
+        "total": 5,
+        "qualified": ["Ada Lovelace", "Margaret H", "Alan T"],
+        "rate": 0.6,
+    }
+
+
+def test_translations_run_in_parallel(store: list[str]) -> None:
+    module = load("parallel_translation")
+    shared = module.main(["the agent reads the book", *store])
+    assert shared["translations"]["french"] == "le agent lit le livre"
+    assert shared["translations"]["german"] == "der Agent liest der Buch"
+    assert len(shared["translations"]) == 8
+    assert shared["elapsed"] < 4 * module.LATENCY  # not 8 x 0.1 s one after another
+
+
+def test_chat_loops_until_the_inputs_run_out(store: list[str]) -> None:
+    shared = load("chat").main(
+        ["Hi, I'm Ada.", "What is a flow?", "What's my name?", "bye", *store]
+    )
+    replies = [m.text for m in shared["history"] if m.role == "assistant"]
+    assert shared["turn"] == 3
+    assert replies[0].startswith("Nice to meet you, Ada!")
+    assert replies[-1] == "You are Ada."
+
+
+def test_writing_outlines_writes_each_section_then_polishes(store: list[str]) -> None:
+    shared = load("writing").main(["testing", *store])
+    assert len(shared["outline"]) == 3
+    assert list(shared["sections"]) == shared["outline"]
+    article = shared["article"]
+    assert article.startswith("# Testing\n")
+    assert all(section in article for section in shared["sections"].values())
+
+
+def test_two_agents_play_through_queues() -> None:
+    module = load("two_agents")
+    assert module.main(["python"])["guesses"] == ["boa", "python"]
+    assert module.main(["java"])["guesses"] == ["java"]
+    assert module.main(["cobra"])["hints"] == ["It is a kind of snake.", "Its bite is venomous."]
+
+
+def test_approval_waits_durably_for_the_reviewer(tmp_path: Path) -> None:
+    started = time.perf_counter()
+    shared: dict[str, Any] = load("approval").main(["--db", str(tmp_path / "a.db")])
+    assert [r["approved"] for r in shared["reviews"]] == [False, True]
+    assert len(shared["drafts"]) == 2
+    assert (
+        shared["published"] == "Announcing Stalwart 1.0: fast and durable. Available from Monday."
+    )
+    assert time.perf_counter() - started < 10
