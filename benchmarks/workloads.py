@@ -1,14 +1,16 @@
-"""The workloads, each a function of its size returning measurements.
+"""Stalwart's workloads and the floors, each a function of its size returning measurements.
 
-Each workload times only itself (``time.perf_counter`` around the work, set-up
-excluded) and returns a dict with at least ``seconds``; the runner repeats it
-and reports medians. Sizes default to BENCHMARKS.md's; the smoke test passes
-tiny ones so the code never rots.
+Each workload times only itself (``time.perf_counter`` around the work; set-up
+such as opening a store or creating a schema is excluded) and returns a dict
+with at least ``seconds``; the runner repeats it and reports medians. Sizes
+default to BENCHMARKS.md's; the smoke test passes tiny ones so the code never
+rots. The peers' workloads are in :mod:`benchmarks.peers`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sqlite3
@@ -16,31 +18,110 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import stalwart as sw
 
-Result = dict[str, Any]
+from ._util import (
+    PG_URL,
+    ROOT,
+    Result,
+    pg_schema,
+    pg_schema_bytes,
+    pg_url_with,
+    python_startup_s,
+    re_executed,
+    read_until,
+    require,
+    require_postgres,
+    rss_mb,
+    sqlite_bytes,
+)
 
 
-# -- B1: sequential calls in memory --------------------------------------------
+# -- the policies ------------------------------------------------------------------
 @sw.policy
-async def _noop(i: int) -> int:
+async def noop(i: int) -> int:
     return i
 
 
 @sw.policy
-async def _b1_loop(ctx: sw.Context, n: int) -> float:
-    start = time.perf_counter()
+async def sequential(ctx: sw.Context, n: int) -> int:
+    """``n`` sequential steps, each a no-op policy call."""
     for i in range(n):
-        await ctx.call(_noop, i)
-    return time.perf_counter() - start
+        await ctx.call(noop, i)
+    return n
 
 
+@sw.policy
+async def io_step(i: int) -> int:
+    await asyncio.sleep(0.01)
+    return i
+
+
+@sw.policy
+async def fanout(ctx: sw.Context, n: int) -> int:
+    """``n`` concurrent steps, each awaiting 10 ms of simulated I/O."""
+    results = await asyncio.gather(*(ctx.call(io_step, i) for i in range(n)))
+    return len(results)
+
+
+FIRST_LIVE: list[float] = []  # when this process executed its first B5 step
+
+
+@sw.policy
+async def counted(i: int, counter: str) -> int:
+    if not FIRST_LIVE:
+        FIRST_LIVE.append(time.perf_counter())
+    with open(counter, "a") as f:
+        f.write(f"{i}\n")
+    return i
+
+
+@sw.policy
+async def long_run(ctx: sw.Context, n: int, counter: str) -> int:
+    """B5's run: ``n`` steps, each noting its index in ``counter`` when it executes."""
+    total = 0
+    for i in range(n):
+        total += await ctx.call(counted, i, counter)
+        print(f"done {i}", flush=True)
+    return total
+
+
+@sw.policy
+async def small_run(ctx: sw.Context, i: int) -> int:
+    """B6's small run: one durable step; its result tells which worker ran it."""
+    await ctx.call(noop, i)
+    return os.getpid()
+
+
+@sw.policy
+async def waits_for_go(ctx: sw.Context, i: int) -> int:
+    got = await ctx.wait_for("go")
+    return int(got) + i
+
+
+def _sqlite_url(tmp: str, name: str, query: str = "") -> str:
+    return f"sqlite:///{Path(tmp) / name}{query}"
+
+
+async def _timed_run(url: str | None, policy: sw.Policy[..., int], n: int) -> tuple[float, int]:
+    """Open the runner (not timed), then time one run of ``policy(n=n)``."""
+    runner = sw.Runner(url)
+    await runner.open()
+    try:
+        start = time.perf_counter()
+        result = await runner.run(policy, n=n)
+        seconds = time.perf_counter() - start
+    finally:
+        await runner.close()
+    assert result == n, result
+    return seconds, result
+
+
+# -- B1: sequential calls in memory --------------------------------------------------
 def b1_stalwart(n: int = 10_000) -> Result:
-    seconds = sw.Runner().run_sync(_b1_loop, n=n)
+    seconds, _ = asyncio.run(_timed_run(None, sequential, n))
     return {"seconds": seconds, "per_call_us": seconds / n * 1e6}
 
 
@@ -59,65 +140,204 @@ def b1_floor(n: int = 10_000) -> Result:
     return {"seconds": seconds, "per_call_us": seconds / n * 1e6}
 
 
-# -- B2: sequential durable steps on SQLite ------------------------------------
-@sw.policy
-async def _b2_loop(ctx: sw.Context, n: int) -> float:
-    start = time.perf_counter()
-    for i in range(n):
-        await ctx.call(_noop, i)
-    return time.perf_counter() - start
+def _flow_loop(mod: object, n: int, use_async: bool) -> tuple[object, dict[str, int]]:
+    """A PocketFlow graph of ``n`` node steps: one node looping on itself, then an end."""
+    node_cls = mod.AsyncNode if use_async else mod.Node  # type: ignore[attr-defined]
+    flow_cls = mod.AsyncFlow if use_async else mod.Flow  # type: ignore[attr-defined]
+
+    if use_async:
+
+        class Step(node_cls):  # type: ignore[valid-type, misc]
+            async def exec_async(self, prep_res: object) -> None:
+                return None
+
+            async def post_async(self, shared: dict[str, int], p: object, e: object) -> str:
+                shared["i"] += 1
+                return "again" if shared["i"] < shared["n"] else "done"
+
+    else:
+
+        class Step(node_cls):  # type: ignore[valid-type, misc, no-redef]
+            def exec(self, prep_res: object) -> None:
+                return None
+
+            def post(self, shared: dict[str, int], p: object, e: object) -> str:
+                shared["i"] += 1
+                return "again" if shared["i"] < shared["n"] else "done"
+
+    step = Step()
+    end = node_cls()
+    step - "again" >> step
+    step - "done" >> end
+    return flow_cls(start=step), {"i": 0, "n": n}
 
 
-def _sqlite_url(tmp: str, name: str, query: str = "") -> str:
-    return f"sqlite:///{Path(tmp) / name}{query}"
+def flow_b1(module: str, use_async: bool, n: int) -> Result:
+    """B1 as a PocketFlow program: ``n`` node steps of a loop (plus one end node)."""
+    require(module)
+    import importlib
+
+    mod = importlib.import_module(module)
+    flow, shared = _flow_loop(mod, n, use_async)
+    if use_async:
+
+        async def go() -> float:
+            start = time.perf_counter()
+            await flow.run_async(shared)  # type: ignore[attr-defined]
+            return time.perf_counter() - start
+
+        seconds = asyncio.run(go())
+    else:
+        start = time.perf_counter()
+        flow.run(shared)  # type: ignore[attr-defined]
+        seconds = time.perf_counter() - start
+    assert shared["i"] == n
+    return {"seconds": seconds, "per_call_us": seconds / n * 1e6}
+
+
+def b1_stalwart_flow(n: int = 10_000) -> Result:
+    return flow_b1("stalwart.flow", False, n)
+
+
+def b1_stalwart_async_flow(n: int = 10_000) -> Result:
+    return flow_b1("stalwart.flow", True, n)
+
+
+# -- B2: sequential durable steps on SQLite ------------------------------------------
+def _b2_stalwart(n: int, query: str = "") -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "b2.db"
+        url = _sqlite_url(tmp, "b2.db", query)
+
+        async def main() -> tuple[float, int, int]:
+            runner = sw.Runner(url)
+            await runner.open()
+            before = sqlite_bytes(db)
+            start = time.perf_counter()
+            await runner.run(sequential, n=n)
+            seconds = time.perf_counter() - start
+            await runner.close()
+            return seconds, before, sqlite_bytes(db)
+
+        seconds, before, after = asyncio.run(main())
+    return {"seconds": seconds, "steps_per_s": n / seconds, "bytes_per_step": (after - before) / n}
 
 
 def b2_stalwart(n: int = 1_000) -> Result:
-    with tempfile.TemporaryDirectory() as tmp:
-        url = _sqlite_url(tmp, "b2.db")
-        seconds = sw.Runner(url).run_sync(_b2_loop, n=n)
-        size = os.path.getsize(Path(tmp) / "b2.db") + _wal_size(Path(tmp) / "b2.db")
-    return {"seconds": seconds, "steps_per_s": n / seconds, "bytes_per_step": size / n}
+    return _b2_stalwart(n)
 
 
-def _wal_size(db: Path) -> int:
-    wal = db.with_name(db.name + "-wal")
-    return wal.stat().st_size if wal.exists() else 0
+def b2_stalwart_group(n: int = 1_000) -> Result:
+    return _b2_stalwart(n, "?durability=group")
 
 
 def b2_floor(n: int = 1_000) -> Result:
     with tempfile.TemporaryDirectory() as tmp:
-        db = sqlite3.connect(Path(tmp) / "raw.db", isolation_level=None)
+        path = Path(tmp) / "raw.db"
+        db = sqlite3.connect(path, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)")
+        before = sqlite_bytes(path)
         start = time.perf_counter()
         for i in range(n):
             db.execute("BEGIN")
             db.execute("INSERT INTO t VALUES (?, ?)", (str(i), str(i)))
             db.execute("COMMIT")
         seconds = time.perf_counter() - start
+        after = sqlite_bytes(path)
         db.close()
+    return {"seconds": seconds, "steps_per_s": n / seconds, "bytes_per_step": (after - before) / n}
+
+
+# -- B3: sequential durable steps on PostgreSQL --------------------------------------
+def b3_stalwart(n: int = 1_000) -> Result:
+    require_postgres()
+    with pg_schema("sw") as schema:
+        url = pg_url_with(schema=schema)
+
+        async def main() -> tuple[float, int]:
+            runner = sw.Runner(url)
+            await runner.open()
+            before = pg_schema_bytes(schema)
+            start = time.perf_counter()
+            await runner.run(sequential, n=n)
+            seconds = time.perf_counter() - start
+            await runner.close()
+            return seconds, before
+
+        seconds, before = asyncio.run(main())
+        after = pg_schema_bytes(schema)
+    return {"seconds": seconds, "steps_per_s": n / seconds, "bytes_per_step": (after - before) / n}
+
+
+def _raw_pg(n: int, autocommit: bool) -> Result:
+    require_postgres()
+    import psycopg
+
+    with pg_schema("raw", create=True) as schema, psycopg.connect(PG_URL) as conn:
+        conn.autocommit = True
+        conn.execute(f'CREATE TABLE "{schema}".t (k TEXT PRIMARY KEY, v TEXT)')
+        before = pg_schema_bytes(schema)
+        sql = f'INSERT INTO "{schema}".t VALUES (%s, %s)'
+        conn.autocommit = autocommit
+        start = time.perf_counter()
+        for i in range(n):
+            conn.execute(sql, (str(i), str(i)))
+            if not autocommit:
+                conn.commit()
+        seconds = time.perf_counter() - start
+        after = pg_schema_bytes(schema)
+    return {"seconds": seconds, "steps_per_s": n / seconds, "bytes_per_step": (after - before) / n}
+
+
+def b3_floor(n: int = 1_000) -> Result:
+    """One INSERT per step in autocommit mode: one round trip, one commit."""
+    return _raw_pg(n, autocommit=True)
+
+
+def b3_floor_tx(n: int = 1_000) -> Result:
+    """BEGIN; INSERT; COMMIT per step, psycopg's default transaction handling."""
+    return _raw_pg(n, autocommit=False)
+
+
+def b3_floor_async(n: int = 1_000) -> Result:
+    """The autocommit INSERT through psycopg's asyncio connection (Stalwart's driver)."""
+    require_postgres()
+    import psycopg
+
+    with pg_schema("raw", create=True) as schema:
+
+        async def main() -> float:
+            conn = await psycopg.AsyncConnection.connect(PG_URL, autocommit=True)
+            async with conn:
+                await conn.execute(f'CREATE TABLE "{schema}".t (k TEXT PRIMARY KEY, v TEXT)')
+                sql = f'INSERT INTO "{schema}".t VALUES (%s, %s)'
+                start = time.perf_counter()
+                for i in range(n):
+                    await conn.execute(sql, (str(i), str(i)))
+                return time.perf_counter() - start
+
+        seconds = asyncio.run(main())
     return {"seconds": seconds, "steps_per_s": n / seconds}
 
 
-# -- B4: fan-out of durable steps with simulated I/O ---------------------------
-@sw.policy
-async def _io_step(i: int) -> int:
-    await asyncio.sleep(0.01)
-    return i
-
-
-@sw.policy
-async def _b4_fanout(ctx: sw.Context, n: int) -> float:
-    start = time.perf_counter()
-    await asyncio.gather(*(ctx.call(_io_step, i) for i in range(n)))
-    return time.perf_counter() - start
+# -- B4: fan-out of durable steps with simulated I/O ---------------------------------
+def b4_stalwart_memory(n: int = 1_000) -> Result:
+    seconds, _ = asyncio.run(_timed_run(None, fanout, n))
+    return {"seconds": seconds}
 
 
 def b4_stalwart_sqlite(n: int = 1_000) -> Result:
     with tempfile.TemporaryDirectory() as tmp:
-        seconds = sw.Runner(_sqlite_url(tmp, "b4.db")).run_sync(_b4_fanout, n=n)
+        seconds, _ = asyncio.run(_timed_run(_sqlite_url(tmp, "b4.db"), fanout, n))
+    return {"seconds": seconds}
+
+
+def b4_stalwart_postgres(n: int = 1_000) -> Result:
+    require_postgres()
+    with pg_schema("sw") as schema:
+        seconds, _ = asyncio.run(_timed_run(pg_url_with(schema=schema), fanout, n))
     return {"seconds": seconds}
 
 
@@ -134,119 +354,220 @@ def b4_floor(n: int = 1_000) -> Result:
     return {"seconds": asyncio.run(fan())}
 
 
-# -- B5: kill -9 mid-run, then recover ----------------------------------------
-_B5_APP = Path(__file__).with_name("b5_app.py")
+# -- B5: kill -9 mid-run, then recover ---------------------------------------------
+def kill_and_recover(app: list[str], n: int, tmp: str) -> Result:
+    """Run ``app ... run N`` until it reports step N/2, SIGKILL it, then time
+    ``app ... recover N`` from spawn to exit (and inside, from open to done).
+
+    The app appends each executed step's index to ``tmp/count`` and prints
+    ``done I`` after step I; the recovering one prints ``recovered_in S`` and
+    ``first_live_in S`` (from open to the first step executed again, that is
+    the replay of what was recorded).
+    """
+    counter = Path(tmp) / "count"
+    child = subprocess.Popen(
+        [*app, str(counter), "run", str(n)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    assert child.stdout is not None
+    try:
+        read_until(child.stdout, "done", n // 2)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [*app, str(counter), "recover", str(n)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    total = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"recovery exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
+    out = proc.stdout
+    inner = float(out.split("recovered_in ")[1].split()[0])
+    resume = float(out.split("first_live_in ")[1].split()[0])
+    executed = len(set(counter.read_text().split()))
+    assert executed == n, f"{executed} of {n} steps executed"
+    startup = python_startup_s()
+    return {
+        "seconds": inner,
+        "resume_s": resume,
+        "restart_to_done_s": total,
+        "beyond_interpreter_s": total - startup,
+        "re_executed": re_executed(counter),
+    }
+
+
+APPS = [sys.executable, "-m", "benchmarks.apps"]
 
 
 def b5_stalwart_sqlite(n: int = 1_000) -> Result:
     with tempfile.TemporaryDirectory() as tmp:
-        url = _sqlite_url(tmp, "b5.db")
-        counter = Path(tmp) / "count"
-        child = subprocess.Popen(
-            [sys.executable, str(_B5_APP), url, str(counter), "run", str(n)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert child.stdout is not None
-        target = n // 2
-        for line in child.stdout:
-            if line.startswith("done") and int(line.split()[1]) >= target:
-                break
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+        return kill_and_recover([*APPS, "stalwart-b5", _sqlite_url(tmp, "b5.db")], n, tmp)
+
+
+def b5_stalwart_postgres(n: int = 1_000) -> Result:
+    require_postgres()
+    with pg_schema("sw") as schema, tempfile.TemporaryDirectory() as tmp:
+        return kill_and_recover([*APPS, "stalwart-b5", pg_url_with(schema=schema)], n, tmp)
+
+
+# -- B6: a PostgreSQL queue drained by worker processes -----------------------------
+def drain(workers: list[list[str]], n: int, count_done: object, window: object) -> Result:
+    """Start worker processes (each prints "ready" once imported), say "go" to
+    all at once, wait until ``count_done()`` reaches ``n``, then stop them.
+
+    ``wall_s`` runs from "go" to the last run done (worker start-up such as
+    opening connections included); ``runs_per_s`` is ``n`` over the drain
+    window from the database's own timestamps (first run started to last run
+    finished), which leaves start-up out.
+    """
+    procs = [
+        subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        for cmd in workers
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None
+            line = p.stdout.readline()
+            if line.strip() != "ready":
+                raise RuntimeError(f"a worker did not start: {line!r}")
         start = time.perf_counter()
-        out = subprocess.run(
-            [sys.executable, str(_B5_APP), url, str(counter), "recover", str(n)],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        total = time.perf_counter() - start
-        inner = float(out.split("recovered_in ")[1].split()[0])
-        import_s = float(out.split("startup ")[1].split()[0])
-        runs = counter.read_text().split()
-        re_executed = len(runs) - len(set(runs))
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        deadline = start + max(120.0, n / 5)
+        while count_done() < n:  # type: ignore[operator]
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"only {count_done()} of {n} runs done")  # type: ignore[operator]
+            if any(p.poll() is not None for p in procs):
+                raise RuntimeError("a worker exited before the queue was drained")
+            time.sleep(0.01)
+        wall = time.perf_counter() - start
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    first, last, per_worker = window()  # type: ignore[operator]
     return {
-        "seconds": inner,
-        "restart_to_done_s": total,
-        "startup_s": import_s,
-        "re_executed": re_executed,
+        "seconds": last - first,
+        "runs_per_s": n / (last - first),
+        "wall_s": wall,
+        "wall_runs_per_s": n / wall,
+        "busiest_worker_share": max(per_worker) / n,
     }
 
 
-# -- B7: many suspended runs ------------------------------------------------------
-@sw.policy
-async def _b7_wait(ctx: sw.Context, i: int) -> int:
-    got = await ctx.wait_for("go")
-    return int(got) + i
+def _pg_scalar(sql: str) -> float:
+    import psycopg
+
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        row = conn.execute(sql).fetchone()
+    return float(row[0]) if row and row[0] is not None else 0.0
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+def b6_stalwart(workers: int, n: int, worker: list[str] | None = None) -> Result:
+    require_postgres()
+    with pg_schema("sw") as schema:
+        url = pg_url_with(schema=schema)
+
+        async def enqueue() -> float:
+            async with sw.Runner(url, recover=False) as client:
+                start = time.perf_counter()
+                for i in range(n):
+                    await client.enqueue(small_run, i, run_id=f"b6-{i}", queue="b6")
+                return time.perf_counter() - start
+
+        enqueue_s = asyncio.run(enqueue())
+        s = f'"{schema}"'
+
+        def done() -> int:
+            return int(_pg_scalar(f"SELECT count(*) FROM {s}.runs WHERE status = 'succeeded'"))
+
+        def window() -> tuple[float, float, list[int]]:
+            first = _pg_scalar(f"SELECT min(started_at) FROM {s}.steps")
+            last = _pg_scalar(f"SELECT max(updated_at) FROM {s}.runs")
+            import psycopg
+
+            with psycopg.connect(PG_URL) as conn:
+                rows = conn.execute(f"SELECT count(*) FROM {s}.runs GROUP BY result").fetchall()
+            return first, last, [int(r[0]) for r in rows]
+
+        cmd = [*(worker or [*APPS, "stalwart-b6"]), url]
+        out = drain([cmd] * workers, n, done, window)
+    out["enqueue_per_s"] = n / enqueue_s
+    return out
+
+
+def b6_stalwart_1(n: int = 2_000) -> Result:
+    return b6_stalwart(1, n)
+
+
+def b6_stalwart_2(n: int = 2_000) -> Result:
+    return b6_stalwart(2, n)
+
+
+# -- B7: many suspended runs ---------------------------------------------------------
+def _b7(url: str, n: int) -> Result:
+    async def main() -> Result:
+        async with sw.Runner(url, policies=[waits_for_go], poll_interval=0.05) as runner:
+            gc.collect()
+            rss0 = rss_mb()
+            start = time.perf_counter()
+            for i in range(n):
+                await runner.start(waits_for_go, i=i, run_id=f"r{i}")
+            await asyncio.sleep(0.2)
+            while len(await runner.list_runs("running", limit=1)):
+                await asyncio.sleep(0.05)
+            suspend_s = time.perf_counter() - start
+            live = len(runner._live)
+            gc.collect()
+            rss1 = rss_mb()
+            t = time.perf_counter()
+            await runner.signal(f"r{n // 2}", "go", 1)
+            result = await sw.RunHandle(runner, f"r{n // 2}").result(timeout=30)
+            resume_s = time.perf_counter() - t
+            assert result == 1 + n // 2
+            steps = await runner.steps(f"r{n // 2}")
+        return {
+            "seconds": suspend_s,
+            "suspended_per_s": n / suspend_s,
+            "live_runs_held": live,
+            "rss_growth_mb": rss1 - rss0,
+            "resume_one_s": resume_s,
+            "steps_recorded_after_resume": len(steps),
+        }
+
+    return asyncio.run(main())
 
 
 def b7_stalwart_sqlite(n: int = 100_000) -> Result:
     with tempfile.TemporaryDirectory() as tmp:
-        url = _sqlite_url(tmp, "b7.db", "?durability=group")
-
-        async def main() -> Result:
-            async with sw.Runner(url, policies=[_b7_wait], poll_interval=0.05) as runner:
-                rss0 = _rss_mb()
-                start = time.perf_counter()
-                for i in range(n):
-                    await runner.start(_b7_wait, i=i, run_id=f"r{i}")
-                await asyncio.sleep(0.2)
-                while len(await runner.list_runs("running", limit=1)):
-                    await asyncio.sleep(0.05)
-                suspend_s = time.perf_counter() - start
-                live = len(runner._live)
-                import gc
-
-                gc.collect()
-                rss1 = _rss_mb()
-                t = time.perf_counter()
-                await runner.signal(f"r{n // 2}", "go", 1)
-                result = await sw.RunHandle(runner, f"r{n // 2}").result(timeout=30)
-                resume_s = time.perf_counter() - t
-                assert result == 1 + n // 2
-            return {
-                "seconds": suspend_s,
-                "live_runs_held": live,
-                "rss_growth_mb": rss1 - rss0,
-                "resume_one_s": resume_s,
-            }
-
-        return asyncio.run(main())
+        return _b7(_sqlite_url(tmp, "b7.db", "?durability=group"), n)
 
 
-# -- B8: import time ---------------------------------------------------------------
+def b7_stalwart_postgres(n: int = 10_000) -> Result:
+    require_postgres()
+    with pg_schema("sw") as schema:
+        return _b7(pg_url_with(schema=schema), n)
+
+
+# -- B8: import time -------------------------------------------------------------------
+def import_b8(module: str, n: int) -> Result:
+    require(module)
+    from ._util import import_time_s
+
+    return {"seconds": import_time_s(module, n)}
+
+
 def b8_stalwart(n: int = 5) -> Result:
-    times = []
-    for _ in range(n):
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "import time; t = time.perf_counter(); import stalwart; "
-                "print(time.perf_counter() - t)",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        times.append(float(out))
-    times.sort()
-    return {"seconds": times[len(times) // 2]}
-
-
-WORKLOADS: dict[str, dict[str, Callable[..., Result]]] = {
-    "B1": {"stalwart": b1_stalwart, "floor: bare await": b1_floor},
-    "B2": {"stalwart sqlite": b2_stalwart, "floor: raw sqlite3 commit": b2_floor},
-    "B4": {"stalwart sqlite": b4_stalwart_sqlite, "floor: asyncio.gather": b4_floor},
-    "B5": {"stalwart sqlite": b5_stalwart_sqlite},
-    "B7": {"stalwart sqlite": b7_stalwart_sqlite},
-    "B8": {"stalwart": b8_stalwart},
-}
-
-SMOKE_SIZES = {"B1": 50, "B2": 20, "B4": 20, "B5": 40, "B7": 20, "B8": 1}
+    return import_b8("stalwart", n)

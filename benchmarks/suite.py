@@ -1,0 +1,308 @@
+"""What the suite runs: each workload's spec, its subjects, and the aims checked.
+
+A subject is one way of doing a workload: Stalwart on a backend, the floor
+(the cheapest thing that could do the same job), or a peer. Functions are
+named as ``module:function`` within this package and looked up only in the
+process that runs them, so a missing peer never breaks the rest.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Subject:
+    name: str
+    fn: str  # "module:function" in this package
+    kind: str  # "stalwart", "floor" or "peer"
+    compare_to: str | None = None  # the Stalwart subject a peer is compared with
+    postgres: bool = False
+
+    def load(self) -> Callable[..., dict[str, Any]]:
+        module, _, func = self.fn.partition(":")
+        fn: Callable[..., dict[str, Any]] = getattr(
+            importlib.import_module(f"benchmarks.{module}"), func
+        )
+        return fn
+
+
+@dataclass(frozen=True)
+class Spec:
+    id: str
+    title: str
+    metric: Column  # the headline measurement
+    higher_is_better: bool
+    smoke_n: int
+    aim: str
+    subjects: tuple[Subject, ...]
+    columns: tuple[Column, ...] = field(default=())  # more measurements shown
+    floor: str | None = None  # the subject every other is compared with
+
+
+def _s(name: str, fn: str, compare_to: str | None = None) -> Subject:
+    kind = (
+        "stalwart"
+        if name.startswith("stalwart")
+        else "floor"
+        if name.startswith("floor")
+        else "peer"
+    )
+    return Subject(name, fn, kind, compare_to, postgres="postgres" in name or "psycopg" in name)
+
+
+US = Column("per_call_us", "µs per call")
+RATE = Column("steps_per_s", "steps/s")
+BYTES = Column("bytes_per_step", "bytes/step")
+SECONDS = Column("seconds", "seconds")
+
+SPECS: dict[str, Spec] = {
+    s.id: s
+    for s in (
+        Spec(
+            "B1",
+            "10,000 sequential calls in memory, no durability",
+            US,
+            False,
+            50,
+            "≤ 2 µs a call",
+            (
+                _s("floor: bare await", "workloads:b1_floor"),
+                _s("stalwart memory", "workloads:b1_stalwart"),
+                _s("stalwart.flow Flow", "workloads:b1_stalwart_flow"),
+                _s("stalwart.flow AsyncFlow", "workloads:b1_stalwart_async_flow"),
+                _s("pocketflow Flow", "peers:b1_pocketflow", "stalwart.flow Flow"),
+                _s("pocketflow AsyncFlow", "peers:b1_pocketflow_async", "stalwart.flow AsyncFlow"),
+                _s("langgraph memory", "peers:b1_langgraph", "stalwart memory"),
+            ),
+            floor="floor: bare await",
+        ),
+        Spec(
+            "B2",
+            "one run of 1,000 sequential durable steps on SQLite",
+            RATE,
+            True,
+            20,
+            "≥ 50% of the floor",
+            (
+                _s("floor: sqlite3 INSERT+COMMIT", "workloads:b2_floor"),
+                _s("stalwart sqlite", "workloads:b2_stalwart"),
+                _s("stalwart sqlite durability=group", "workloads:b2_stalwart_group"),
+                _s("langgraph SqliteSaver", "peers:b2_langgraph", "stalwart sqlite"),
+                _s("dbos sqlite", "peers:b2_dbos", "stalwart sqlite"),
+            ),
+            (BYTES,),
+            floor="floor: sqlite3 INSERT+COMMIT",
+        ),
+        Spec(
+            "B3",
+            "one run of 1,000 sequential durable steps on PostgreSQL",
+            RATE,
+            True,
+            20,
+            "≥ 80% of the floor",
+            (
+                _s("floor: psycopg autocommit INSERT", "workloads:b3_floor"),
+                _s("floor: psycopg INSERT; COMMIT", "workloads:b3_floor_tx"),
+                _s("floor: async psycopg autocommit INSERT", "workloads:b3_floor_async"),
+                _s("stalwart postgres", "workloads:b3_stalwart"),
+                _s("langgraph PostgresSaver", "peers:b3_langgraph", "stalwart postgres"),
+                _s("dbos postgres", "peers:b3_dbos", "stalwart postgres"),
+            ),
+            (BYTES,),
+            floor="floor: psycopg autocommit INSERT",
+        ),
+        Spec(
+            "B4",
+            "one run fanning out 1,000 concurrent durable steps, each awaiting 10 ms",
+            SECONDS,
+            False,
+            20,
+            "≤ 5x the floor on SQLite and PostgreSQL",
+            (
+                _s("floor: asyncio.gather", "workloads:b4_floor"),
+                _s("stalwart memory", "workloads:b4_stalwart_memory"),
+                _s("stalwart sqlite", "workloads:b4_stalwart_sqlite"),
+                _s("stalwart postgres", "workloads:b4_stalwart_postgres"),
+                _s("langgraph Send + SqliteSaver", "peers:b4_langgraph_sqlite", "stalwart sqlite"),
+                _s(
+                    "langgraph Send + PostgresSaver",
+                    "peers:b4_langgraph_postgres",
+                    "stalwart postgres",
+                ),
+                _s("dbos sqlite", "peers:b4_dbos_sqlite", "stalwart sqlite"),
+                _s("dbos postgres", "peers:b4_dbos_postgres", "stalwart postgres"),
+            ),
+            floor="floor: asyncio.gather",
+        ),
+        Spec(
+            "B5",
+            "a 1,000-step run killed with SIGKILL after ~500 steps, then recovered",
+            Column("restart_to_done_s", "restart to done, s"),
+            False,
+            40,
+            "re-execute ≤ 1; restart to done ≤ 0.3 s beyond interpreter start",
+            (
+                _s("stalwart sqlite", "workloads:b5_stalwart_sqlite"),
+                _s("stalwart postgres", "workloads:b5_stalwart_postgres"),
+                _s("langgraph SqliteSaver", "peers:b5_langgraph_sqlite", "stalwart sqlite"),
+                _s("langgraph PostgresSaver", "peers:b5_langgraph_postgres", "stalwart postgres"),
+                _s("dbos sqlite", "peers:b5_dbos_sqlite", "stalwart sqlite"),
+                _s("dbos postgres", "peers:b5_dbos_postgres", "stalwart postgres"),
+            ),
+            (
+                Column("beyond_interpreter_s", "beyond interpreter start, s"),
+                Column("seconds", "open to done, in process, s"),
+                Column("resume_s", "open to first live step (replay), s"),
+                Column("re_executed", "steps re-executed"),
+            ),
+        ),
+        Spec(
+            "B6",
+            "2,000 small runs (one step each) drained from a PostgreSQL queue",
+            Column("runs_per_s", "runs/s"),
+            True,
+            40,
+            "≥ 2,000 runs/s with 2 workers; throughput grows with workers",
+            (
+                _s("stalwart postgres, 1 worker", "workloads:b6_stalwart_1"),
+                _s("stalwart postgres, 2 workers", "workloads:b6_stalwart_2"),
+                _s("dbos postgres, 1 worker", "peers:b6_dbos_1", "stalwart postgres, 1 worker"),
+                _s("dbos postgres, 2 workers", "peers:b6_dbos_2", "stalwart postgres, 2 workers"),
+            ),
+            (
+                Column("wall_runs_per_s", "runs/s from 'go' (start-up included)"),
+                Column("busiest_worker_share", "busiest worker's share"),
+                Column("enqueue_per_s", "enqueued/s (one by one)"),
+            ),
+        ),
+        Spec(
+            "B7",
+            "runs suspended waiting for a signal (100,000 on SQLite, 10,000 on PostgreSQL)",
+            Column("rss_growth_mb", "worker RSS growth, MB"),
+            False,
+            20,
+            "a worker's memory does not grow with them; resuming one costs one replay",
+            (
+                _s("stalwart sqlite", "workloads:b7_stalwart_sqlite"),
+                _s("stalwart postgres", "workloads:b7_stalwart_postgres"),
+            ),
+            (
+                Column("live_runs_held", "runs held in memory"),
+                Column("suspended_per_s", "started and suspended/s"),
+                Column("resume_one_s", "resume one, s"),
+            ),
+        ),
+        Spec(
+            "B8",
+            "import time in a fresh interpreter",
+            SECONDS,
+            False,
+            1,
+            "≤ 0.15 s",
+            (
+                _s("stalwart", "workloads:b8_stalwart"),
+                _s("pocketflow", "peers:b8_pocketflow", "stalwart"),
+                _s("langgraph", "peers:b8_langgraph", "stalwart"),
+                _s("dbos", "peers:b8_dbos", "stalwart"),
+            ),
+        ),
+    )
+}
+
+
+# -- the aims of BENCHMARKS.md, checked against a run's rows --------------------------
+Rows = dict[tuple[str, str], dict[str, Any]]
+
+
+def _median(rows: Rows, wid: str, subject: str, key: str) -> float | None:
+    row = rows.get((wid, subject))
+    if not row or row.get("status") != "ok" or key not in row.get("stats", {}):
+        return None
+    return float(row["stats"][key]["median"])
+
+
+def aims(rows: Rows) -> list[tuple[str, str, str, bool | None]]:
+    """(workload, aim, what was measured, met?) for every aim that was measured."""
+    out: list[tuple[str, str, str, bool | None]] = []
+
+    def add(wid: str, aim: str, measured: str | None, ok: bool | None) -> None:
+        if measured is not None:
+            out.append((wid, aim, measured, ok))
+
+    m = _median(rows, "B1", "stalwart memory", "per_call_us")
+    add(
+        "B1",
+        "in-memory call ≤ 2 µs",
+        None if m is None else f"{m:.2f} µs",
+        m is not None and m <= 2,
+    )
+    m = _median(rows, "B1", "stalwart.flow Flow", "per_call_us")
+    if m is not None:
+        add("B1", "stalwart.flow node step ≤ 2 µs", f"{m:.2f} µs", m <= 2)
+    for wid, sub, floor, share in (
+        ("B2", "stalwart sqlite", "floor: sqlite3 INSERT+COMMIT", 0.5),
+        ("B3", "stalwart postgres", "floor: psycopg autocommit INSERT", 0.8),
+    ):
+        a = _median(rows, wid, sub, "steps_per_s")
+        b = _median(rows, wid, floor, "steps_per_s")
+        if a is not None and b is not None:
+            add(
+                wid,
+                f"≥ {share:.0%} of the floor's commit rate",
+                f"{a:,.0f} steps/s = {a / b:.0%} of {b:,.0f}",
+                a >= share * b,
+            )
+    floor = _median(rows, "B4", "floor: asyncio.gather", "seconds")
+    for sub in ("stalwart sqlite", "stalwart postgres"):
+        a = _median(rows, "B4", sub, "seconds")
+        if a is not None and floor:
+            add(
+                "B4", f"{sub}: ≤ 5x asyncio.gather", f"{a:.3f} s = {a / floor:.1f}x", a <= 5 * floor
+            )
+    for sub in ("stalwart sqlite", "stalwart postgres"):
+        r = rows.get(("B5", sub))
+        if r and r.get("status") == "ok":
+            worst = r["stats"]["re_executed"]["max"]
+            beyond = r["stats"]["beyond_interpreter_s"]["median"]
+            add("B5", f"{sub}: re-executed ≤ 1", f"at most {worst:.0f}", worst <= 1)
+            add(
+                "B5",
+                f"{sub}: restart to done ≤ 0.3 s beyond interpreter start",
+                f"{beyond:.3f} s",
+                beyond <= 0.3,
+            )
+    one = _median(rows, "B6", "stalwart postgres, 1 worker", "runs_per_s")
+    two = _median(rows, "B6", "stalwart postgres, 2 workers", "runs_per_s")
+    if two is not None:
+        add("B6", "≥ 2,000 runs/s with 2 workers", f"{two:,.0f} runs/s", two >= 2000)
+    if one is not None and two is not None:
+        add("B6", "throughput grows with workers", f"x{two / one:.2f} from 1 to 2", two > one)
+    for sub in ("stalwart sqlite", "stalwart postgres"):
+        r = rows.get(("B7", sub))
+        if r and r.get("status") == "ok":
+            held = r["stats"]["live_runs_held"]["max"]
+            grow = r["stats"]["rss_growth_mb"]["median"]
+            add(
+                "B7",
+                f"{sub}: no run held in memory while suspended; memory flat",
+                f"{held:.0f} held, RSS +{grow:.1f} MB",
+                held == 0 and grow <= 10,
+            )
+    m = _median(rows, "B8", "stalwart", "seconds")
+    add(
+        "B8",
+        "import stalwart ≤ 0.15 s",
+        None if m is None else f"{m:.3f} s",
+        m is not None and m <= 0.15,
+    )
+    return out
