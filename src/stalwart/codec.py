@@ -51,13 +51,40 @@ def encode(value: Any, where: str = "value") -> Any:
     if type(value) in _PLAIN_TYPES:
         return value
     if isinstance(value, list):
-        return [encode(v, where) for v in value]
+        try:
+            return [encode(v, where) for v in value]
+        except SerializationError:
+            _locate(value, enumerate(value), where)
+            raise
     if isinstance(value, dict):
-        if all(type(k) is str for k in value):
-            tree = {k: encode(v, where) for k, v in value.items()}
-            return {_TAG: "dict", "v": tree} if _TAG in value else tree
-        return {_TAG: "map", "v": [[encode(k, where), encode(v, where)] for k, v in value.items()]}
+        try:
+            if all(type(k) is str for k in value):
+                tree = {k: encode(v, where) for k, v in value.items()}
+                return {_TAG: "dict", "v": tree} if _TAG in value else tree
+            return {
+                _TAG: "map",
+                "v": [[encode(k, where), encode(v, where)] for k, v in value.items()],
+            }
+        except SerializationError:
+            _locate(value, value.items(), where)
+            raise
     return _encode_other(value, where)
+
+
+def _locate(container: Any, items: Any, where: str) -> None:
+    """Name the key or index at fault: ``inputs of run r: ['shared']['q']: ...``.
+
+    Only runs on failure, so encoding good values pays nothing for it.
+    """
+    for k, v in items:
+        try:
+            encode(v, where)
+        except SerializationError as exc:
+            message = str(exc)
+            head, sep, rest = message.partition(": ")
+            if head.startswith(where) and sep:  # outer keys go first
+                exc.args = (f"{where}[{k!r}]{head[len(where):]}: {rest}",)
+            raise exc from None
 
 
 def _encode_other(value: Any, where: str) -> Any:

@@ -147,3 +147,16 @@ def test_classes_defined_in_a_function_are_refused_at_record_time() -> None:
 def test_an_unknown_tag_is_an_error() -> None:
     with pytest.raises(sw.SerializationError, match="nope"):
         codec.loads('{"$t": "nope", "v": 1}')
+
+
+def test_serialization_error_names_the_path_to_the_bad_value() -> None:
+    import asyncio
+
+    from stalwart import codec
+
+    with pytest.raises(sw.SerializationError) as info:
+        codec.dumps({"kwargs": {"shared": {"q": asyncio.Queue()}}}, "inputs of run r")
+    assert str(info.value).startswith("inputs of run r['kwargs']['shared']['q']: ")
+    assert "asyncio.queues.Queue" in str(info.value)
+    with pytest.raises(sw.SerializationError, match=r"^result of step 1\[1\]\['a'\]\[0\]: "):
+        codec.dumps([1, {"a": [object()]}], "result of step 1")
