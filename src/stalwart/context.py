@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 if TYPE_CHECKING:
-    from .policy import Policy
+    from .policy import Policy, SupportsPolicy
     from .runtime import Execution
 
 __all__ = ["Child", "Context"]
@@ -56,6 +56,10 @@ class Context:
     # -- calling -------------------------------------------------------------
     @overload
     def call(self, target: Policy[P, R], /, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]: ...
+    @overload
+    def call(
+        self, target: SupportsPolicy[P, R], /, *args: P.args, **kwargs: P.kwargs
+    ) -> Awaitable[R]: ...
     @overload
     def call(
         self, target: Callable[P, Awaitable[R]], /, *args: P.args, **kwargs: P.kwargs

@@ -14,12 +14,12 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from .context import Context
 from .schema import Signature
 
-__all__ = ["Policy", "ToolSpec", "as_policy", "current_context", "policy"]
+__all__ = ["Policy", "SupportsPolicy", "ToolSpec", "as_policy", "current_context", "policy"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -33,6 +33,13 @@ _current: ContextVar[Context | None] = ContextVar("stalwart_context", default=No
 def current_context() -> Context | None:
     """The context of the step that is running here, if any."""
     return _current.get()
+
+
+class SupportsPolicy(Protocol[P, R]):
+    """Anything that can stand for a policy (a PocketFlow flow, an agent...)."""
+
+    @property
+    def __stalwart_policy__(self) -> Policy[P, R]: ...
 
 
 @dataclass(frozen=True, slots=True)

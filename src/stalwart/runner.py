@@ -32,7 +32,7 @@ from .errors import (
     StoreError,
 )
 from .events import Event, Hook, RunFinished
-from .policy import Policy, as_policy
+from .policy import Policy, SupportsPolicy, as_policy
 from .runtime import Execution, Suspend, error_from_json, error_to_json
 from .store.base import TERMINAL, RunRecord, StepRecord, Store, this_host
 
@@ -251,6 +251,15 @@ class Runner:
     @overload
     async def run(
         self, target: Policy[P, R], /, *args: Any, run_id: str | None = None, **kwargs: Any
+    ) -> R: ...
+    @overload
+    async def run(
+        self,
+        target: SupportsPolicy[P, R],
+        /,
+        *args: Any,
+        run_id: str | None = None,
+        **kwargs: Any,
     ) -> R: ...
     @overload
     async def run(
