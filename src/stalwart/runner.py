@@ -339,9 +339,11 @@ class Runner:
         ):
             self._claiming.add(run_id)
             try:
-                claimed = await self.store.claim(run_id, self.owner, self.lease)
-                if claimed is not None:
-                    await self._launch(claimed, pol)
+                async with self._claims():  # never beside the background loop's claims
+                    if run_id not in self._live:
+                        claimed = await self.store.claim(run_id, self.owner, self.lease)
+                        if claimed is not None:
+                            await self._launch(claimed, pol)
             finally:
                 self._claiming.discard(run_id)
             # Let the run reach its first await: starting many runs in a loop
@@ -672,10 +674,8 @@ class Runner:
     async def _claim_ready(self) -> list[str]:
         """Claim and launch ready runs until none is left or there is no room."""
         assert self.store is not None
-        if self._claim_lock is None:
-            self._claim_lock = asyncio.Lock()
         claimed: list[str] = []
-        async with self._claim_lock:  # recover() and the background loop, one at a time
+        async with self._claims():  # recover(), start() and the background loop, one at a time
             while not self._draining:
                 room = (
                     64 if self.concurrency is None else min(64, self.concurrency - len(self._live))
@@ -695,6 +695,11 @@ class Runner:
                 if len(batch) < room:
                     break  # nothing more is ready; a full batch may have more behind it
         return claimed
+
+    def _claims(self) -> asyncio.Lock:
+        if self._claim_lock is None:
+            self._claim_lock = asyncio.Lock()
+        return self._claim_lock
 
     def _resolvable(self, rec: RunRecord) -> bool:
         return (
