@@ -25,6 +25,8 @@ __all__ = [
     "StepRecord",
     "Store",
     "owner_is_dead",
+    "run_from_row",
+    "run_to_row",
     "this_host",
 ]
 
@@ -116,6 +118,32 @@ class RunRecord:
     queue: str = "default"
     priority: int = 0
     parent_id: str | None = None
+
+
+# What every store shares: the column order of a run's row (RunRecord's field
+# order), how large a value may be before it leaves the hot table, and the
+# error a cancelled run records.
+RUN_COLUMNS = (
+    "id, policy, inputs, status, result, error, created_at, updated_at, code_version, "
+    "wake_at, waiting_for, owner, lease_expires_at, fence, cancel_requested, queue, "
+    "priority, parent_id"
+)
+_RUN_FIELDS = tuple(c.strip() for c in RUN_COLUMNS.split(","))
+SPILL_BYTES = 16 * 1024
+SPILL_FIELDS = (("args", 1), ("output", 2), ("error", 4))
+CANCELLED_ERROR = '{"type":"stalwart.errors.CancelledRun","message":"run was cancelled"}'
+
+
+def run_from_row(row: Sequence[Any]) -> RunRecord:
+    """A RunRecord from a row selected with :data:`RUN_COLUMNS`."""
+    record = RunRecord(*row)
+    record.cancel_requested = bool(record.cancel_requested)
+    return record
+
+
+def run_to_row(run: RunRecord) -> tuple[Any, ...]:
+    """The values of :data:`RUN_COLUMNS` for ``run``, in order."""
+    return tuple(getattr(run, name) for name in _RUN_FIELDS)
 
 
 @dataclass(slots=True)

@@ -84,7 +84,19 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from ..errors import RunNotFound, StaleLeaseError, StoreError
-from .base import TERMINAL, RunRecord, StepRecord, Store, owner_is_dead
+from .base import (
+    CANCELLED_ERROR,
+    RUN_COLUMNS,
+    SPILL_BYTES,
+    SPILL_FIELDS,
+    TERMINAL,
+    RunRecord,
+    StepRecord,
+    Store,
+    owner_is_dead,
+    run_from_row,
+    run_to_row,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -168,11 +180,6 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
 }
 
-_RUN_COLUMNS = (
-    "id, policy, inputs, status, result, error, created_at, updated_at, code_version, "
-    "wake_at, waiting_for, owner, lease_expires_at, fence, cancel_requested, queue, "
-    "priority, parent_id"
-)
 _STEP_COLUMNS = (
     "key, name, args_hash, args, output, error, attempts, started_at, finished_at, kind, spilled"
 )
@@ -186,11 +193,8 @@ _STEP_ROW = (
 MAX_BATCH = 2000
 # Batches up to this size are sent as scalars, larger ones as arrays.
 SMALL_BATCH = 8
-_CANCELLED = '{"type":"stalwart.errors.CancelledRun","message":"run was cancelled"}'
 
 # Values larger than this go to the payloads table, keeping step rows small.
-SPILL_BYTES = 16 * 1024
-_SPILL_FIELDS = (("args", 1), ("output", 2), ("error", 4))
 
 # Failures worth another attempt: the connection or the server went away
 # (OperationalError covers AdminShutdown, CannotConnectNow, lost connections
@@ -204,52 +208,6 @@ _TRANSIENT: tuple[type[BaseException], ...] = (
 
 _OPTIONS = ("schema", "pool_min", "pool_max", "pool_timeout", "retry_for", "durability")
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-
-
-def _run(row: Sequence[Any]) -> RunRecord:
-    return RunRecord(
-        row[0],
-        row[1],
-        row[2],
-        row[3],
-        row[4],
-        row[5],
-        row[6],
-        row[7],
-        row[8],
-        row[9],
-        row[10],
-        row[11],
-        row[12],
-        row[13],
-        bool(row[14]),
-        row[15],
-        row[16],
-        row[17],
-    )
-
-
-def _run_params(run: RunRecord) -> tuple[Any, ...]:
-    return (
-        run.id,
-        run.policy,
-        run.inputs,
-        run.status,
-        run.result,
-        run.error,
-        run.created_at,
-        run.updated_at,
-        run.code_version,
-        run.wake_at,
-        run.waiting_for,
-        run.owner,
-        run.lease_expires_at,
-        run.fence,
-        run.cancel_requested,
-        run.queue,
-        run.priority,
-        run.parent_id,
-    )
 
 
 def _step(r: Sequence[Any]) -> StepRecord:
@@ -553,27 +511,27 @@ class PostgresStore(Store):
 
     # -- runs -------------------------------------------------------------------
     async def create_run(self, run: RunRecord) -> tuple[RunRecord, bool]:
-        params = _run_params(run)
+        params = run_to_row(run)
 
         async def fn(conn: Conn, n: int) -> tuple[RunRecord, bool]:
             cur = await conn.execute(self._sql.create_run, params)
             row = await cur.fetchone()
             if row is not None:
-                return _run(row), True
+                return run_from_row(row), True
             cur = await conn.execute(self._sql.get_run, (run.id,))
             row = await cur.fetchone()
             if row is None:  # deleted between the two statements: try again
                 raise pg_errors.SerializationFailure(f"run {run.id!r} vanished while created")
-            return _run(row), False
+            return run_from_row(row), False
 
         return await self._with_conn(f"creating run {run.id!r}", fn)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         row = await self._fetchone(f"reading run {run_id!r}", self._sql.get_run, (run_id,))
-        return _run(row) if row else None
+        return run_from_row(row) if row else None
 
     async def create_runs(self, runs: Sequence[RunRecord]) -> None:
-        rows = [_run_params(r) for r in runs]
+        rows = [run_to_row(r) for r in runs]
 
         async def fn(conn: Conn, n: int) -> None:
             # One statement per thousand runs, all in one transaction.
@@ -589,10 +547,10 @@ class PostgresStore(Store):
     async def get_runs(self, run_ids: Sequence[str]) -> list[RunRecord]:
         rows = await self._fetchall(
             "reading runs",
-            f"SELECT {_RUN_COLUMNS} FROM {self._sql.s}.runs WHERE id = ANY(%s)",
+            f"SELECT {RUN_COLUMNS} FROM {self._sql.s}.runs WHERE id = ANY(%s)",
             (list(run_ids),),
         )
-        return [_run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     async def wake(self, run_id: str, waiting_for: str) -> None:
         now = time.time()
@@ -623,17 +581,17 @@ class PostgresStore(Store):
         if status is None:
             rows = await self._fetchall(
                 "listing runs",
-                f"SELECT {_RUN_COLUMNS} FROM {s}.runs ORDER BY created_at DESC LIMIT %s OFFSET %s",
+                f"SELECT {RUN_COLUMNS} FROM {s}.runs ORDER BY created_at DESC LIMIT %s OFFSET %s",
                 (limit, offset),
             )
         else:
             rows = await self._fetchall(
                 "listing runs",
-                f"SELECT {_RUN_COLUMNS} FROM {s}.runs WHERE status = %s "
+                f"SELECT {RUN_COLUMNS} FROM {s}.runs WHERE status = %s "
                 "ORDER BY created_at DESC LIMIT %s OFFSET %s",
                 (status, limit, offset),
             )
-        return [_run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     async def claim(self, run_id: str, owner: str, lease: float) -> RunRecord | None:
         now = time.time()
@@ -645,7 +603,7 @@ class PostgresStore(Store):
             cur = await conn.execute(self._sql.claim, args)
             row = await cur.fetchone()
             if row is not None:
-                return _run(row)
+                return run_from_row(row)
             cur = await conn.execute(
                 f"SELECT status, owner FROM {self._sql.s}.runs WHERE id = %s", (run_id,)
             )
@@ -654,7 +612,7 @@ class PostgresStore(Store):
                 return None
             cur = await conn.execute(self._sql.claim, {**args, "owners": [owner, held[1]]})
             row = await cur.fetchone()
-            return _run(row) if row else None
+            return run_from_row(row) if row else None
 
         async with self._claiming:
             return await self._with_conn(f"claiming run {run_id!r}", fn)
@@ -692,9 +650,9 @@ class PostgresStore(Store):
                 # and must not be locked against their own step records), then
                 # lock the ones we want, checking again that they are abandoned.
                 rows = await (await conn.execute(sql.abandoned, args)).fetchall()
-                wanted_ids = [r[0] for r in rows if (r[14] and r[11] != owner) or accept(_run(r))][
-                    : max(limit, 1) * 2
-                ]
+                wanted_ids = [
+                    r[0] for r in rows if (r[14] and r[11] != owner) or accept(run_from_row(r))
+                ][: max(limit, 1) * 2]
                 rows = []
                 if wanted_ids:
                     args["ids"] = wanted_ids
@@ -712,7 +670,7 @@ class PostgresStore(Store):
                     elif len(take) < limit:
                         take.append(row[0])  # accepted above
                 for row in ready:
-                    rec = _run(row)
+                    rec = run_from_row(row)
                     if len(take) >= limit:
                         break
                     lim = limits.get(rec.queue)
@@ -732,7 +690,7 @@ class PostgresStore(Store):
                         f"UPDATE {s}.runs SET status = 'cancelled', error = %s, owner = NULL, "
                         "lease_expires_at = NULL, wake_at = NULL, waiting_for = NULL, "
                         "updated_at = %s WHERE id = ANY(%s)",
-                        (_CANCELLED, now, cancel),
+                        (CANCELLED_ERROR, now, cancel),
                     )
                 rated = [(q, lim.tokens) for q, lim in limits.items() if lim.rate is not None]
                 if rated:
@@ -747,10 +705,10 @@ class PostgresStore(Store):
                 cur = await conn.execute(
                     f"UPDATE {s}.runs SET owner = %s, lease_expires_at = {_NOW} + %s, "
                     "fence = fence + 1, status = 'running', wake_at = NULL, waiting_for = NULL, "
-                    f"updated_at = %s WHERE id = ANY(%s) RETURNING {_RUN_COLUMNS}",
+                    f"updated_at = %s WHERE id = ANY(%s) RETURNING {RUN_COLUMNS}",
                     (owner, lease, now, take),
                 )
-                got = {r[0]: _run(r) for r in await cur.fetchall()}
+                got = {r[0]: run_from_row(r) for r in await cur.fetchall()}
             return [got[i] for i in take if i in got]
 
         async with self._claiming:
@@ -938,7 +896,7 @@ class PostgresStore(Store):
                 return None
             status, holder, fence, expired = row
             abandoned = status == "running" and (bool(expired) or owner_is_dead(holder))
-            args = {"id": run_id, "now": now, "err": _CANCELLED}
+            args = {"id": run_id, "now": now, "err": CANCELLED_ERROR}
             cur = await conn.execute(
                 self._sql.cancel, {**args, "abandoned": abandoned, "fence": fence}
             )
@@ -946,7 +904,7 @@ class PostgresStore(Store):
             if row is None:
                 cur = await conn.execute(self._sql.get_run, (run_id,))
                 row = await cur.fetchone()
-            return _run(row) if row else None
+            return run_from_row(row) if row else None
 
         return await self._with_conn(f"cancelling run {run_id!r}", fn)
 
@@ -1035,7 +993,7 @@ class PostgresStore(Store):
             "error": step.error,
         }
         spilled = 0
-        for fld, bit in _SPILL_FIELDS:
+        for fld, bit in SPILL_FIELDS:
             v = values[fld]
             if v is not None and len(v) > SPILL_BYTES:
                 spilled |= bit
@@ -1131,7 +1089,7 @@ class PostgresStore(Store):
             (p.run_id, p.step.key, fld, getattr(p.step, fld))
             for p in unique
             if p.spilled
-            for fld, bit in _SPILL_FIELDS
+            for fld, bit in SPILL_FIELDS
             if p.spilled & bit
         ]
         sql = self._sql.record(len(rows), bool(big))
@@ -1249,7 +1207,7 @@ class PostgresStore(Store):
                 cur = await conn.execute(self._sql.get_run, (run_id,))
                 got = await cur.fetchone()
                 assert got is not None
-                return _run(got)
+                return run_from_row(got)
 
         return await self._with_conn(f"sending signal {name!r} to run {run_id!r}", fn)
 
@@ -1267,14 +1225,14 @@ class _Sql:
 
     def __init__(self, s: str) -> None:
         self.s = s
-        self.get_run = f"SELECT {_RUN_COLUMNS} FROM {s}.runs WHERE id = %s"
+        self.get_run = f"SELECT {RUN_COLUMNS} FROM {s}.runs WHERE id = %s"
         self.create_run = (
-            f"INSERT INTO {s}.runs ({_RUN_COLUMNS}) VALUES "
+            f"INSERT INTO {s}.runs ({RUN_COLUMNS}) VALUES "
             "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
-            f"ON CONFLICT (id) DO NOTHING RETURNING {_RUN_COLUMNS}"
+            f"ON CONFLICT (id) DO NOTHING RETURNING {RUN_COLUMNS}"
         )
         self.create_runs = (
-            f"INSERT INTO {s}.runs ({_RUN_COLUMNS}) SELECT * FROM unnest("
+            f"INSERT INTO {s}.runs ({RUN_COLUMNS}) SELECT * FROM unnest("
             "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
             "%s::float8[], %s::float8[], %s::text[], %s::float8[], %s::text[], %s::text[], "
             "%s::float8[], %s::int8[], %s::bool[], %s::text[], %s::int4[], %s::text[]) "
@@ -1288,24 +1246,24 @@ class _Sql:
                 OR (status = 'suspended' AND wake_at IS NOT NULL AND wake_at <= %(now)s)
                 OR (status = 'running'
                     AND (lease_expires_at < {_NOW} OR owner = ANY(%(owners)s::text[])))
-            ) RETURNING {_RUN_COLUMNS}"""
+            ) RETURNING {RUN_COLUMNS}"""
         # claim_due's three candidate lists, each served by its own index.
         in_queues = "(%(all)s OR queue = ANY(%(queues)s::text[]))"
-        self.abandoned = f"""SELECT {_RUN_COLUMNS} FROM {s}.runs
+        self.abandoned = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
             WHERE status = 'running'
               AND (lease_expires_at < {_NOW} OR owner = ANY(%(dead)s::text[]))
               AND {in_queues}
             LIMIT 4 * %(n)s"""
-        self.abandoned_lock = f"""SELECT {_RUN_COLUMNS} FROM {s}.runs
+        self.abandoned_lock = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
             WHERE id = ANY(%(ids)s::text[]) AND status = 'running'
               AND (lease_expires_at < {_NOW} OR owner = ANY(%(dead)s::text[]))
             FOR UPDATE SKIP LOCKED"""
-        self.pending = f"""SELECT {_RUN_COLUMNS} FROM {s}.runs
+        self.pending = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
             WHERE status = 'pending' AND NOT cancel_requested
               AND (wake_at IS NULL OR wake_at <= %(now)s)
               AND {in_queues} AND queue <> ALL(%(dry)s::text[])
             ORDER BY priority DESC, created_at LIMIT %(n)s FOR UPDATE SKIP LOCKED"""
-        self.woken = f"""SELECT {_RUN_COLUMNS} FROM {s}.runs
+        self.woken = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
             WHERE status = 'suspended' AND wake_at <= %(now)s AND NOT cancel_requested
               AND {in_queues} AND queue <> ALL(%(busy)s::text[])
             ORDER BY priority DESC, created_at LIMIT %(n)s FOR UPDATE SKIP LOCKED"""
@@ -1329,7 +1287,7 @@ class _Sql:
                 owner = CASE WHEN {stop} THEN NULL ELSE owner END,
                 lease_expires_at = CASE WHEN {stop} THEN NULL ELSE lease_expires_at END
             WHERE id = %(id)s AND status IN ('pending', 'suspended', 'running')
-            RETURNING {_RUN_COLUMNS}"""
+            RETURNING {RUN_COLUMNS}"""
         self._records: dict[tuple[int, bool], str] = {}
         self._statements(s)
 

@@ -28,7 +28,20 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
 from ..errors import StaleLeaseError, StoreError
-from .base import _HOST, TERMINAL, RunRecord, StepRecord, Store, owner_is_dead
+from .base import (
+    _HOST,
+    CANCELLED_ERROR,
+    RUN_COLUMNS,
+    SPILL_BYTES,
+    SPILL_FIELDS,
+    TERMINAL,
+    RunRecord,
+    StepRecord,
+    Store,
+    owner_is_dead,
+    run_from_row,
+    run_to_row,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -104,67 +117,11 @@ _MIGRATIONS: dict[int, str] = {
     """,
 }
 
-_RUN_COLUMNS = (
-    "id, policy, inputs, status, result, error, created_at, updated_at, code_version, "
-    "wake_at, waiting_for, owner, lease_expires_at, fence, cancel_requested, queue, "
-    "priority, parent_id"
-)
 
 # The longest a run may go on committing inline without yielding to the loop.
 _MAX_INLINE = 0.005
 
 # Values larger than this go to the payloads table, keeping step rows small.
-SPILL_BYTES = 16 * 1024
-_SPILL_FIELDS = (("args", 1), ("output", 2), ("error", 4))
-
-
-def _run(row: tuple[Any, ...]) -> RunRecord:
-    return RunRecord(
-        row[0],
-        row[1],
-        row[2],
-        row[3],
-        row[4],
-        row[5],
-        row[6],
-        row[7],
-        row[8],
-        row[9],
-        row[10],
-        row[11],
-        row[12],
-        row[13],
-        bool(row[14]),
-        row[15],
-        row[16],
-        row[17],
-    )
-
-
-_CANCELLED = '{"type":"stalwart.errors.CancelledRun","message":"run was cancelled"}'
-
-
-def _run_values(run: RunRecord) -> tuple[Any, ...]:
-    return (
-        run.id,
-        run.policy,
-        run.inputs,
-        run.status,
-        run.result,
-        run.error,
-        run.created_at,
-        run.updated_at,
-        run.code_version,
-        run.wake_at,
-        run.waiting_for,
-        run.owner,
-        run.lease_expires_at,
-        run.fence,
-        int(run.cancel_requested),
-        run.queue,
-        run.priority,
-        run.parent_id,
-    )
 
 
 class SQLiteStore(Store):
@@ -346,9 +303,9 @@ class SQLiteStore(Store):
     async def create_run(self, run: RunRecord) -> tuple[RunRecord, bool]:
         def insert(db: sqlite3.Connection) -> bool:
             cur = db.execute(
-                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES "
+                f"INSERT INTO runs ({RUN_COLUMNS}) VALUES "
                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING",
-                _run_values(run),
+                run_to_row(run),
             )
             return cur.rowcount == 1
 
@@ -358,24 +315,24 @@ class SQLiteStore(Store):
         return stored, created
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
-        return _run(rows[0]) if rows else None
+        rows = self._read(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+        return run_from_row(rows[0]) if rows else None
 
     async def list_runs(
         self, status: str | None = None, limit: int = 100, offset: int = 0
     ) -> list[RunRecord]:
         if status is None:
             rows = self._read(
-                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at DESC LIMIT ? OFFSET ?",
+                f"SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at DESC LIMIT ? OFFSET ?",
                 (limit, offset),
             )
         else:
             rows = self._read(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE status = ? "
+                f"SELECT {RUN_COLUMNS} FROM runs WHERE status = ? "
                 "ORDER BY created_at DESC LIMIT ? OFFSET ?",
                 (status, limit, offset),
             )
-        return [_run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     async def claim(self, run_id: str, owner: str, lease: float) -> RunRecord | None:
         now = time.time()
@@ -401,10 +358,10 @@ class SQLiteStore(Store):
                 (status = 'pending' AND (wake_at IS NULL OR wake_at <= ?))
                 OR (status = 'suspended' AND wake_at IS NOT NULL AND wake_at <= ?)
                 OR (status = 'running' AND (lease_expires_at < ? OR owner = ? OR owner = ?))
-            ) RETURNING {_RUN_COLUMNS}""",
+            ) RETURNING {RUN_COLUMNS}""",
             (owner, now + lease, now, run_id, now, now, now, dead_owner or "\x00", owner),
         ).fetchone()
-        return _run(row) if row else None
+        return run_from_row(row) if row else None
 
     async def claim_due(
         self,
@@ -423,12 +380,12 @@ class SQLiteStore(Store):
         # Abandoned runs first (expired lease, our own after a store outage, or
         # a holder on this host that has exited), then ready ones by priority.
         abandoned = self._read(
-            f"SELECT {_RUN_COLUMNS} FROM runs WHERE status = 'running' AND "
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE status = 'running' AND "
             f"(lease_expires_at < ? OR owner = ? OR owner LIKE ?){in_queues} LIMIT ?",
             (now, owner, f"{_HOST}:%", *qparams, limit * 4),
         )
         ready = self._read(
-            f"SELECT {_RUN_COLUMNS} FROM runs WHERE cancel_requested = 0 AND ("
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE cancel_requested = 0 AND ("
             "(status = 'pending' AND (wake_at IS NULL OR wake_at <= ?)) "
             f"OR (status = 'suspended' AND wake_at <= ?)){in_queues} "
             "ORDER BY priority DESC, created_at LIMIT ?",
@@ -438,7 +395,7 @@ class SQLiteStore(Store):
         for row in [*abandoned, *ready]:
             if len(claimed) >= limit:
                 break
-            rec = _run(row)
+            rec = run_from_row(row)
             dead = None
             if rec.status == "running" and rec.owner != owner:
                 if (rec.lease_expires_at or 0) >= now and not owner_is_dead(rec.owner):
@@ -468,7 +425,7 @@ class SQLiteStore(Store):
                 "UPDATE runs SET status = 'cancelled', error = ?, owner = NULL, "
                 "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND fence = ? "
                 "AND status = 'running'",
-                (_CANCELLED, now, rec.id, rec.fence),
+                (CANCELLED_ERROR, now, rec.id, rec.fence),
             )
             return None
         limits = db.execute(
@@ -517,9 +474,9 @@ class SQLiteStore(Store):
     async def create_runs(self, runs: Sequence[RunRecord]) -> None:
         self._write_now(
             lambda db: db.executemany(
-                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES "
+                f"INSERT INTO runs ({RUN_COLUMNS}) VALUES "
                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING",
-                [_run_values(r) for r in runs],
+                [run_to_row(r) for r in runs],
             )
         )
 
@@ -529,9 +486,9 @@ class SQLiteStore(Store):
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
             out.extend(
-                _run(r)
+                run_from_row(r)
                 for r in self._read(
-                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE id IN ({','.join('?' * len(chunk))})",
+                    f"SELECT {RUN_COLUMNS} FROM runs WHERE id IN ({','.join('?' * len(chunk))})",
                     tuple(chunk),
                 )
             )
@@ -653,7 +610,7 @@ class SQLiteStore(Store):
 
     async def request_cancel(self, run_id: str) -> RunRecord | None:
         now = time.time()
-        err = _CANCELLED
+        err = CANCELLED_ERROR
         current = await self.get_run(run_id)
         abandoned = (
             current is not None
@@ -745,7 +702,7 @@ class SQLiteStore(Store):
         db = self._begin()
         spilled = 0
         values = {"args": step.args, "output": step.output, "error": step.error}
-        for fld, bit in _SPILL_FIELDS:
+        for fld, bit in SPILL_FIELDS:
             v = values[fld]
             if v is not None and len(v) > SPILL_BYTES:
                 spilled |= bit
@@ -776,7 +733,7 @@ class SQLiteStore(Store):
             )
             if cur.rowcount == 1:
                 if spilled:
-                    for fld, bit in _SPILL_FIELDS:
+                    for fld, bit in SPILL_FIELDS:
                         if spilled & bit:
                             db.execute(
                                 "INSERT INTO payloads (run_id, key, field, data) VALUES (?,?,?,?)",
