@@ -1,6 +1,7 @@
 """The one place where a flow hands control to user code.
 
-Why this module exists: phase 2 makes flows durable. A durable runtime must
+Why this module exists: flows are durable under a durable runner
+(:mod:`stalwart.flow.durable`). A durable runtime must
 see every call into a node's `prep`, `exec` and `post` (each batch item's
 `exec` on its own), and every walk of a sub-flow, so that it can journal
 finished `exec` results, snapshot the shared store after each node, and on
@@ -33,7 +34,7 @@ the last action, which is what `Flow.post` returns by default. Sync nodes,
 even inside an `AsyncFlow`, go through `invoke`; async ones through
 `invoke_async`.
 
-How a durable runtime hooks in (phase 2):
+How a durable runtime hooks in (what :mod:`stalwart.flow.durable` does):
 
 - Implement `FlowHook` and install it for the run with `use_hook(hook)` (a
   `ContextVar`, so concurrent flows with and without durability do not see
