@@ -49,6 +49,7 @@ def __getattr__(name: str) -> object:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'stalwart' has no attribute {name!r}")
 
+
 __all__ = [
     "ActionCall",
     "ActionResult",

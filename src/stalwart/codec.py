@@ -83,7 +83,7 @@ def _locate(container: Any, items: Any, where: str) -> None:
             message = str(exc)
             head, sep, rest = message.partition(": ")
             if head.startswith(where) and sep:  # outer keys go first
-                exc.args = (f"{where}[{k!r}]{head[len(where):]}: {rest}",)
+                exc.args = (f"{where}[{k!r}]{head[len(where) :]}: {rest}",)
             raise exc from None
 
 

@@ -13,11 +13,13 @@ import asyncio
 import contextlib
 import hashlib
 import inspect
+import logging
 import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, ParamSpec, TypeVar, overload
 
 from . import codec
@@ -35,6 +37,8 @@ from .events import Event, Hook, RunFinished
 from .policy import Policy, SupportsPolicy, as_policy
 from .runtime import Execution, Suspend, error_from_json, error_to_json
 from .store.base import TERMINAL, RunRecord, StepRecord, Store, this_host
+
+_log = logging.getLogger("stalwart.runner")
 
 __all__ = ["RunHandle", "Runner", "open_store", "run_detached"]
 
@@ -195,6 +199,7 @@ class Runner:
         # Ids with a claim in flight: neither start() nor the background loop
         # may claim a run the other is claiming (it would claim itself twice).
         self._claiming: set[str] = set()
+        self._cleanups: set[asyncio.Future[None]] = set()
         self._claim_lock: asyncio.Lock | None = None
 
     # -- lifecycle -----------------------------------------------------------
@@ -224,8 +229,9 @@ class Runner:
         for live in list(self._live.values()):
             if live.task is not None and not live.task.done():
                 live.task.cancel()
-                with contextlib.suppress(BaseException):
-                    await live.task
+                await asyncio.wait([live.task])  # neither raises nor swallows our own cancel
+        if self._cleanups:
+            await asyncio.wait(list(self._cleanups))
         if self.store is not None and self._opened:
             await self.store.close()
         self._opened = False
@@ -377,6 +383,7 @@ class Runner:
         self._live[run_id] = live
         self._memory_runs[run_id] = ("running", None, inputs)
         live.task = asyncio.create_task(self._drive_memory(live, pol, args, kwargs))
+        live.task.add_done_callback(partial(self._task_done, live))
         return RunHandle(self, run_id)
 
     async def _drive_memory(
@@ -409,7 +416,7 @@ class Runner:
             event = RunFinished(run_id, status, value if status == "succeeded" else None, err)
             for q in self._listeners.pop(run_id, []):
                 q.put_nowait(event)
-        watcher = self._watchers.get(run_id)
+        watcher = self._watchers.pop(run_id, None)
         if watcher is not None:
             watcher.set()
 
@@ -435,23 +442,53 @@ class Runner:
             execution.listen(q)
         live = _Live(execution)
         self._live[rec.id] = live
-        data = codec.loads(rec.inputs)
-        live.task = asyncio.create_task(
-            self._drive(live, pol, tuple(data["args"]), data["kwargs"]), name=f"run:{rec.id}"
-        )
+        live.task = asyncio.create_task(self._drive(live, pol, rec.inputs), name=f"run:{rec.id}")
+        live.task.add_done_callback(partial(self._task_done, live))
 
-    async def _drive(
-        self, live: _Live, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
+    def _task_done(self, live: _Live, task: asyncio.Task[None]) -> None:
+        """A run task cancelled before its first step never ran its own cleanup."""
+        if live.done.done():
+            return
+        if self.store is None:
+            run_id = live.execution.run_id
+            inputs = self._memory_runs.get(run_id, ("", None, ""))[2]
+            err = CancelledRun(f"run {run_id!r} was cancelled")
+            self._memory_runs[run_id] = ("cancelled", err, inputs)
+            self._finish_live(live, ("cancelled", err))
+            return
+        cleanup = asyncio.ensure_future(self._settle_unstarted(live))
+        self._cleanups.add(cleanup)
+        cleanup.add_done_callback(self._cleanups.discard)
+
+    async def _settle_unstarted(self, live: _Live) -> None:
+        assert self.store is not None
+        x = live.execution
+        outcome: tuple[str, Any] = ("released", None)
+        try:
+            if live.cancel_requested:
+                err = CancelledRun(f"run {x.run_id!r} was cancelled")
+                await self.store.finish_run(
+                    x.run_id, x.fence, "cancelled", None, error_to_json(err)
+                )
+                outcome = ("cancelled", err)
+            else:
+                await self.store.release(x.run_id, x.fence)
+        except StoreError as exc:
+            outcome = ("lost", exc)
+        finally:
+            self._finish_live(live, outcome)
+
+    async def _drive(self, live: _Live, pol: Policy[Any, Any], inputs: str) -> None:
         store = self.store
         assert store is not None
         x = live.execution
         outcome: tuple[str, Any] = ("lost", None)
         try:
             try:
+                data = codec.loads(inputs)  # a bad row fails this run, not the worker
                 if x.fence > 1:  # a first claim has no steps to replay: skip the query
                     x.replay = await store.load_steps(x.run_id)
-                result = await x.run_root(pol, args, kwargs)
+                result = await x.run_root(pol, tuple(data["args"]), data["kwargs"])
             except asyncio.CancelledError:
                 if not live.cancel_requested:
                     # Shutdown, not a cancel: hand the run back for someone else.
@@ -652,20 +689,25 @@ class Runner:
             try:
                 now = time.time()
                 if now >= next_beat:
-                    for run_id in await store.heartbeat(self.owner, self.lease):
+                    for run_id in await store.heartbeat(self.owner, self.lease, list(self._live)):
                         live = self._live.get(run_id)
                         if live is not None and live.task is not None:
                             live.cancel_requested = True
                             live.task.cancel()
                     next_beat = now + self.lease / 3
-                if self.auto_recover:
-                    await self._claim_ready()
+                claimed = await self._claim_ready() if self.auto_recover else []
                 wake = await store.next_wake()
                 delay = min(self.poll_interval, max(0.0, next_beat - time.time()))
-                if wake is not None:
+                if wake is not None and (wake > time.time() or claimed):
+                    # A wake time already past that we did not claim belongs to
+                    # a run we cannot take (other queue, unknown policy, no
+                    # room): waiting for it would spin; poll instead.
                     delay = min(delay, max(0.0, wake - time.time()))
             except StoreError:
                 delay = self.poll_interval  # the store is down; try again later
+            except Exception:  # never let one bad row stop heartbeats and recovery
+                _log.exception("stalwart runner %s: background loop error", self.owner)
+                delay = self.poll_interval
             self._poke.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay):
@@ -748,13 +790,17 @@ class Runner:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay):
                     await watcher.wait()
+            self._watchers.pop(run_id, None)  # no Event left behind per awaited run
             delay = min(delay * 2, self.poll_interval)
 
-    async def _events(self, run_id: str) -> AsyncIterator[Event]:
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        self._listeners.setdefault(run_id, []).append(queue)
+    async def _events(
+        self, run_id: str, queue: asyncio.Queue[Any] | None = None
+    ) -> AsyncIterator[Event]:
+        if queue is None:  # else: registered before the run started (stream())
+            queue = asyncio.Queue()
+            self._listeners.setdefault(run_id, []).append(queue)
         live = self._live.get(run_id)
-        if live is not None:
+        if live is not None and queue not in live.execution.listeners:
             live.execution.listen(queue)
         finisher = asyncio.create_task(self._finish_event(run_id, queue))
         try:
@@ -768,6 +814,8 @@ class Runner:
             listeners = self._listeners.get(run_id, [])
             if queue in listeners:
                 listeners.remove(queue)
+            if not listeners:
+                self._listeners.pop(run_id, None)
             live = self._live.get(run_id)
             if live is not None:
                 live.execution.unlisten(queue)
@@ -802,17 +850,7 @@ class Runner:
         except BaseException:
             self._listeners[run_id].remove(queue)
             raise
-        # Hand the pre-registered queue over to the ordinary events loop.
-        self._listeners[run_id].remove(queue)
-        stream = self._events(run_id)
-        pending: list[Any] = []
-        while not queue.empty():
-            pending.append(queue.get_nowait())
-        for ev in pending:
-            yield ev
-            if isinstance(ev, RunFinished):
-                return
-        async for ev in stream:
+        async for ev in self._events(run_id, queue):  # the same queue: nothing is lost
             yield ev
 
     # -- controlling -----------------------------------------------------------
@@ -845,8 +883,7 @@ class Runner:
         if live is not None and live.task is not None:
             live.cancel_requested = True
             live.task.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.shield(live.done)
+            await asyncio.shield(live.done)  # set once the run has settled, never raises
 
     async def get_run(self, run_id: str) -> RunRecord:
         """The run's record: status, result or error, timestamps, holder."""

@@ -343,7 +343,10 @@ class Execution:
                 won = await store.record_step(self.run_id, self.fence, rec)
                 self.live_steps += 1
                 if won.output is not None:  # another executor recorded success first
-                    return self._decode_output(won, key)
+                    result = self._decode_output(won, key)
+                    if kwargs and "options" in kwargs:  # as a replay of it would
+                        return await self._dispatch(key, result, kwargs["options"], pol)
+                    return result
                 err = error_from_json(won.error) if won is not rec and won.error else err
             if info is not None:
                 for hook in self.hooks:

@@ -77,9 +77,7 @@ class ScriptedLLM:
 
     def _own(self, m: Message) -> Message:
         if m.role == "assistant" and m.actor != self.name:
-            return Message(
-                m.role, self.name, m.parts, m.action_call, m.action_result, m.id, m.meta
-            )
+            return Message(m.role, self.name, m.parts, m.action_call, m.action_result, m.id, m.meta)
         return m
 
 

@@ -524,9 +524,7 @@ def worker(
         list[str] | None,
         typer.Option("--queue", "-q", help="queue to take runs from (repeat; default: all)"),
     ] = None,
-    concurrency: Annotated[
-        int, typer.Option(help="most runs this worker executes at once")
-    ] = 50,
+    concurrency: Annotated[int, typer.Option(help="most runs this worker executes at once")] = 50,
     lease: Annotated[float, typer.Option(help="seconds a claim lasts without a heartbeat")] = 30.0,
     shutdown_timeout: Annotated[
         float, typer.Option(help="seconds held runs may finish after SIGTERM")

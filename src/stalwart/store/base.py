@@ -234,8 +234,10 @@ class Store(abc.ABC):
         not finished: the last child to finish wakes the parent."""
 
     @abc.abstractmethod
-    async def heartbeat(self, owner: str, lease: float) -> list[str]:
-        """Extend the leases ``owner`` holds; return ids of those asked to cancel."""
+    async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> list[str]:
+        """Extend ``owner``'s leases on ``run_ids`` (the runs it is executing;
+        a run it holds but no longer executes must be let go); return the ids
+        of those asked to cancel."""
 
     @abc.abstractmethod
     async def finish_run(

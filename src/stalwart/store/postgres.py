@@ -283,6 +283,7 @@ class PostgresStore(Store):
             self._connect_kwargs["application_name"] = "stalwart"
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._step_conn: Conn | None = None
+        self._closing = False
         self._pending: list[_Pending] = []
         self._writer: asyncio.Task[None] | None = None
         self._leading = False  # a caller is writing its own record right now
@@ -327,6 +328,7 @@ class PostgresStore(Store):
     async def open(self) -> None:
         if self._pool is not None:
             return
+        self._closing = False
         # One direct connection first: it reports an unreachable server with
         # libpq's own words, then migrates, then serves the step records.
         conn = await self._connect()
@@ -364,8 +366,12 @@ class PostgresStore(Store):
             conn = await psycopg.AsyncConnection.connect(self.conninfo, **self._connect_kwargs)
         except psycopg.Error as exc:
             raise StoreError(f"cannot reach PostgreSQL at {self.where}: {exc}") from exc
-        if self.durability == "group":
-            await conn.execute("SET synchronous_commit = off")
+        try:
+            if self.durability == "group":
+                await conn.execute("SET synchronous_commit = off")
+        except BaseException:  # cancelled or failed half-way: never leak the socket
+            await conn.close()
+            raise
         return conn
 
     async def _migrate(self, conn: Conn) -> None:
@@ -408,6 +414,7 @@ class PostgresStore(Store):
         return None if row is None or row[0] is None else int(row[0])
 
     async def close(self) -> None:
+        self._closing = True  # a connection still being made is closed, not kept
         if self._writer is not None:
             await asyncio.wait([self._writer])  # pending step records are written first
         if self._checking is not None:
@@ -789,8 +796,12 @@ class PostgresStore(Store):
                 dead.append(holder)
         return dead
 
-    async def heartbeat(self, owner: str, lease: float) -> list[str]:
-        rows = await self._fetchall("extending leases", self._sql.heartbeat, (lease, owner, owner))
+    async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> list[str]:
+        if not run_ids:
+            return []
+        rows = await self._fetchall(
+            "extending leases", self._sql.heartbeat, (lease, owner, list(run_ids), owner)
+        )
         return [r[0] for r in rows if r[1]]
 
     async def _fenced(
@@ -802,7 +813,9 @@ class PostgresStore(Store):
         return cur.rowcount
 
     async def _check_fence(self, conn: Conn, run_id: str, fence: int, what: str = "") -> None:
-        cur = await conn.execute(f"SELECT fence FROM {self._sql.s}.runs WHERE id = %s", (run_id,))
+        cur = await conn.execute(
+            f"SELECT fence, status FROM {self._sql.s}.runs WHERE id = %s", (run_id,)
+        )
         row = await cur.fetchone()
         if row is None:
             raise StoreError(f"run {run_id!r} is not in the store")
@@ -811,6 +824,8 @@ class PostgresStore(Store):
                 f"run {run_id!r}: {what}fencing token {fence} is stale (now {row[0]}); "
                 "another worker has taken the run over"
             )
+        if row[1] in TERMINAL:
+            raise StaleLeaseError(f"run {run_id!r}: {what}it has already finished ({row[1]})")
 
     async def finish_run(
         self, run_id: str, fence: int, status: str, result: str | None, error: str | None
@@ -1146,6 +1161,9 @@ class PostgresStore(Store):
             except StoreError as exc:
                 # Unreachable right now: let the retry loop try again.
                 raise psycopg.OperationalError(str(exc)) from exc
+            if self._closing:  # the store closed while we connected
+                await conn.close()
+                raise StoreError(f"the PostgreSQL store for {self.where} is closed")
             self._step_conn = conn
         return conn
 
@@ -1270,7 +1288,7 @@ class _Sql:
         # Lock in id order, as step records do, so the two never deadlock.
         self.heartbeat = f"""UPDATE {s}.runs SET lease_expires_at = {_NOW} + %s
             WHERE id IN (SELECT id FROM {s}.runs WHERE owner = %s AND status = 'running'
-                         ORDER BY id FOR NO KEY UPDATE)
+                         AND id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)
                 AND owner = %s AND status = 'running'
             RETURNING id, cancel_requested"""
         # Pending and suspended runs stop at once, and so does a running run
@@ -1321,7 +1339,7 @@ class _Sql:
             FROM {rows} AS v(run_id, fence, key, name, kind, args_hash, args, output,
                 error, attempts, started_at, finished_at, spilled)
             WHERE EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = v.run_id AND r.fence = v.fence
-                          FOR SHARE)
+                          AND r.status = 'running' FOR SHARE)
             ON CONFLICT (run_id, key) DO NOTHING
             RETURNING run_id, key"""
         if big:

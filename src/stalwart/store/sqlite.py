@@ -270,16 +270,32 @@ class SQLiteStore(Store):
             raise error
 
     def _write_now(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` in a write transaction and commit it (with any batched steps)."""
+        """Run ``fn`` in a write transaction and commit it (with any batched steps).
+
+        ``fn`` runs inside a savepoint: when it fails (a refused signal, a
+        stale fence), only its own writes are undone, never the step records
+        batched beside it that other runs were already told are recorded.
+        """
         db = self._begin()
         try:
-            out = fn(db)
+            db.execute("SAVEPOINT stalwart_write")
         except sqlite3.Error as exc:
             self._abort()
             raise StoreError(f"SQLite store {self.path!r}: {exc}") from exc
-        except BaseException:
-            self._abort()
+        try:
+            out = fn(db)
+        except BaseException as exc:
+            try:
+                db.execute("ROLLBACK TO stalwart_write")
+                db.execute("RELEASE stalwart_write")
+            except sqlite3.Error:
+                self._abort()
+            else:
+                self._flush()  # the batched records are fine: commit them
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"SQLite store {self.path!r}: {exc}") from exc
             raise
+        db.execute("RELEASE stalwart_write")
         self._flush()
         return out
 
@@ -512,20 +528,29 @@ class SQLiteStore(Store):
         )
         return int(rows[0][0])
 
-    async def heartbeat(self, owner: str, lease: float) -> list[str]:
+    async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> list[str]:
         now = time.time()
+        ids = list(run_ids)
 
         def beat(db: sqlite3.Connection) -> list[str]:
-            db.execute(
-                "UPDATE runs SET lease_expires_at = ? WHERE owner = ? AND status = 'running'",
-                (now + lease, owner),
-            )
-            rows = db.execute(
-                "SELECT id FROM runs WHERE owner = ? AND status = 'running' "
-                "AND cancel_requested = 1",
-                (owner,),
-            ).fetchall()
-            return [r[0] for r in rows]
+            cancels: list[str] = []
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                db.execute(
+                    "UPDATE runs SET lease_expires_at = ? WHERE owner = ? "
+                    f"AND status = 'running' AND id IN ({marks})",
+                    (now + lease, owner, *chunk),
+                )
+                cancels.extend(
+                    r[0]
+                    for r in db.execute(
+                        "SELECT id FROM runs WHERE owner = ? AND status = 'running' "
+                        f"AND cancel_requested = 1 AND id IN ({marks})",
+                        (owner, *chunk),
+                    )
+                )
+            return cancels
 
         result: list[str] = self._write_now(beat)
         return result
@@ -543,6 +568,8 @@ class SQLiteStore(Store):
                     f"run {run_id!r}: fencing token {fence} is stale (now {row[0]}); "
                     "another worker has taken the run over"
                 )
+            if row[1] in TERMINAL:
+                raise StaleLeaseError(f"run {run_id!r} has already finished ({row[1]})")
         return cur.rowcount
 
     async def finish_run(
@@ -712,7 +739,7 @@ class SQLiteStore(Store):
                 "INSERT INTO steps (run_id, key, name, kind, args_hash, args, output, error, "
                 "attempts, started_at, finished_at, spilled) "
                 "SELECT ?,?,?,?,?,?,?,?,?,?,?,? WHERE EXISTS "
-                "(SELECT 1 FROM runs WHERE id = ? AND fence = ?) "
+                "(SELECT 1 FROM runs WHERE id = ? AND fence = ? AND status = 'running') "
                 "ON CONFLICT (run_id, key) DO NOTHING",
                 (
                     run_id,
