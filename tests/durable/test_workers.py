@@ -97,3 +97,30 @@ def test_workers_drain_a_queue_despite_a_kill(store_url: str, tmp_path: Path, ho
     assert 0 <= extra <= 4  # at most what the dead worker had in flight (concurrency 4)
     _, recorded = asyncio.run(_snapshot(store_url, n))
     assert len(recorded) == 2 * n  # each step recorded once
+
+
+def test_cancel_reaches_a_run_held_by_another_worker(store_url: str, tmp_path: Path) -> None:
+    counter = tmp_path / "count.txt"
+    worker = _worker(store_url, counter, "m0", 1.5)  # heartbeat every 0.5 s
+    try:
+
+        async def go() -> float:
+            async with sw.Runner(store_url, recover=False) as client:
+                handle = await client.enqueue(worker_app.slow_job, run_id="long")
+                deadline = time.monotonic() + 20
+                while not counter.exists():
+                    assert time.monotonic() < deadline, "the worker never started the run"
+                    await asyncio.sleep(0.02)
+                assert (await client.get_run("long")).status == "running"
+                asked = time.monotonic()
+                await client.cancel("long")
+                with pytest.raises(sw.CancelledRun):
+                    await handle.result(timeout=10)
+                assert (await client.get_run("long")).status == "cancelled"
+                return time.monotonic() - asked
+
+        assert asyncio.run(go()) < 10
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=20)
+    assert worker.returncode == 0

@@ -39,10 +39,19 @@ async def job(ctx: sw.Context, i: int) -> int:
     return await step_a(i) + await step_b(i)
 
 
+@sw.policy
+async def slow_job(ctx: sw.Context) -> str:
+    _count("slow:start")
+    await asyncio.sleep(60)
+    return "finished"
+
+
 async def main() -> None:
     url = sys.argv[1]
     lease = float(os.environ.get("LEASE", "30"))
-    runner = sw.Runner(url, lease=lease, poll_interval=0.05, concurrency=4, policies=[job])
+    runner = sw.Runner(
+        url, lease=lease, poll_interval=0.05, concurrency=4, policies=[job, slow_job]
+    )
     print("serving", flush=True)
     await runner.serve()
 
