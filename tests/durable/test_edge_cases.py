@@ -71,3 +71,24 @@ async def test_a_run_whose_inputs_cannot_be_read_fails_alone(store_url: str) -> 
             await sw.RunHandle(worker, "bad").result(timeout=10)
         assert worker._bg is not None and not worker._bg.done()  # the worker lives on
         assert (await worker.get_run("bad")).status == "failed"
+
+
+async def test_a_dead_holders_run_is_found_among_many_live_ones(tmp_path: Path) -> None:
+    import os
+
+    from stalwart.store.base import this_host
+
+    store = sw.runner.open_store(f"sqlite:///{tmp_path / 'many.db'}")
+    assert store is not None
+    await store.open()
+    try:
+        live_holder = f"{this_host()}:{os.getpid()}:busy"  # this process: alive
+        for i in range(300):
+            await store.create_run(RunRecord(f"live-{i}", "p", "{}"))
+            assert await store.claim(f"live-{i}", live_holder, 300) is not None
+        await store.create_run(RunRecord("orphan", "p", "{}"))
+        assert await store.claim("orphan", f"{this_host()}:999999999:gone", 300) is not None
+        claimed = await store.claim_due(f"{this_host()}:1:me", 30, 1, lambda r: True)
+        assert [r.id for r in claimed] == ["orphan"]
+    finally:
+        await store.close()

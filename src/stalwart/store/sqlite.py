@@ -395,10 +395,23 @@ class SQLiteStore(Store):
             qparams = tuple(queues)
         # Abandoned runs first (expired lease, our own after a store outage, or
         # a holder on this host that has exited), then ready ones by priority.
+        # Holders on this host that exited, found first: listing every run of
+        # every live holder instead would crowd the abandoned ones out.
+        dead_holders = [
+            holder
+            for (holder,) in self._read(
+                "SELECT DISTINCT owner FROM runs WHERE status = 'running' "
+                "AND owner LIKE ? AND owner != ?",
+                (f"{_HOST}:%", owner),
+            )
+            if owner_is_dead(holder)
+        ]
+        holders = (owner, *dead_holders)
         abandoned = self._read(
             f"SELECT {RUN_COLUMNS} FROM runs WHERE status = 'running' AND "
-            f"(lease_expires_at < ? OR owner = ? OR owner LIKE ?){in_queues} LIMIT ?",
-            (now, owner, f"{_HOST}:%", *qparams, limit * 4),
+            f"(lease_expires_at < ? OR owner IN ({','.join('?' * len(holders))})){in_queues} "
+            "LIMIT ?",
+            (now, *holders, *qparams, limit * 4),
         )
         ready = self._read(
             f"SELECT {RUN_COLUMNS} FROM runs WHERE cancel_requested = 0 AND ("
