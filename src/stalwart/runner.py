@@ -36,7 +36,7 @@ from .errors import (
 from .events import Event, Hook, RunFinished
 from .policy import Policy, SupportsPolicy, as_policy
 from .runtime import Execution, Suspend, error_from_json, error_to_json
-from .store.base import TERMINAL, RunRecord, StepRecord, Store, this_host
+from .store.base import CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord, Store, this_host
 
 _log = logging.getLogger("stalwart.runner")
 
@@ -548,7 +548,7 @@ class Runner:
         prefix = child_id.rsplit("/", 1)[0] + "/"
         with contextlib.suppress(StoreError):
             if await self.store.unfinished_children(parent_id, prefix) == 0:
-                await self.store.wake(parent_id, f"stalwart.children:{prefix}")
+                await self.store.wake(parent_id, f"{CHILDREN_WAIT}{prefix}")
                 if self._poke is not None:
                     self._poke.set()
 

@@ -35,7 +35,7 @@ from .events import CallFailed, CallFinished, CallInfo, CallStarted, Emitted, Ho
 from .message import Message
 from .policy import Policy, _current, as_policy
 from .schema import ArgumentError
-from .store.base import TERMINAL, StepRecord, Store
+from .store.base import CHILDREN_WAIT, TERMINAL, StepRecord, Store
 
 __all__ = ["Execution", "Suspend", "error_from_json", "error_to_json"]
 
@@ -651,11 +651,14 @@ class Execution:
             ]
             await self._record_value(key, "children", outcomes)
             return outcomes
+        # The last child to finish wakes this run, and suspending re-checks
+        # the children, so the timer is only a safety net (a worker that died
+        # between finishing a child and waking us): it backs off to 30 s.
         now = time.time()
         oldest = min((r.created_at for r in runs.values()), default=now)
-        backoff = min(2.0, max(0.05, (now - oldest) / 10))
+        backoff = min(30.0, max(0.5, now - oldest))
         prefix = ids[0].rsplit("/", 1)[0] + "/" if ids else ""
-        raise Suspend(now + backoff, f"stalwart.children:{prefix}")
+        raise Suspend(now + backoff, f"{CHILDREN_WAIT}{prefix}")
 
     # -- the root ------------------------------------------------------------
     async def run_root(

@@ -24,6 +24,7 @@ __all__ = [
     "SignalRecord",
     "StepRecord",
     "Store",
+    "children_prefix",
     "owner_is_dead",
     "run_from_row",
     "run_to_row",
@@ -132,6 +133,20 @@ _RUN_FIELDS = tuple(c.strip() for c in RUN_COLUMNS.split(","))
 SPILL_BYTES = 16 * 1024
 SPILL_FIELDS = (("args", 1), ("output", 2), ("error", 4))
 CANCELLED_ERROR = '{"type":"stalwart.errors.CancelledRun","message":"run was cancelled"}'
+
+
+CHILDREN_WAIT = "stalwart.children:"
+
+
+def children_prefix(waiting_for: str | None) -> str | None:
+    """The id prefix of the child runs a run waits for, if it waits for children.
+
+    Stores check those children when the run suspends, so a child that
+    finished in between cannot leave the parent waiting for its timer.
+    """
+    if waiting_for is not None and waiting_for.startswith(CHILDREN_WAIT):
+        return waiting_for[len(CHILDREN_WAIT) :]
+    return None
 
 
 def run_from_row(row: Sequence[Any]) -> RunRecord:

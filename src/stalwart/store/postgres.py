@@ -93,6 +93,7 @@ from .base import (
     RunRecord,
     StepRecord,
     Store,
+    children_prefix,
     owner_is_dead,
     run_from_row,
     run_to_row,
@@ -864,6 +865,18 @@ class PostgresStore(Store):
                         (run_id, waiting_for),
                     )
                     ready = await cur.fetchone() is not None
+                prefix = children_prefix(waiting_for)
+                if prefix is not None and not ready:
+                    # The children may all have finished since the run looked;
+                    # the row lock above orders this against their wake().
+                    cur = await conn.execute(
+                        f"SELECT count(*) FROM {s}.runs WHERE parent_id = %s "
+                        "AND starts_with(id, %s) "
+                        "AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+                        (run_id, prefix),
+                    )
+                    row = await cur.fetchone()
+                    ready = row is not None and row[0] == 0
                 await self._fenced(
                     conn,
                     f"UPDATE {s}.runs SET status = %s, wake_at = %s, waiting_for = %s, "

@@ -38,6 +38,7 @@ from .base import (
     RunRecord,
     StepRecord,
     Store,
+    children_prefix,
     owner_is_dead,
     run_from_row,
     run_to_row,
@@ -616,6 +617,15 @@ class SQLiteStore(Store):
                 ).fetchone()
                 is not None
             )
+            prefix = children_prefix(waiting_for)
+            if prefix is not None and not ready:
+                # The children may all have finished since the run looked.
+                (unfinished,) = db.execute(
+                    "SELECT count(*) FROM runs WHERE parent_id = ? AND substr(id, 1, ?) = ? "
+                    "AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+                    (run_id, len(prefix), prefix),
+                ).fetchone()
+                ready = unfinished == 0
             status = "pending" if ready else "suspended"
             self._fenced(
                 db,
