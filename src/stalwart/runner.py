@@ -35,7 +35,7 @@ from .errors import (
 )
 from .events import Event, Hook, RunFinished
 from .policy import Policy, SupportsPolicy, as_policy
-from .runtime import Execution, Suspend, error_from_json, error_to_json
+from .runtime import Execution, Suspend, error_from_json, error_to_json, leaves_of
 from .store.base import CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord, Store, this_host
 
 _log = logging.getLogger("stalwart.runner")
@@ -93,14 +93,9 @@ def _code_version(pol: Policy[Any, Any]) -> str:
 
 
 def _find_suspend(exc: BaseException) -> Suspend | None:
-    if isinstance(exc, Suspend):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for sub in exc.exceptions:
-            found = _find_suspend(sub)
-            if found is not None:
-                return found
-    return None
+    """The Suspend that unwound the run, itself or inside a TaskGroup's group."""
+    leaves = leaves_of(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    return next((e for e in leaves if isinstance(e, Suspend)), None)
 
 
 @dataclass(eq=False)

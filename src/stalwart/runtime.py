@@ -37,7 +37,7 @@ from .policy import Policy, _current, as_policy
 from .schema import ArgumentError
 from .store.base import CHILDREN_WAIT, TERMINAL, StepRecord, Store
 
-__all__ = ["Execution", "Suspend", "error_from_json", "error_to_json"]
+__all__ = ["Execution", "Suspend", "error_from_json", "error_to_json", "leaves_of"]
 
 # Errors about the run itself, not the step: never recorded as a step's error,
 # so that fixing the cause (code, store) lets the run resume.
@@ -454,7 +454,7 @@ class Execution:
         except BaseExceptionGroup as group:
             # A store failure or nondeterminism in one call is the run's
             # problem, not a result: surface it as itself, not as a group.
-            for exc in _leaves(group):
+            for exc in leaves_of(group):
                 if isinstance(exc, _NOT_STEP_ERRORS):
                     raise exc from group
             raise
@@ -669,11 +669,12 @@ class Execution:
         return await self._full("", pol, args, kwargs, root=True)
 
 
-def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+def leaves_of(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+    """Every exception inside a (nested) exception group."""
     out: list[BaseException] = []
     for exc in group.exceptions:
         if isinstance(exc, BaseExceptionGroup):
-            out.extend(_leaves(exc))
+            out.extend(leaves_of(exc))
         else:
             out.append(exc)
     return out
