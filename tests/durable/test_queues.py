@@ -101,8 +101,9 @@ async def test_priorities_and_delayed_start(store_url: str) -> None:
             await client.enqueue(square, i, run_id=f"p{i}", priority=i)
         delayed = await client.enqueue(square, 100, run_id="late", delay=0.6)
     start = time.monotonic()
-    async with sw.Runner(store_url, concurrency=1, poll_interval=0.05, policies=POLICIES):
-        assert await delayed.result(timeout=10) == 10_000
+    async with sw.Runner(store_url, concurrency=1, poll_interval=0.05, policies=POLICIES) as w:
+        # Handles are awaited through a runner that is open: the client's is closed.
+        assert await sw.RunHandle(w, delayed.run_id).result(timeout=10) == 10_000
         assert time.monotonic() - start >= 0.5
     assert SEEN[:5] == [4, 3, 2, 1, 0]  # highest priority first
 
@@ -111,8 +112,9 @@ async def test_worker_and_queue_concurrency_limits(store_url: str) -> None:
     async with sw.Runner(store_url, recover=False) as client:
         handles = [await client.enqueue(busy, i, run_id=f"b{i}") for i in range(8)]
         await client.set_queue("default", concurrency=2)
-    async with sw.Runner(store_url, poll_interval=0.02, policies=POLICIES):
-        assert [await h.result(timeout=20) for h in handles] == list(range(8))
+    async with sw.Runner(store_url, poll_interval=0.02, policies=POLICIES) as w:
+        results = [await sw.RunHandle(w, h.run_id).result(timeout=20) for h in handles]
+        assert results == list(range(8))
     assert ACTIVE["max"] == 2
 
 
@@ -121,9 +123,9 @@ async def test_queue_rate_limit(store_url: str) -> None:
         await client.set_queue("slow", rate=10)
         handles = [await client.enqueue(square, i, run_id=f"r{i}", queue="slow") for i in range(6)]
     start = time.monotonic()
-    async with sw.Runner(store_url, poll_interval=0.02, policies=POLICIES):
+    async with sw.Runner(store_url, poll_interval=0.02, policies=POLICIES) as w:
         for h in handles:
-            await h.result(timeout=20)
+            await sw.RunHandle(w, h.run_id).result(timeout=20)
     # A burst of 10 tokens at most, then 10 a second: six runs fit in the burst,
     # so what is asserted is that limits do not block a run forever.
     assert time.monotonic() - start < 5
