@@ -119,11 +119,22 @@ class RunHandle:
 
     async def result(self, timeout: float | None = None) -> Any:
         """The run's result (or its error, raised), waiting as long as needed."""
+        self._check_open()
         async with asyncio.timeout(timeout):
             return await self.runner._await_outcome(self.run_id)
 
     async def status(self) -> str:
+        self._check_open()
         return (await self.runner.get_run(self.run_id)).status
+
+    def _check_open(self) -> None:
+        # Awaiting through a closed runner would quietly reopen its store, and
+        # nothing would close it again (a leaked pool). Say so instead.
+        if self.runner._closed:
+            raise RuntimeError(
+                f"the runner of run {self.run_id!r} is closed; await the run through an "
+                f"open runner: RunHandle(runner, {self.run_id!r})"
+            )
 
     async def cancel(self) -> None:
         await self.runner.cancel(self.run_id)
@@ -188,6 +199,7 @@ class Runner:
         self._memory_runs: dict[str, tuple[str, Any, str]] = {}  # id -> status, outcome, inputs
         self._listeners: dict[str, list[asyncio.Queue[Any]]] = {}
         self._opened = False
+        self._closed = False
         self._bg: asyncio.Task[None] | None = None
         self._poke: asyncio.Event | None = None
         self._watchers: dict[str, asyncio.Event] = {}
@@ -209,6 +221,7 @@ class Runner:
         if self._opened:
             return
         self._opened = True
+        self._closed = False
         if self.store is not None:
             await self.store.open()
             self._poke = asyncio.Event()
@@ -230,6 +243,7 @@ class Runner:
         if self.store is not None and self._opened:
             await self.store.close()
         self._opened = False
+        self._closed = self.store is not None  # in memory there is nothing to leak
 
     def register(self, target: Any) -> Policy[Any, Any]:
         """Make a policy known, so runs of it can be resumed by this runner."""

@@ -92,3 +92,12 @@ async def test_a_dead_holders_run_is_found_among_many_live_ones(tmp_path: Path) 
         assert [r.id for r in claimed] == ["orphan"]
     finally:
         await store.close()
+
+
+async def test_a_handle_of_a_closed_runner_says_so(store_url: str) -> None:
+    async with sw.Runner(store_url, recover=False) as client:
+        handle = await client.enqueue(forever, run_id="later")
+    with pytest.raises(RuntimeError, match="runner of run 'later' is closed"):
+        await handle.result(timeout=1)
+    async with sw.Runner(store_url, recover=False) as other:
+        assert await sw.RunHandle(other, "later").status() == "pending"
