@@ -192,17 +192,10 @@ class Child:
 
 
 def _unwrap(run_id: str, outcome: dict[str, Any]) -> Any:
-    from . import codec
-    from .errors import CancelledRun
-    from .runtime import error_from_json
+    from .runtime import recorded_outcome
 
-    status = outcome["status"]
-    if status == "succeeded":
-        if "value" in outcome:
-            return outcome["value"]
-        return codec.loads(outcome["result"] or "null")
-    if status == "cancelled":
-        raise CancelledRun(f"child run {run_id!r} was cancelled")
+    if "value" in outcome:  # a child that ran in memory: the value itself
+        return outcome["value"]
     if "exception" in outcome:
         raise outcome["exception"]
-    raise error_from_json(outcome["error"] or '{"type": "Error", "message": "failed"}')
+    return recorded_outcome(run_id, outcome["status"], outcome.get("result"), outcome.get("error"))

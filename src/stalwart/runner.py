@@ -35,7 +35,14 @@ from .errors import (
 )
 from .events import Event, Hook, RunFinished
 from .policy import Policy, SupportsPolicy, as_policy
-from .runtime import Execution, Suspend, error_from_json, error_to_json, leaves_of
+from .runtime import (
+    Execution,
+    Suspend,
+    error_from_json,
+    error_to_json,
+    leaves_of,
+    recorded_outcome,
+)
 from .store.base import CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord, Store, this_host
 
 _log = logging.getLogger("stalwart.runner")
@@ -513,14 +520,11 @@ class Runner:
                 suspend = _find_suspend(exc)
                 if suspend is None:
                     raise
-                parked = await store.suspend_run(
-                    x.run_id, x.fence, suspend.wake_at, suspend.waiting_for
-                )
+                # If what it waits for is already there, the store leaves the
+                # run ready; _finish_live pokes the loop, which resumes it or
+                # recomputes the next wake time.
+                await store.suspend_run(x.run_id, x.fence, suspend.wake_at, suspend.waiting_for)
                 outcome = ("suspended", None)
-                if not parked and self._poke is not None:
-                    self._poke.set()  # the signal is already there: resume at once
-                elif self._poke is not None:
-                    self._poke.set()  # recompute the next wake time
                 return
             try:
                 output = codec.dumps(result, f"result of run {x.run_id}")
@@ -788,12 +792,8 @@ class Runner:
                     raise value
                 continue
             rec = await self.get_run(run_id)
-            if rec.status == "succeeded":
-                return codec.loads(rec.result or "null")
-            if rec.status == "failed":
-                raise error_from_json(rec.error or '{"type":"Error","message":""}')
-            if rec.status == "cancelled":
-                raise CancelledRun(f"run {run_id!r} was cancelled")
+            if rec.status in TERMINAL:
+                return recorded_outcome(run_id, rec.status, rec.result, rec.error)
             watcher = self._watchers.setdefault(run_id, asyncio.Event())
             watcher.clear()
             with contextlib.suppress(TimeoutError):

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from . import codec
 from .context import Context
 from .errors import (
+    CancelledRun,
     CorruptedRecord,
     NonDeterminismError,
     SerializationError,
@@ -37,7 +38,14 @@ from .policy import Policy, _current, as_policy
 from .schema import ArgumentError
 from .store.base import CHILDREN_WAIT, TERMINAL, StepRecord, Store
 
-__all__ = ["Execution", "Suspend", "error_from_json", "error_to_json", "leaves_of"]
+__all__ = [
+    "Execution",
+    "Suspend",
+    "error_from_json",
+    "error_to_json",
+    "leaves_of",
+    "recorded_outcome",
+]
 
 # Errors about the run itself, not the step: never recorded as a step's error,
 # so that fixing the cause (code, store) lets the run resume.
@@ -65,6 +73,15 @@ def error_to_json(exc: BaseException) -> str:
         with contextlib.suppress(SerializationError):
             data["args"] = codec.encode(list(exc.args))
     return json.dumps(data, separators=(",", ":"))
+
+
+def recorded_outcome(run_id: str, status: str, result: str | None, error: str | None) -> Any:
+    """A finished run's value, or its recorded error raised (S10)."""
+    if status == "succeeded":
+        return codec.loads(result or "null")
+    if status == "cancelled":
+        raise CancelledRun(f"run {run_id!r} was cancelled")
+    raise error_from_json(error or '{"type":"Error","message":"failed"}')
 
 
 def error_from_json(text: str) -> BaseException:
