@@ -5,9 +5,11 @@ for, records every step in a ledger, and resumes a run that died by replay.
 """
 
 from .context import Context
+from .declared import register_type
 from .errors import (
     CancelledRun,
     CorruptedRecord,
+    DuplicatePolicy,
     InputMismatchError,
     NonDeterminismError,
     RunFailed,
@@ -17,6 +19,7 @@ from .errors import (
     StalwartError,
     StepError,
     StoreError,
+    StoreUnavailable,
     Veto,
 )
 from .events import (
@@ -61,6 +64,7 @@ __all__ = [
     "CancelledRun",
     "Context",
     "CorruptedRecord",
+    "DuplicatePolicy",
     "Emitted",
     "Event",
     "Hook",
@@ -79,10 +83,12 @@ __all__ = [
     "StalwartError",
     "StepError",
     "StoreError",
+    "StoreUnavailable",
     "Text",
     "TextDelta",
     "ToolSpec",
     "Veto",
     "__version__",
     "policy",
+    "register_type",
 ]

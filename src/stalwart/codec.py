@@ -6,6 +6,13 @@ dataclasses, pydantic models and Messages are tagged with ``"$t"`` so that a
 replayed step returns the same type it returned live. Anything else is refused
 with a :class:`~stalwart.errors.SerializationError` naming the type, at record
 time rather than at recovery time.
+
+Reading back never imports anything (S13): a tagged class is looked up among
+the types the program declared (:mod:`stalwart.declared`), and a class is
+only recorded if it is declared, so what was written can always be read back
+by the same program. A row that names anything else, or that is not what
+this module writes, raises :class:`~stalwart.errors.CorruptedRecord` naming
+where it was found.
 """
 
 from __future__ import annotations
@@ -14,12 +21,12 @@ import base64
 import dataclasses
 import datetime as _dt
 import enum
-import importlib
 import json
 import uuid
 from typing import Any
 
-from .errors import SerializationError
+from .declared import is_declared, lookup, name_of
+from .errors import CorruptedRecord, SerializationError
 
 __all__ = ["decode", "dumps", "encode", "loads"]
 
@@ -28,57 +35,71 @@ _PLAIN = (str, int, float, bool, type(None))
 _PLAIN_TYPES = frozenset(_PLAIN)
 
 
-def _qualname(cls: type, where: str) -> str:
+def _qualname(cls: type, where: str, strict: bool) -> str:
     if "<locals>" in cls.__qualname__:
         raise SerializationError(
             f"{where}: a value of type {cls.__module__}.{cls.__qualname__} cannot be read "
             "back from JSON, because its class is defined inside a function; "
             "define it at module level"
         )
-    return f"{cls.__module__}:{cls.__qualname__}"
+    if strict and not is_declared(cls):
+        raise SerializationError(
+            f"{where}: a value of type {cls.__module__}.{cls.__qualname__} cannot be recorded, "
+            "because nothing declares it may be read back: name it in the policy's type hints "
+            f"or call stalwart.register_type({cls.__qualname__})"
+        )
+    return name_of(cls)
 
 
-def _import(path: str) -> Any:
-    module, _, qual = path.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in qual.split("."):
-        obj = getattr(obj, part)
-    return obj
+def encode(value: Any, where: str = "value", *, strict: bool = True) -> Any:
+    """Turn ``value`` into a JSON tree; ``where`` names it in errors.
+
+    ``strict`` (the default for anything recorded) refuses classes the program
+    has not declared; a tree only shown to a model may skip that check.
+    """
+    try:
+        return _enc(value, where, strict)
+    except RecursionError:
+        raise SerializationError(
+            f"{where}: the value is nested too deeply to record, or contains itself"
+        ) from None
 
 
-def encode(value: Any, where: str = "value") -> Any:
-    """Turn ``value`` into a JSON tree; ``where`` names it in errors."""
-    if type(value) in _PLAIN_TYPES:
+def _enc(value: Any, where: str, strict: bool) -> Any:
+    t = type(value)
+    if t in _PLAIN_TYPES:
+        if t is float and value - value != 0.0:  # NaN or infinity
+            raise SerializationError(f"{where}: {value} is not a JSON number")
         return value
     if isinstance(value, list):
         try:
-            return [encode(v, where) for v in value]
+            return [_enc(v, where, strict) for v in value]
         except SerializationError:
-            _locate(value, enumerate(value), where)
+            _locate(value, enumerate(value), where, strict)
             raise
     if isinstance(value, dict):
         try:
             if all(type(k) is str for k in value):
-                tree = {k: encode(v, where) for k, v in value.items()}
+                tree = {k: _enc(v, where, strict) for k, v in value.items()}
                 return {_TAG: "dict", "v": tree} if _TAG in value else tree
             return {
                 _TAG: "map",
-                "v": [[encode(k, where), encode(v, where)] for k, v in value.items()],
+                "v": [[_enc(k, where, strict), _enc(v, where, strict)] for k, v in value.items()],
             }
         except SerializationError:
-            _locate(value, value.items(), where)
+            _locate(value, value.items(), where, strict)
             raise
-    return _encode_other(value, where)
+    return _encode_other(value, where, strict)
 
 
-def _locate(container: Any, items: Any, where: str) -> None:
+def _locate(container: Any, items: Any, where: str, strict: bool) -> None:
     """Name the key or index at fault: ``inputs of run r: ['shared']['q']: ...``.
 
     Only runs on failure, so encoding good values pays nothing for it.
     """
     for k, v in items:
         try:
-            encode(v, where)
+            _enc(v, where, strict)
         except SerializationError as exc:
             message = str(exc)
             head, sep, rest = message.partition(": ")
@@ -87,17 +108,17 @@ def _locate(container: Any, items: Any, where: str) -> None:
             raise exc from None
 
 
-def _encode_other(value: Any, where: str) -> Any:
+def _encode_other(value: Any, where: str, strict: bool) -> Any:
     from .message import Message
 
     if isinstance(value, Message):
         return {_TAG: "msg", "v": value.to_dict()}
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return {_TAG: "tuple", "v": [encode(v, where) for v in value]}
+        return {_TAG: "tuple", "v": [_enc(v, where, strict) for v in value]}
     if isinstance(value, frozenset):
-        return {_TAG: "frozenset", "v": [encode(v, where) for v in value]}
+        return {_TAG: "frozenset", "v": [_enc(v, where, strict) for v in value]}
     if isinstance(value, set):
-        return {_TAG: "set", "v": [encode(v, where) for v in value]}
+        return {_TAG: "set", "v": [_enc(v, where, strict) for v in value]}
     if isinstance(value, bytes):
         return {_TAG: "bytes", "v": base64.b64encode(value).decode("ascii")}
     if isinstance(value, _dt.datetime):
@@ -107,16 +128,18 @@ def _encode_other(value: Any, where: str) -> Any:
     if isinstance(value, uuid.UUID):
         return {_TAG: "uuid", "v": str(value)}
     if isinstance(value, enum.Enum):
-        return {_TAG: "enum", "c": _qualname(type(value), where), "v": encode(value.value, where)}
+        cls = _qualname(type(value), where, strict)
+        return {_TAG: "enum", "c": cls, "v": _enc(value.value, where, strict)}
     if isinstance(value, _PLAIN):  # a subclass of str, int or float that is no enum
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        cls = _qualname(type(value), where, strict)
         fields = {
-            f.name: encode(getattr(value, f.name), where)
+            f.name: _enc(getattr(value, f.name), where, strict)
             for f in dataclasses.fields(value)
             if f.init
         }
-        return {_TAG: "dc", "c": _qualname(type(value), where), "v": fields}
+        return {_TAG: "dc", "c": cls, "v": fields}
     model_dump = getattr(value, "model_dump", None)
     if model_dump is not None and hasattr(type(value), "model_validate"):
         try:
@@ -125,41 +148,70 @@ def _encode_other(value: Any, where: str) -> Any:
             raise SerializationError(
                 f"{where}: {type(value).__qualname__} cannot be serialized to JSON: {exc}"
             ) from exc
-        return {_TAG: "model", "c": _qualname(type(value), where), "v": dumped}
+        return {_TAG: "model", "c": _qualname(type(value), where, strict), "v": dumped}
     raise SerializationError(
         f"{where}: a value of type {type(value).__module__}.{type(value).__qualname__} "
         "cannot be recorded as JSON (use JSON types, dataclasses, pydantic models or Messages)"
     )
 
 
-def decode(tree: Any) -> Any:
-    """Rebuild the value that :func:`encode` turned into ``tree``."""
+def decode(tree: Any, where: str = "value") -> Any:
+    """Rebuild the value that :func:`encode` turned into ``tree``.
+
+    Raises :class:`CorruptedRecord` naming ``where`` for a tree this module
+    did not write, or one naming a class the program has not declared.
+    """
+    try:
+        return _dec(tree)
+    except CorruptedRecord as exc:
+        raise CorruptedRecord(f"{where}: {exc}") from None
+    except RecursionError:
+        raise CorruptedRecord(f"{where}: the recorded value is nested too deeply") from None
+    except Exception as exc:  # a malformed tree, or a declared class refusing the data
+        raise CorruptedRecord(
+            f"{where}: the recorded value cannot be read back ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def _dec(tree: Any) -> Any:
     if isinstance(tree, list):
-        return [decode(v) for v in tree]
+        return [_dec(v) for v in tree]
     if isinstance(tree, dict):
         tag = tree.get(_TAG)
         if tag is None:
-            return {k: decode(v) for k, v in tree.items()}
+            return {k: _dec(v) for k, v in tree.items()}
         return _decode_tagged(tag, tree)
     return tree
+
+
+def _declared(tree: dict[str, Any]) -> Any:
+    name = tree["c"]
+    cls = lookup(name) if isinstance(name, str) else None
+    if cls is None:
+        raise CorruptedRecord(
+            f"the record names type {str(name)[:200]!r}, which this program has not declared "
+            "(declare it in a policy's type hints or with stalwart.register_type); "
+            "nothing was imported"
+        )
+    return cls
 
 
 def _decode_tagged(tag: str, tree: dict[str, Any]) -> Any:
     v = tree["v"]
     if tag == "dict":
-        return {k: decode(x) for k, x in v.items()}
+        return {k: _dec(x) for k, x in v.items()}
     if tag == "map":
-        return {decode(k): decode(x) for k, x in v}
+        return {_dec(k): _dec(x) for k, x in v}
     if tag == "msg":
         from .message import Message
 
         return Message.from_dict(v)
     if tag == "tuple":
-        return tuple(decode(x) for x in v)
+        return tuple(_dec(x) for x in v)
     if tag == "set":
-        return {decode(x) for x in v}
+        return {_dec(x) for x in v}
     if tag == "frozenset":
-        return frozenset(decode(x) for x in v)
+        return frozenset(_dec(x) for x in v)
     if tag == "bytes":
         return base64.b64decode(v)
     if tag == "datetime":
@@ -169,12 +221,22 @@ def _decode_tagged(tag: str, tree: dict[str, Any]) -> Any:
     if tag == "uuid":
         return uuid.UUID(v)
     if tag == "enum":
-        return _import(tree["c"])(decode(v))
+        cls = _declared(tree)
+        if not issubclass(cls, enum.Enum):
+            raise CorruptedRecord(f"{tree['c']!r} is recorded as an enum but is not one")
+        return cls(_dec(v))
     if tag == "dc":
-        return _import(tree["c"])(**{k: decode(x) for k, x in v.items()})
+        cls = _declared(tree)
+        if not dataclasses.is_dataclass(cls):
+            raise CorruptedRecord(f"{tree['c']!r} is recorded as a dataclass but is not one")
+        build: Any = cls
+        return build(**{k: _dec(x) for k, x in v.items()})
     if tag == "model":
-        return _import(tree["c"]).model_validate(v)
-    raise SerializationError(f"unknown tag {tag!r} in recorded value")
+        cls = _declared(tree)
+        if not hasattr(cls, "model_validate"):
+            raise CorruptedRecord(f"{tree['c']!r} is recorded as a model but is not one")
+        return cls.model_validate(v)
+    raise CorruptedRecord(f"unknown tag {str(tag)[:50]!r} in the recorded value")
 
 
 def dumps(value: Any, where: str = "value") -> str:
@@ -185,8 +247,17 @@ def dumps(value: Any, where: str = "value") -> str:
         return json.dumps(encode(value, where), separators=(",", ":"), allow_nan=False)
     except ValueError as exc:  # NaN or infinity: not JSON
         raise SerializationError(f"{where}: {exc}") from exc
+    except RecursionError:
+        raise SerializationError(f"{where}: the value is nested too deeply to record") from None
 
 
-def loads(text: str | bytes) -> Any:
-    """Parse JSON text written by :func:`dumps` back into a value."""
-    return decode(json.loads(text))
+def loads(text: str | bytes, where: str = "value") -> Any:
+    """Parse JSON text written by :func:`dumps` back into a value.
+
+    Raises :class:`CorruptedRecord` naming ``where`` if it is not such text.
+    """
+    try:
+        tree = json.loads(text)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise CorruptedRecord(f"{where}: not valid JSON ({type(exc).__name__}: {exc})") from None
+    return decode(tree, where)

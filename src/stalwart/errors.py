@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "CancelledRun",
     "CorruptedRecord",
+    "DuplicatePolicy",
     "InputMismatchError",
     "NonDeterminismError",
     "RunFailed",
@@ -18,6 +19,7 @@ __all__ = [
     "StalwartError",
     "StepError",
     "StoreError",
+    "StoreUnavailable",
     "Veto",
 ]
 
@@ -71,11 +73,34 @@ class CancelledRun(StalwartError):
 
 
 class InputMismatchError(StalwartError):
-    """A run id was started again with other inputs than the first time."""
+    """A run id was started again with other inputs, or another policy, than
+    the first time: one run id is one run."""
+
+
+class DuplicatePolicy(StalwartError, ValueError):
+    """Two different policies would be recorded under one name.
+
+    Refused when the second is registered: a run resumed by name must find
+    the policy it started with, never a namesake (S13).
+    """
 
 
 class StoreError(StalwartError):
-    """The store failed: it is unreachable, corrupted, or refused a write."""
+    """The store refused an operation for good: a usage error or a bad row.
+
+    Permanent: retrying the same operation gives the same answer, so a run
+    that meets one fails with its message (S14). A store that is merely
+    unreachable raises :class:`StoreUnavailable` instead.
+    """
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be reached or is busy right now; the same call may
+    succeed later (a dropped connection, a server restart, a locked file).
+
+    The only store error a runner retries: the run stays where it is and is
+    resumed by replay once the store answers again.
+    """
 
 
 class CorruptedRecord(StoreError):

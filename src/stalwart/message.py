@@ -256,7 +256,7 @@ def plain(value: Any) -> Any:
     """``value`` as the plain JSON data a model reads: no codec tags."""
     from .codec import encode
 
-    return _plain(encode(value))
+    return _plain(encode(value, "a value shown to a model", strict=False))
 
 
 def _plain(tree: Any) -> Any:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from .context import Context
+from .declared import declare_hints, register_type
 from .schema import Signature
 
 __all__ = ["Policy", "SupportsPolicy", "ToolSpec", "as_policy", "current_context", "policy"]
@@ -127,6 +128,21 @@ class Policy(Generic[P, R]):
     @property
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)
+
+    def declare_types(self) -> None:
+        """Declare the types this policy's values may be read back as (S13).
+
+        Its hints (parameters and return) and the exceptions it retries on:
+        the program said these may appear in its steps. Done once, lazily,
+        because a hint may name a class defined after the decorator ran.
+        """
+        if "_declared" in self.__dict__:
+            return
+        self.__dict__["_declared"] = True
+        fn: Any = self.fn
+        target = fn if (inspect.isfunction(fn) or inspect.ismethod(fn)) else type(fn).__call__
+        declare_hints(target)
+        register_type(*(t for t in self.retry_on if t is not Exception))
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Coerce a model's arguments to the declared types, or raise ArgumentError."""

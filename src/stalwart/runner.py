@@ -13,10 +13,12 @@ import asyncio
 import contextlib
 import hashlib
 import inspect
+import json
 import logging
 import os
 import time
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -26,12 +28,13 @@ from . import codec
 from .errors import (
     CancelledRun,
     CorruptedRecord,
+    DuplicatePolicy,
     InputMismatchError,
-    NonDeterminismError,
     RunNotFound,
     SerializationError,
     StaleLeaseError,
     StoreError,
+    StoreUnavailable,
 )
 from .events import Event, Hook, RunFinished
 from .policy import Policy, SupportsPolicy, as_policy
@@ -43,7 +46,16 @@ from .runtime import (
     leaves_of,
     recorded_outcome,
 )
-from .store.base import CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord, Store, this_host
+from .store.base import (
+    CHILDREN_WAIT,
+    TERMINAL,
+    RunRecord,
+    StepRecord,
+    Store,
+    check_run_id,
+    child_group,
+    this_host,
+)
 
 _log = logging.getLogger("stalwart.runner")
 
@@ -78,13 +90,115 @@ def open_store(url: str | Store | None) -> Store | None:
     )
 
 
-def _policy_ref(pol: Policy[Any, Any]) -> str:
+def _legacy_ref(pol: Policy[Any, Any]) -> str:
+    """How version 0.1 named a run's policy (``module:qualname``), still
+    recognised in old rows; it depends on how the module was loaded
+    (``__main__`` as a script), so runs are recorded by policy name now."""
     fn = pol.fn
     module = getattr(fn, "__module__", None)
     qual = getattr(fn, "__qualname__", None)
     if module and qual and "<locals>" not in qual and inspect.isroutine(fn):
         return f"{module}:{qual}"
     return pol.name
+
+
+def _where_defined(pol: Policy[Any, Any]) -> str:
+    fn: Any = pol.fn
+    target = fn if inspect.isroutine(fn) else type(fn)
+    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+    try:
+        file = inspect.getsourcefile(target)
+        line = inspect.getsourcelines(target)[1]
+    except (OSError, TypeError):
+        return name
+    return f"{name} ({file}:{line})"
+
+
+def _inputs(
+    pol: Policy[Any, Any], run_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> str:
+    """A run's inputs as recorded: arguments bound to the policy's parameters,
+    so that passing one by keyword or by position records the same thing."""
+    pol.declare_types()
+    sig = _binding(pol)
+    if sig is not None:
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:
+            pass  # the call itself will say what is wrong
+        else:
+            args, kwargs = bound.args, bound.kwargs
+    return codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {run_id!r}")
+
+
+def _binding(pol: Policy[Any, Any]) -> inspect.Signature | None:
+    """The parameters a caller passes (the injected context left out)."""
+    if "_binding" not in pol.__dict__:
+        fn: Any = pol.fn
+        try:
+            sig: inspect.Signature | None = inspect.signature(
+                fn if inspect.isroutine(fn) else type(fn).__call__.__get__(fn)
+            )
+        except (TypeError, ValueError):
+            sig = None
+        if sig is not None and pol.takes_ctx:
+            sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+        pol.__dict__["_binding"] = sig
+    result: inspect.Signature | None = pol.__dict__["_binding"]
+    return result
+
+
+def _same_inputs(pol: Policy[Any, Any], stored: str, given: str) -> bool:
+    """Whether two recorded inputs are the same call, compared as values."""
+    if stored == given:
+        return True
+    try:
+        a, b = json.loads(stored), json.loads(given)
+    except ValueError:
+        return False
+    sig = _binding(pol)
+    if sig is None:
+        return bool(a == b)
+    try:
+        x = sig.bind(*a["args"], **a["kwargs"])
+        y = sig.bind(*b["args"], **b["kwargs"])
+    except (TypeError, KeyError):
+        return bool(a == b)
+    x.apply_defaults()
+    y.apply_defaults()
+    return _json_equal(x.arguments, y.arguments)
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON trees where True is not 1 (Python's == says it is)."""
+    if type(a) is not type(b) and not (
+        isinstance(a, int | float) and isinstance(b, int | float)
+        and not isinstance(a, bool) and not isinstance(b, bool)
+    ):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _check_same_run(
+    pol: Policy[Any, Any], stored: RunRecord, given: RunRecord, same_policy: bool
+) -> None:
+    """Starting a run id that exists is idempotent only for the same call."""
+    if stored.parent_id is not None:
+        raise InputMismatchError(f"run {given.id!r} is a child run of {stored.parent_id!r}")
+    if not same_policy:
+        raise InputMismatchError(
+            f"run {given.id!r} exists as a run of another policy:\n"
+            f"  stored: {stored.policy}\n  given:  {given.policy}"
+        )
+    if not _same_inputs(pol, stored.inputs, given.inputs):
+        raise InputMismatchError(
+            f"run {given.id!r} exists with other inputs:\n  stored: {stored.inputs}\n"
+            f"  given:  {given.inputs}"
+        )
 
 
 def _code_version(pol: Policy[Any, Any]) -> str:
@@ -115,14 +229,23 @@ class _Live:
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
     cancel_requested: bool = False
+    lost: bool = False  # a heartbeat found another owner: stop, write nothing
 
 
 class RunHandle:
     """A run you started or found: await its result, stream it, cancel it."""
 
-    def __init__(self, runner: Runner, run_id: str) -> None:
+    def __init__(
+        self, runner: Runner, run_id: str, queue: asyncio.Queue[Any] | None = None
+    ) -> None:
         self.runner = runner
         self.run_id = run_id
+        # Events since start(), kept for the first events() call; let go of
+        # (unsubscribed) when the handle is dropped without reading them.
+        self._queue = queue
+        self._unsubscribe = (
+            None if queue is None else weakref.finalize(self, runner._drop_listener, run_id, queue)
+        )
 
     async def result(self, timeout: float | None = None) -> Any:
         """The run's result (or its error, raised), waiting as long as needed."""
@@ -147,8 +270,16 @@ class RunHandle:
         await self.runner.cancel(self.run_id)
 
     def events(self) -> AsyncIterator[Event]:
-        """Live events of the run, ending with :class:`RunFinished`."""
-        return self.runner._events(self.run_id)
+        """Live events of the run, ending with :class:`RunFinished`.
+
+        The first call on a handle from :meth:`Runner.start` begins at the
+        run's start; later calls (and other handles) begin now.
+        """
+        queue, self._queue = self._queue, None
+        if self._unsubscribe is not None:
+            self._unsubscribe.detach()  # the stream owns the queue now
+            self._unsubscribe = None
+        return self.runner._events(self.run_id, queue)
 
     def __repr__(self) -> str:
         return f"<RunHandle {self.run_id}>"
@@ -200,6 +331,8 @@ class Runner:
         self.code_version = code_version
         self.owner = f"{this_host()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._policies: dict[str, Policy[Any, Any]] = {}
+        self._legacy: dict[str, Policy[Any, Any]] = {}  # 0.1 rows: module:qualname
+        self._unknown: set[str] = set()
         for p in policies:
             self.register(p)
         self._live: dict[str, _Live] = {}
@@ -253,21 +386,28 @@ class Runner:
         self._closed = self.store is not None  # in memory there is nothing to leak
 
     def register(self, target: Any) -> Policy[Any, Any]:
-        """Make a policy known, so runs of it can be resumed by this runner."""
-        pol = as_policy(target)
-        self._policies[_policy_ref(pol)] = pol
-        self._policies.setdefault(pol.name, pol)
-        return pol
+        """Make a policy known, so runs of it can be resumed by this runner.
 
-    def _resolve(self, ref: str) -> Policy[Any, Any] | None:
-        pol = self._policies.get(ref)
-        if pol is None and ":" in ref:
-            try:
-                pol = as_policy(codec._import(ref))
-            except Exception:
-                return None
-            self._policies[ref] = pol
-        return pol
+        A run row names its policy; only registered policies answer to that
+        name (S13), and one name means one policy: registering a different
+        policy under a name that is taken raises :class:`DuplicatePolicy`.
+        """
+        pol = as_policy(target)
+        known = self._policies.get(pol.name)
+        if known is not None and known is not pol and known.fn is not pol.fn:
+            raise DuplicatePolicy(
+                f"two different policies are named {pol.name!r}: "
+                f"{_where_defined(known)} and {_where_defined(pol)}; "
+                "give one of them another name (@policy(name=...), Agent(name=...))"
+            )
+        if known is None:
+            self._policies[pol.name] = pol
+            self._legacy.setdefault(_legacy_ref(pol), pol)
+        return known or pol
+
+    def _resolve(self, name: str) -> Policy[Any, Any] | None:
+        """The registered policy a run row names; never an import."""
+        return self._policies.get(name) or self._legacy.get(name)
 
     # -- starting ------------------------------------------------------------
     @overload
@@ -305,8 +445,9 @@ class Runner:
             )
             execution.host = self
             return await execution.run_root(pol, args, kwargs)
-        handle = await self.start(target, *args, run_id=run_id, **kwargs)
-        return await handle.result()
+        run_id = uuid.uuid4().hex if run_id is None else check_run_id(run_id)
+        await self._start(target, args, kwargs, run_id)
+        return await RunHandle(self, run_id).result()
 
     def run_sync(self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any) -> Any:
         """Run ``target`` from synchronous code (a script); closes the runner after."""
@@ -333,27 +474,49 @@ class Runner:
         """Start a run and return its handle at once.
 
         ``run_id`` is an idempotency key: starting an id that exists returns
-        that run, provided the inputs are the same.
+        that run, provided the policy and inputs are the same. The handle's
+        :meth:`~RunHandle.events` yields every event from the run's start,
+        even those that happened before it was called.
         """
+        run_id = uuid.uuid4().hex if run_id is None else check_run_id(run_id)
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._listeners.setdefault(run_id, []).append(queue)
+        try:
+            await self._start(target, args, kwargs, run_id)
+        except BaseException:
+            self._drop_listener(run_id, queue)
+            raise
+        return RunHandle(self, run_id, queue)
+
+    def _drop_listener(self, run_id: str, queue: asyncio.Queue[Any]) -> None:
+        listeners = self._listeners.get(run_id)
+        if listeners is not None and queue in listeners:
+            listeners.remove(queue)
+            if not listeners:
+                del self._listeners[run_id]
+        live = self._live.get(run_id)
+        if live is not None:
+            live.execution.unlisten(queue)
+
+    async def _start(
+        self, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], run_id: str
+    ) -> None:
         await self.open()
         pol = self.register(target)
-        run_id = run_id or uuid.uuid4().hex
         try:
-            inputs = codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {run_id}")
+            inputs = _inputs(pol, run_id, args, kwargs)
         except SerializationError:
             if self.store is not None:
                 raise
             inputs = ""  # in memory, inputs need not be JSON
         if self.store is None:
-            return self._start_memory(run_id, pol, args, kwargs, inputs)
+            self._start_memory(run_id, pol, args, kwargs, inputs)
+            return
         version = self.code_version if self.code_version is not None else _code_version(pol)
-        rec = RunRecord(run_id, _policy_ref(pol), inputs, code_version=version)
+        rec = RunRecord(run_id, pol.name, inputs, code_version=version)
         stored, created = await self.store.create_run(rec)
-        if not created and stored.inputs != inputs:
-            raise InputMismatchError(
-                f"run {run_id!r} exists with other inputs:\n  stored: {stored.inputs}\n"
-                f"  given:  {inputs}"
-            )
+        if not created:
+            _check_same_run(pol, stored, rec, self._resolve(stored.policy) is pol)
         if (
             run_id not in self._live
             and run_id not in self._claiming
@@ -371,7 +534,6 @@ class Runner:
             # Let the run reach its first await: starting many runs in a loop
             # then holds one at a time, not all of them at once (B7).
             await asyncio.sleep(0)
-        return RunHandle(self, run_id)
 
     def _start_memory(
         self,
@@ -383,7 +545,7 @@ class Runner:
     ) -> RunHandle:
         known = self._memory_runs.get(run_id)
         if known is not None or run_id in self._live:
-            if known is not None and known[2] != inputs:
+            if known is not None and not _same_inputs(pol, known[2], inputs):
                 raise InputMismatchError(f"run {run_id!r} exists with other inputs")
             return RunHandle(self, run_id)
         execution = Execution(
@@ -495,17 +657,26 @@ class Runner:
             self._finish_live(live, outcome)
 
     async def _drive(self, live: _Live, pol: Policy[Any, Any], inputs: str) -> None:
+        """Execute one claimed run to its end, its suspension, or its loss.
+
+        Where an error belongs decides what happens (S14): a transient store
+        failure or a lost lease leaves the run to be resumed (here or by
+        another worker); anything else fails the run with its message, once.
+        """
         store = self.store
         assert store is not None
         x = live.execution
         outcome: tuple[str, Any] = ("lost", None)
         try:
             try:
-                data = codec.loads(inputs)  # a bad row fails this run, not the worker
+                pol.declare_types()
+                data = codec.loads(inputs, f"inputs of run {x.run_id!r}")
                 if x.fence > 1:  # a first claim has no steps to replay: skip the query
                     x.replay = await store.load_steps(x.run_id)
                 result = await x.run_root(pol, tuple(data["args"]), data["kwargs"])
             except asyncio.CancelledError:
+                if live.lost:
+                    return  # another worker holds the run now; it writes, not us
                 if not live.cancel_requested:
                     # Shutdown, not a cancel: hand the run back for someone else.
                     with contextlib.suppress(Exception):
@@ -527,22 +698,17 @@ class Runner:
                 outcome = ("suspended", None)
                 return
             try:
-                output = codec.dumps(result, f"result of run {x.run_id}")
+                output = codec.dumps(result, f"result of run {x.run_id!r}")
             except SerializationError as exc:
                 await store.finish_run(x.run_id, x.fence, "failed", None, error_to_json(exc))
                 outcome = ("failed", exc)
                 return
             await store.finish_run(x.run_id, x.fence, "succeeded", output, None)
             outcome = ("succeeded", result)
-        except StaleLeaseError as exc:
-            outcome = ("lost", exc)  # another worker owns the run now; it will finish it
-        except (NonDeterminismError, CorruptedRecord) as exc:
-            with contextlib.suppress(StoreError):
-                await store.finish_run(x.run_id, x.fence, "failed", None, error_to_json(exc))
-            outcome = ("failed", exc)
-        except StoreError as exc:
-            # The store is down: the run stays ours; the background loop claims
-            # it back and resumes it by replay once the store answers again.
+        except (StaleLeaseError, StoreUnavailable) as exc:
+            # Fenced out (another worker owns the run and will finish it), or
+            # the store is down: the background loop resumes the run by
+            # replay once its lease can be taken again.
             outcome = ("lost", exc)
         except Exception as exc:
             try:
@@ -558,7 +724,7 @@ class Runner:
     async def _wake_parent(self, parent_id: str, child_id: str) -> None:
         """The last child of a group to finish makes its waiting parent ready."""
         assert self.store is not None
-        prefix = child_id.rsplit("/", 1)[0] + "/"
+        prefix = child_group(child_id)
         with contextlib.suppress(StoreError):
             if await self.store.unfinished_children(parent_id, prefix) == 0:
                 await self.store.wake(parent_id, f"{CHILDREN_WAIT}{prefix}")
@@ -581,12 +747,12 @@ class Runner:
                 self._start_memory(run_id, pol, args, kwargs, "")
             return
         version = self.code_version if self.code_version is not None else _code_version(pol)
-        ref = _policy_ref(pol)
+        ref = pol.name
         runs = [
             RunRecord(
                 run_id,
                 ref,
-                codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {run_id}"),
+                _inputs(pol, run_id, args, kwargs),
                 code_version=version,
                 queue=queue or parent.queue,
                 priority=priority,
@@ -631,13 +797,13 @@ class Runner:
         if self.store is None:
             raise StoreError("enqueue needs a durable store; in memory, use start()")
         await self.open()
+        run_id = uuid.uuid4().hex if run_id is None else check_run_id(run_id)
         pol = self.register(target)
-        run_id = run_id or uuid.uuid4().hex
-        inputs = codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {run_id}")
+        inputs = _inputs(pol, run_id, args, kwargs)
         version = self.code_version if self.code_version is not None else _code_version(pol)
         rec = RunRecord(
             run_id,
-            _policy_ref(pol),
+            pol.name,
             inputs,
             code_version=version,
             queue=queue,
@@ -645,11 +811,8 @@ class Runner:
             wake_at=None if not delay else time.time() + delay,
         )
         stored, created = await self.store.create_run(rec)
-        if not created and stored.inputs != inputs:
-            raise InputMismatchError(
-                f"run {run_id!r} exists with other inputs:\n  stored: {stored.inputs}\n"
-                f"  given:  {inputs}"
-            )
+        if not created:
+            _check_same_run(pol, stored, rec, self._resolve(stored.policy) is pol)
         if self._poke is not None:
             self._poke.set()
         return RunHandle(self, run_id)
@@ -702,11 +865,7 @@ class Runner:
             try:
                 now = time.time()
                 if now >= next_beat:
-                    for run_id in await store.heartbeat(self.owner, self.lease, list(self._live)):
-                        live = self._live.get(run_id)
-                        if live is not None and live.task is not None:
-                            live.cancel_requested = True
-                            live.task.cancel()
+                    await self._beat()
                     next_beat = now + self.lease / 3
                 claimed = await self._claim_ready() if self.auto_recover else []
                 wake = await store.next_wake()
@@ -716,7 +875,7 @@ class Runner:
                     # a run we cannot take (other queue, unknown policy, no
                     # room): waiting for it would spin; poll instead.
                     delay = min(delay, max(0.0, wake - time.time()))
-            except StoreError:
+            except StoreUnavailable:
                 delay = self.poll_interval  # the store is down; try again later
             except Exception:  # never let one bad row stop heartbeats and recovery
                 _log.exception("stalwart runner %s: background loop error", self.owner)
@@ -725,6 +884,24 @@ class Runner:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay):
                     await self._poke.wait()
+
+    async def _beat(self) -> None:
+        """Extend our leases; stop the runs asked to cancel, and at once the
+        runs another worker has taken over (S8: a replaced worker stops)."""
+        assert self.store is not None
+        live_ids = [rid for rid, lv in self._live.items() if lv.execution.store is not None]
+        beat = await self.store.heartbeat(self.owner, self.lease, live_ids)
+        for run_id in beat.lost:
+            live = self._live.get(run_id)
+            if live is not None and live.task is not None and not live.task.done():
+                _log.warning("run %r: another worker took it over; stopping here", run_id)
+                live.lost = True
+                live.task.cancel()
+        for run_id in beat.cancel:
+            live = self._live.get(run_id)
+            if live is not None and live.task is not None and not live.lost:
+                live.cancel_requested = True
+                live.task.cancel()
 
     async def _claim_ready(self) -> list[str]:
         """Claim and launch ready runs until none is left or there is no room."""
@@ -757,11 +934,19 @@ class Runner:
         return self._claim_lock
 
     def _resolvable(self, rec: RunRecord) -> bool:
-        return (
-            rec.id not in self._live
-            and rec.id not in self._claiming
-            and self._resolve(rec.policy) is not None
-        )
+        if rec.id in self._live or rec.id in self._claiming:
+            return False
+        if self._resolve(rec.policy) is not None:
+            return True
+        if rec.policy not in self._unknown:  # said once per name, not every poll
+            self._unknown.add(rec.policy)
+            _log.warning(
+                "run %r needs policy %r, which this runner was not given "
+                "(Runner(policies=[...]) or --app); it stays for a runner that has it",
+                rec.id,
+                rec.policy,
+            )
+        return False
 
     async def recover(self) -> list[RunHandle]:
         """Resume every run that is ready here: abandoned, woken, or pending."""
@@ -793,6 +978,7 @@ class Runner:
                 continue
             rec = await self.get_run(run_id)
             if rec.status in TERMINAL:
+                self._declare_for(rec)
                 return recorded_outcome(run_id, rec.status, rec.result, rec.error)
             watcher = self._watchers.setdefault(run_id, asyncio.Event())
             watcher.clear()
@@ -838,14 +1024,29 @@ class Runner:
                 except RunNotFound:
                     rec = None
                 if rec is not None and rec.status in TERMINAL:
-                    value = codec.loads(rec.result) if rec.result else None
-                    err = None
-                    if rec.error:
-                        e = error_from_json(rec.error)
-                        err = f"{type(e).__name__}: {e}"
-                    queue.put_nowait(RunFinished(run_id, rec.status, value, err))
+                    queue.put_nowait(self._finished_event(rec))
                     return
             await asyncio.sleep(self.poll_interval)
+
+    def _declare_for(self, rec: RunRecord) -> None:
+        """Declare the types of the run's policy, if registered here, to read its result."""
+        pol = self._policies.get(rec.policy)
+        if pol is not None:
+            pol.declare_types()
+
+    def _finished_event(self, rec: RunRecord) -> RunFinished:
+        self._declare_for(rec)
+        value: Any = None
+        err = None
+        try:
+            if rec.result:
+                value = codec.loads(rec.result, f"result of run {rec.id!r}")
+            if rec.error:
+                e = error_from_json(rec.error, f"error of run {rec.id!r}")
+                err = f"{type(e).__name__}: {e}"
+        except CorruptedRecord as exc:
+            err = f"CorruptedRecord: {exc}"
+        return RunFinished(rec.id, rec.status, value, err)
 
     async def stream(
         self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any
@@ -855,9 +1056,9 @@ class Runner:
         queue: asyncio.Queue[Any] = asyncio.Queue()
         self._listeners.setdefault(run_id, []).append(queue)
         try:
-            await self.start(target, *args, run_id=run_id, **kwargs)
+            await self._start(target, args, kwargs, check_run_id(run_id))
         except BaseException:
-            self._listeners[run_id].remove(queue)
+            self._drop_listener(run_id, queue)
             raise
         async for ev in self._events(run_id, queue):  # the same queue: nothing is lost
             yield ev

@@ -12,6 +12,7 @@ recorded under its key before the caller sees it (S3, S11).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import hashlib
 import json
@@ -20,8 +21,9 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
-from . import codec
+from . import codec, errors
 from .context import Context
+from .declared import lookup
 from .errors import (
     CancelledRun,
     CorruptedRecord,
@@ -36,7 +38,14 @@ from .events import CallFailed, CallFinished, CallInfo, CallStarted, Emitted, Ho
 from .message import Message
 from .policy import Policy, _current, as_policy
 from .schema import ArgumentError
-from .store.base import CHILDREN_WAIT, TERMINAL, StepRecord, Store
+from .store.base import (
+    CHILDREN_WAIT,
+    TERMINAL,
+    StepRecord,
+    Store,
+    child_group,
+    child_run_id,
+)
 
 __all__ = [
     "Execution",
@@ -52,6 +61,45 @@ __all__ = [
 _NOT_STEP_ERRORS = (NonDeterminismError, StoreError)
 
 
+class _Attempts:
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
+def _is_step_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is the step's own failure, to be recorded (S4, S14).
+
+    Everything a step's code raises is, ``BaseException``s included (a tool's
+    ``SystemExit`` from argparse, its own ``CancelledError``): recorded once,
+    they can neither kill the process nor make the runner retry the run for
+    ever. Not the step's: the run being cancelled (the task is cancelling),
+    a durable wait unwinding the run, Ctrl-C, a coroutine being closed, and
+    the errors about the run itself (:data:`_NOT_STEP_ERRORS`).
+    """
+    if isinstance(exc, Exception):
+        if isinstance(exc, BaseExceptionGroup):
+            return all(_is_step_failure(e) for e in leaves_of(exc))
+        return not isinstance(exc, _NOT_STEP_ERRORS)
+    if isinstance(exc, Suspend | KeyboardInterrupt | GeneratorExit):
+        return False
+    if isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        return task is None or task.cancelling() == 0
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_is_step_failure(e) for e in leaves_of(exc))
+    return True
+
+
+def _as_exception(exc: BaseException) -> Exception:
+    """A step failure as an ``Exception``: what callers see, live and on replay."""
+    if isinstance(exc, Exception):
+        return exc
+    name = type(exc).__name__
+    return StepError(name, str(exc) or f"{name} raised by the step")
+
+
 class Suspend(BaseException):
     """Unwinds a run that waits (durable sleep or signal); not an error.
 
@@ -65,52 +113,82 @@ class Suspend(BaseException):
 
 
 def error_to_json(exc: BaseException) -> str:
+    """A failure as recorded: its type's name, its message and plain-JSON args.
+
+    Args are kept only when they are plain JSON (no codec tags), so reading
+    an error back never constructs anything but the exception itself.
+    """
     cls = type(exc)
     if isinstance(exc, StepError):
-        data = {"type": exc.error_type, "message": exc.error_message}
+        data: dict[str, Any] = {"type": exc.error_type, "message": exc.error_message}
     else:
         data = {"type": f"{cls.__module__}.{cls.__qualname__}", "message": str(exc)}
-        with contextlib.suppress(SerializationError):
-            data["args"] = codec.encode(list(exc.args))
+        if all(type(a) in _SCALARS for a in exc.args):
+            with contextlib.suppress(ValueError):
+                json.dumps(exc.args, allow_nan=False)
+                data["args"] = list(exc.args)
     return json.dumps(data, separators=(",", ":"))
 
 
 def recorded_outcome(run_id: str, status: str, result: str | None, error: str | None) -> Any:
     """A finished run's value, or its recorded error raised (S10)."""
     if status == "succeeded":
-        return codec.loads(result or "null")
+        return codec.loads(result or "null", f"result of run {run_id!r}")
     if status == "cancelled":
         raise CancelledRun(f"run {run_id!r} was cancelled")
-    raise error_from_json(error or '{"type":"Error","message":"failed"}')
+    raise error_from_json(
+        error or '{"type":"Error","message":"failed"}', f"error of run {run_id!r}"
+    )
 
 
-def error_from_json(text: str) -> BaseException:
-    """Rebuild a recorded error: the original type if importable, else StepError."""
-    data = json.loads(text)
-    type_name: str = data["type"]
+def error_from_json(text: str, where: str = "recorded error") -> BaseException:
+    """Rebuild a recorded error without importing anything (S13).
+
+    The original class comes back when it is a builtin exception, one of
+    Stalwart's own, or a class the program declared; anything else is a
+    :class:`StepError` carrying the recorded type name and message.
+    """
+    try:
+        data = json.loads(text)
+        type_name = data["type"]
+        message = data["message"]
+        args = data.get("args")
+        if not isinstance(type_name, str) or not isinstance(message, str):
+            raise TypeError("type and message must be strings")
+        if args is not None and not (
+            isinstance(args, list) and all(type(a) in _SCALARS for a in args)
+        ):
+            raise TypeError("args must be a list of plain values")
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise CorruptedRecord(
+            f"{where}: the recorded error cannot be read back ({type(exc).__name__}: {exc})"
+        ) from None
+    cls = _known_exception(type_name)
+    if cls is not None:
+        exc_obj: BaseException = cls.__new__(cls)
+        exc_obj.args = tuple(args) if args is not None else (message,)
+        with contextlib.suppress(Exception):
+            if str(exc_obj) == message or isinstance(exc_obj, StalwartError):
+                return exc_obj
+    return StepError(type_name.rpartition(".")[2] or type_name, message)
+
+
+def _known_exception(type_name: str) -> type[Exception] | None:
+    """The exception class a recorded type name stands for, if the program knows it."""
     module, _, qual = type_name.rpartition(".")
-    cls: Any = None
-    if module:
-        try:
-            cls = codec._import(f"{module}:{qual}")
-        except Exception:
-            cls = None
-        if cls is None and "." in module:  # nested class: try splitting further left
-            head, _, cls_head = module.rpartition(".")
-            try:
-                cls = codec._import(f"{head}:{cls_head}.{qual}")
-            except Exception:
-                cls = None
+    cls: Any
+    if module == "builtins":
+        cls = getattr(builtins, qual, None)
+    elif module == "stalwart.errors":
+        cls = getattr(errors, qual, None) if qual in errors.__all__ else None
+    else:
+        cls = lookup(f"{module}:{qual}")
+        if cls is None and "." in module:  # a nested class: Outer.Inner
+            head, _, outer = module.rpartition(".")
+            cls = lookup(f"{head}:{outer}.{qual}")
     if isinstance(cls, type) and issubclass(cls, Exception):
-        try:
-            exc: BaseException = cls.__new__(cls)
-            args = codec.decode(data["args"]) if "args" in data else [data["message"]]
-            exc.args = tuple(args)
-            if str(exc) == data["message"] or isinstance(exc, StalwartError):
-                return exc
-        except Exception:
-            pass
-    return StepError(type_name.rpartition(".")[2] or type_name, data["message"])
+        return cls
+    return None
 
 
 def _args_for_record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +205,23 @@ def _args_for_record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str,
     if args:
         out["*"] = [tidy(a) for a in args]
     for k, v in kwargs.items():
-        out[k] = tidy(v)
+        if k == "options" and isinstance(v, list | tuple):
+            out[k] = [f"<policy {p.name}>" for p in option_policies(v)]
+        else:
+            out[k] = tidy(v)
+    return out
+
+
+def option_policies(options: Any) -> list[Policy[Any, Any]]:
+    """The policies offered as options; a TypeError naming any that is not one."""
+    out: list[Policy[Any, Any]] = []
+    for i, opt in enumerate(options or ()):
+        if not _is_option(opt):
+            raise TypeError(
+                f"options[{i}] is {opt!r} ({type(opt).__name__}), which is not a policy; "
+                "offer policies or async functions"
+            )
+        out.append(as_policy(opt))
     return out
 
 
@@ -246,12 +340,28 @@ class Execution:
         for q in self.listeners:
             q.put_nowait(event)
 
-    def emit(self, key: str, value: Any) -> None:
-        if self.listeners:
+    @property
+    def replaying(self) -> bool:
+        """Whether the run is still re-executing its recorded prefix (S2).
+
+        Code between steps runs again on replay; what it emits was delivered
+        the first time, so it is not delivered again. From the first step
+        that executes live (or once every record was read back) the run is
+        live, and emits reach listeners.
+        """
+        return self.live_steps == 0 and self.replayed_steps < len(self.replay)
+
+    def emit(self, key: str, value: Any, *, marked: bool = False) -> None:
+        """Deliver ``value`` to listeners, unless the run is replaying.
+
+        ``marked``: the value says itself whether it is a replay (a flow's
+        node events do), so it is delivered either way.
+        """
+        if self.listeners and (marked or not self.replaying):
             self._publish(Emitted(self.run_id, key, value))
 
     def text_delta(self, key: str, text: str) -> None:
-        if self.listeners:
+        if self.listeners and not self.replaying:
             self._publish(TextDelta(self.run_id, key, text))
 
     # -- steps -------------------------------------------------------------
@@ -273,6 +383,10 @@ class Execution:
                 result = await pol.fn(ctx, *args, **kwargs)
             else:
                 result = await pol.fn(*args, **kwargs)
+        except BaseException as caught:
+            if isinstance(caught, Exception) or not _is_step_failure(caught):
+                raise
+            raise _as_exception(caught) from caught
         finally:
             _current.reset(token)
         if kwargs and "options" in kwargs:
@@ -287,110 +401,58 @@ class Execution:
         kwargs: dict[str, Any],
         root: bool = False,
     ) -> Any:
+        """One step, in the contract's order: replay if recorded (S2, S5),
+        else execute (retries, timeout), record the outcome (S3, S4, S11),
+        and only then let the caller see it."""
         store = self.store if (pol.record and not root) else None
-        args_json = args_hash = None
+        args_json = args_hash = ""
         if store is not None:
+            pol.declare_types()
             args_json = _identity_json(args, kwargs, key)
             args_hash = _hash(args_json)
             rec = self.replay.get(key)
             if rec is not None:
                 result = self._replayed(rec, key, pol.name, args_json, args_hash)
-                if kwargs and "options" in kwargs:
-                    return await self._dispatch(key, result, kwargs["options"], pol)
-                return result
+                return await self._then_dispatch(key, result, kwargs, pol)
         info = None
         if self.hooks or self.listeners:
             info = CallInfo(self.run_id, key, pol.name, _args_for_record(args, kwargs))
             if self.listeners:
                 self._publish(CallStarted(self.run_id, key, pol.name, info.arguments))
         started = time.time()
-        attempt = 0
+        attempts = _Attempts()
         try:
             for hook in self.hooks:
                 await hook.before_call(info)  # type: ignore[arg-type]
-            while True:
-                attempt += 1
-                ctx = (pol.ctx_class or Context)(self, key if attempt == 1 else f"{key}@{attempt}")
-                token = _current.set(ctx)
-                try:
-                    if pol.timeout is not None:
-                        deadline = asyncio.timeout(pol.timeout)
-                        try:
-                            async with deadline:
-                                result = await pol.invoke(ctx, args, kwargs)
-                        except TimeoutError:
-                            if not deadline.expired():
-                                raise  # the policy's own TimeoutError
-                            raise TimeoutError(
-                                f"{pol.name} took longer than its timeout of {pol.timeout} s"
-                            ) from None
-                    else:
-                        result = await pol.invoke(ctx, args, kwargs)
-                    break
-                except pol.retry_on as exc:
-                    if (
-                        attempt > pol.retries
-                        or isinstance(exc, (*_NOT_STEP_ERRORS, Veto))
-                        or not isinstance(exc, Exception)
-                    ):
-                        raise
-                    delay = min(pol.backoff * 2 ** (attempt - 1), pol.max_backoff)
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                finally:
-                    _current.reset(token)
-            if store is not None:
-                output = codec.dumps(result, f"result of step {key} ({pol.name})")
-        except Exception as caught:
-            if isinstance(caught, _NOT_STEP_ERRORS):
+            result = await self._attempts(key, pol, args, kwargs, attempts)
+            output = codec.dumps(result, f"result of step {key} ({pol.name})") if store else None
+        except BaseException as caught:
+            if not _is_step_failure(caught):
                 raise
-            err: BaseException = caught
+            err: BaseException = _as_exception(caught)
             if store is not None:
                 rec = StepRecord(
-                    key,
-                    pol.name,
-                    args_hash or "",
-                    args_json,
-                    None,
-                    error_to_json(err),
-                    attempt,
-                    started,
-                    time.time(),
-                )
-                won = await store.record_step(self.run_id, self.fence, rec)
-                self.live_steps += 1
-                if won.output is not None:  # another executor recorded success first
+                    key, pol.name, args_hash, args_json, None, error_to_json(err),
+                    attempts.n, started, time.time(),
+                )  # fmt: skip
+                won = await self._record(rec)
+                if won.output is not None:  # another executor recorded success first (S3)
                     result = self._decode_output(won, key)
-                    if kwargs and "options" in kwargs:  # as a replay of it would
-                        return await self._dispatch(key, result, kwargs["options"], pol)
-                    return result
-                err = error_from_json(won.error) if won is not rec and won.error else err
-            if info is not None:
-                for hook in self.hooks:
-                    await hook.on_error(info, err)
-                if self.listeners:
-                    self._publish(
-                        CallFailed(self.run_id, key, pol.name, type(err).__name__, str(err))
-                    )
+                    return await self._then_dispatch(key, result, kwargs, pol)
+                if won is not rec and won.error:
+                    err = error_from_json(won.error, f"error of step {key} of run {self.run_id!r}")
+            await self._failed(info, key, pol.name, err)
             if err is caught:
                 raise
-            raise err from None
+            raise err from (None if isinstance(caught, Exception) else caught)
         if store is not None:
             rec = StepRecord(
-                key,
-                pol.name,
-                args_hash or "",
-                args_json,
-                output,
-                None,
-                attempt,
-                started,
-                time.time(),
-            )
-            won = await store.record_step(self.run_id, self.fence, rec)
-            self.live_steps += 1
+                key, pol.name, args_hash, args_json, output, None,
+                attempts.n, started, time.time(),
+            )  # fmt: skip
+            won = await self._record(rec)
             if won is not rec:  # S3: the first recorded result wins for every reader
-                result = self._replayed(won, key, pol.name, args_json or "", args_hash or "")
+                result = self._replayed(won, key, pol.name, args_json, args_hash)
         if info is not None:
             for hook in self.hooks:
                 await hook.after_call(info, result)
@@ -398,9 +460,69 @@ class Execution:
                 self._publish(
                     CallFinished(self.run_id, key, pol.name, result, time.time() - started)
                 )
+        return await self._then_dispatch(key, result, kwargs, pol)
+
+    async def _attempts(
+        self,
+        key: str,
+        pol: Policy[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        attempts: _Attempts,
+    ) -> Any:
+        """Call the policy until it succeeds or its retries are spent."""
+        while True:
+            attempts.n += 1
+            attempt_key = key if attempts.n == 1 else f"{key}@{attempts.n}"
+            ctx = (pol.ctx_class or Context)(self, attempt_key)
+            token = _current.set(ctx)
+            try:
+                if pol.timeout is None:
+                    return await pol.invoke(ctx, args, kwargs)
+                deadline = asyncio.timeout(pol.timeout)
+                try:
+                    async with deadline:
+                        return await pol.invoke(ctx, args, kwargs)
+                except TimeoutError:
+                    if not deadline.expired():
+                        raise  # the policy's own TimeoutError
+                    raise TimeoutError(
+                        f"{pol.name} took longer than its timeout of {pol.timeout} s"
+                    ) from None
+            except pol.retry_on as exc:
+                if (
+                    attempts.n > pol.retries
+                    or isinstance(exc, (*_NOT_STEP_ERRORS, Veto))
+                    or not isinstance(exc, Exception)
+                ):
+                    raise
+                delay = min(pol.backoff * 2 ** (attempts.n - 1), pol.max_backoff)
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            finally:
+                _current.reset(token)
+
+    async def _failed(self, info: CallInfo | None, key: str, name: str, err: BaseException) -> None:
+        if info is None:
+            return
+        for hook in self.hooks:
+            await hook.on_error(info, err)
+        if self.listeners:
+            self._publish(CallFailed(self.run_id, key, name, type(err).__name__, str(err)))
+
+    async def _then_dispatch(
+        self, key: str, result: Any, kwargs: dict[str, Any], pol: Policy[Any, Any]
+    ) -> Any:
+        """A step called with ``options`` has its action calls executed (live or replayed)."""
         if kwargs and "options" in kwargs:
             return await self._dispatch(key, result, kwargs["options"], pol)
         return result
+
+    async def _record(self, rec: StepRecord) -> StepRecord:
+        assert self.store is not None
+        won = await self.store.record_step(self.run_id, self.fence, rec)
+        self.live_steps += 1
+        return won
 
     def _replayed(
         self,
@@ -421,7 +543,7 @@ class Execution:
             )
         self.replayed_steps += 1
         if rec.error is not None:
-            exc = error_from_json(rec.error)
+            exc = error_from_json(rec.error, f"error of step {key} of run {self.run_id!r}")
             if self.listeners and publish:
                 self._publish(
                     CallFailed(self.run_id, key, name, type(exc).__name__, str(exc), True)
@@ -433,13 +555,8 @@ class Execution:
         return value
 
     def _decode_output(self, rec: StepRecord, key: str) -> Any:
-        try:
-            return codec.loads(rec.output or "null")
-        except Exception as exc:
-            raise CorruptedRecord(
-                f"step {key} of run {self.run_id!r}: recorded output cannot be read back "
-                f"({type(exc).__name__}: {exc})"
-            ) from exc
+        where = f"step {key} of run {self.run_id!r}: the recorded output cannot be read back"
+        return codec.loads(rec.output or "null", where)
 
     # -- options dispatch ------------------------------------------------------
     async def _dispatch(self, key: str, result: Any, options: Any, pol: Policy[Any, Any]) -> Any:
@@ -453,10 +570,7 @@ class Execution:
         calls = [m.action_call for m in messages if m.action_call is not None]
         if not calls:
             return messages
-        allowed: dict[str, Policy[Any, Any]] = {}
-        for opt in options or ():
-            p = as_policy(opt)
-            allowed[p.name] = p
+        allowed = {p.name: p for p in option_policies(options)}
         limit = pol.max_parallel or self.max_parallel
         keys = [f"{key}#{i}" for i in range(1, len(calls) + 1)]  # S1: in call order, now
         if len(calls) == 1:
@@ -579,7 +693,7 @@ class Execution:
             return self._replayed(rec, key, f"stalwart.signal:{name}", "{}", "", publish=False)
         payload = await self.store.take_signal(self.run_id, name, key)
         if payload is not None:
-            value = codec.loads(payload)
+            value = codec.loads(payload, f"signal {name!r} of run {self.run_id!r}")
             await self._record_value(key, f"signal:{name}", value)
             return value
         if deadline is not None and time.time() >= deadline:
@@ -614,6 +728,8 @@ class Execution:
         marker = f"stalwart.patch:{change}"
         if rec is not None and rec.name != marker:
             return False  # this run passed here on code without the change
+        if rec is not None:
+            self.replayed_steps += 1
         ctx._seq += 1
         if self.store is not None and rec is None:
             await self._record_value(key, f"patch:{change}", True)
@@ -630,6 +746,7 @@ class Execution:
     ) -> list[str]:
         """Start child runs (idempotently: their ids derive from the step key)."""
         pol = as_policy(target)
+        pol.declare_types()  # the children's results are read back here
         name = f"stalwart.spawn:{pol.name}"
         if self.store is not None:
             rec = self.replay.get(key)
@@ -638,8 +755,7 @@ class Execution:
                 return ids
         if self.host is None:
             raise RuntimeError("child runs need a Runner (this run has none)")
-        prefix = f"{self.run_id}/{key}/"
-        ids = [f"{prefix}{i}" for i in range(len(calls))]
+        ids = [child_run_id(self.run_id, key, i) for i in range(len(calls))]
         await self.host.spawn_children(self, pol, calls, ids, queue, priority)
         if self.store is not None:
             await self._record_value(key, f"spawn:{pol.name}", ids)
@@ -661,7 +777,14 @@ class Execution:
             )
             return out
         runs = {r.id: r for r in await self.store.get_runs(ids)}
-        if len(runs) == len(ids) and all(r.status in TERMINAL for r in runs.values()):
+        missing = [i for i in ids if i not in runs]
+        if missing:
+            # Pruned (or deleted by hand): waiting would never end. Say so.
+            raise StoreError(
+                f"run {self.run_id!r}, step {key}: child run {missing[0]!r} is not in the store "
+                f"({len(missing)} of {len(ids)} missing); it was deleted before this run read it"
+            )
+        if all(r.status in TERMINAL for r in runs.values()):
             outcomes = [
                 {"status": runs[i].status, "result": runs[i].result, "error": runs[i].error}
                 for i in ids
@@ -674,8 +797,7 @@ class Execution:
         now = time.time()
         oldest = min((r.created_at for r in runs.values()), default=now)
         backoff = min(30.0, max(0.5, now - oldest))
-        prefix = ids[0].rsplit("/", 1)[0] + "/" if ids else ""
-        raise Suspend(now + backoff, f"{CHILDREN_WAIT}{prefix}")
+        raise Suspend(now + backoff, f"{CHILDREN_WAIT}{child_group(ids[0]) if ids else ''}")
 
     # -- the root ------------------------------------------------------------
     async def run_root(

@@ -54,6 +54,10 @@ class Forecast(pydantic.BaseModel):
     source: str | None = None
 
 
+# What a program does for types no policy hint names: declare them once.
+sw.register_type(Color, Level, Mode, Point, Route, Weather, Forecast)
+
+
 class Recorder(sw.Hook):
     """A hook that writes down what it saw, in order."""
 

@@ -144,9 +144,9 @@ def test_classes_defined_in_a_function_are_refused_at_record_time() -> None:
         codec.dumps(Local(1), "result of step 1")
 
 
-def test_an_unknown_tag_is_an_error() -> None:
-    with pytest.raises(sw.SerializationError, match="nope"):
-        codec.loads('{"$t": "nope", "v": 1}')
+def test_an_unknown_tag_is_a_corrupted_record_naming_where() -> None:
+    with pytest.raises(sw.CorruptedRecord, match=r"^output of step 4: .*nope"):
+        codec.loads('{"$t": "nope", "v": 1}', "output of step 4")
 
 
 def test_serialization_error_names_the_path_to_the_bad_value() -> None:

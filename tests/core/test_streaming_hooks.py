@@ -251,9 +251,13 @@ async def test_handle_events_stream_a_started_run() -> None:
 
 async def test_the_stream_of_a_finished_run_ends_with_its_outcome() -> None:
     runner = sw.Runner()
-    handle = await runner.start(double, x=21)
+    handle = await runner.start(double, x=21, run_id="d")
     assert await handle.result() == 42
+    # The handle start() gave has kept the run's events from its start...
     events = await collect(handle.events())
+    assert [type(e) for e in events] == [sw.CallStarted, sw.CallFinished, sw.RunFinished]
+    # ...a handle made later sees only what happens from then on: the end.
+    events = await collect(sw.RunHandle(runner, "d").events())
     assert len(events) == 1 and isinstance(events[0], sw.RunFinished)
     assert events[0].status == "succeeded"
 

@@ -3,50 +3,30 @@
 Two worker processes drain a queue; the server is restarted (all connections
 dropped) while runs are in flight. Every run must still finish with one
 result, each step recorded once, and no step recorded before the restart may
-run again.
+run again. The server restarted is a private, throwaway one
+(:mod:`._pg_cluster`), never the shared server other tests are using.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import shutil
 import signal
-import subprocess
 import time
+import uuid
 from pathlib import Path
-
-import pytest
 
 import stalwart as sw
 
+from ._pg_cluster import PrivateCluster, pg_cluster  # noqa: F401
 from .test_workers import _enqueue, _snapshot, _worker
 
 
-def _restart_postgres() -> None:
-    versions = sorted(Path("/etc/postgresql").iterdir()) if Path("/etc/postgresql").exists() else []
-    if not versions or shutil.which("pg_ctlcluster") is None:
-        pytest.skip("no local PostgreSQL cluster to restart")
-    subprocess.run(
-        [
-            "pg_ctlcluster",
-            "--skip-systemctl-redirect",
-            versions[-1].name,
-            "main",
-            "restart",
-            "--",
-            "-m",
-            "fast",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-
-
-def test_postgres_restart_mid_batch_loses_nothing(store_url: str, tmp_path: Path) -> None:
-    if not store_url.startswith("postgres"):
-        pytest.skip("a PostgreSQL-only scenario")
+def test_postgres_restart_mid_batch_loses_nothing(
+    pg_cluster: PrivateCluster,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    store_url = f"{pg_cluster.url}?schema=t_{uuid.uuid4().hex[:12]}"
     n = 30
     counter = tmp_path / "count.txt"
     asyncio.run(_enqueue(store_url, n))
@@ -56,7 +36,7 @@ def test_postgres_restart_mid_batch_loses_nothing(store_url: str, tmp_path: Path
         while not counter.exists() or len(counter.read_text().split()) < 10:
             assert time.monotonic() < deadline, "no progress before the restart"
             time.sleep(0.01)
-        _restart_postgres()
+        pg_cluster.restart()
         _, recorded_at_restart = asyncio.run(_snapshot(store_url, n))
         while True:
             runs, _ = asyncio.run(_snapshot(store_url, n))

@@ -59,7 +59,7 @@ async def fan_fails(ctx: sw.Context) -> str:
 @sw.policy
 async def one_child(ctx: sw.Context, x: int) -> int:
     child = await ctx.spawn(square, x)
-    assert child.run_id.startswith(f"{ctx.run_id}/")
+    assert child.run_id.startswith(f"{ctx.run_id}~")  # the child namespace
     return await child.result() + 1
 
 

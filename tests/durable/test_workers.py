@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,53 @@ def test_cancel_reaches_a_run_held_by_another_worker(store_url: str, tmp_path: P
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=20)
     assert worker.returncode == 0
+
+
+def test_a_worker_paused_past_its_lease_stops_once_it_sees_the_takeover(
+    store_url: str, tmp_path: Path
+) -> None:
+    """S8: SIGSTOP a worker mid-run until another takes the run over; after
+    SIGCONT it may finish the step it was in, but executes no other."""
+    counter = tmp_path / "count.txt"
+    n = 80
+
+    async def enqueue() -> None:
+        async with sw.Runner(store_url, recover=False) as client:
+            await client.enqueue(worker_app.long_job, n, run_id="long")
+
+    def ticks() -> list[tuple[int, int]]:
+        lines = counter.read_text().split() if counter.exists() else []
+        return [(int(i), int(pid)) for _, i, pid in (line.split(":") for line in lines)]
+
+    def wait_for(check: Any, what: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.02)
+
+    asyncio.run(enqueue())
+    stale = _worker(store_url, counter, "m0", 1.0)
+    fresh = None
+    try:
+        wait_for(lambda: len(ticks()) >= 5, "the first worker never started")
+        stale.send_signal(signal.SIGSTOP)
+        fresh = _worker(store_url, counter, "m0", 1.0)
+        wait_for(lambda: sum(pid == fresh.pid for _, pid in ticks()) >= 5, "no takeover")
+        seen_before_cont = len(ticks())
+        stale.send_signal(signal.SIGCONT)
+
+        async def finished() -> Any:
+            async with sw.Runner(store_url, recover=False) as client:
+                return await sw.RunHandle(client, "long").result(timeout=60)
+
+        assert asyncio.run(finished()) == sum(range(n))
+        after = ticks()[seen_before_cont:]
+        by_stale = [i for i, pid in after if pid == stale.pid]
+        assert len(by_stale) <= 1, f"the replaced worker went on executing steps {by_stale}"
+        assert stale.poll() is None  # it stopped that run, not itself
+    finally:
+        for proc in (stale, fresh):
+            if proc is not None:
+                proc.send_signal(signal.SIGCONT)
+                proc.kill()
+                proc.wait()

@@ -46,11 +46,26 @@ async def slow_job(ctx: sw.Context) -> str:
     return "finished"
 
 
+@sw.policy
+async def tick(i: int) -> int:
+    _count(f"tick:{i}:{os.getpid()}")
+    await asyncio.sleep(0.05)
+    return i
+
+
+@sw.policy
+async def long_job(ctx: sw.Context, n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += await tick(i)
+    return total
+
+
 async def main() -> None:
     url = sys.argv[1]
     lease = float(os.environ.get("LEASE", "30"))
     runner = sw.Runner(
-        url, lease=lease, poll_interval=0.05, concurrency=4, policies=[job, slow_job]
+        url, lease=lease, poll_interval=0.05, concurrency=4, policies=[job, slow_job, long_job]
     )
     print("serving", flush=True)
     await runner.serve()

@@ -573,6 +573,9 @@ class Notes:
     log: list[str] = field(default_factory=list)
 
 
+sw.register_type(Notes)  # a flow's store type: no hint names it, so declare it
+
+
 async def test_an_object_with_attributes_can_be_the_store(sqlite_url: str) -> None:
     a = Tally("a")
     a >> Tally("b")

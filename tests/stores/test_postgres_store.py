@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import stalwart as sw
-from stalwart.errors import RunNotFound, StaleLeaseError, StoreError
+from stalwart.errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
 from stalwart.store.base import RunRecord, StepRecord
 
 psycopg = pytest.importorskip("psycopg") if not os.environ.get("CI") else __import__("psycopg")
@@ -212,29 +212,6 @@ async def test_a_stale_write_in_a_batch_does_not_sink_the_others(store: Postgres
     assert isinstance(results[1], StaleLeaseError)
     assert sorted(await store.load_steps(ok.id)) == ["1", "2"]
     assert await store.load_steps(old.id) == {}
-
-
-async def test_claim_waits_for_an_inflight_step_write(store: PostgresStore, schema: str) -> None:
-    """The fence check holds a share lock: a takeover cannot slip between a
-    step's check and its commit."""
-    run = await _running(store)
-    async with await psycopg.AsyncConnection.connect(PG_URL) as other:
-        # Another transaction holds the run row the way a step write does.
-        await other.execute(f'SELECT 1 FROM "{schema}".runs WHERE id = %s FOR SHARE', (run.id,))
-        takeover = asyncio.create_task(
-            store._with_conn(
-                "test",
-                lambda conn, n: conn.execute(
-                    f'UPDATE "{schema}".runs SET fence = fence + 1 WHERE id = %s', (run.id,)
-                ),
-            )
-        )
-        await asyncio.sleep(0.2)
-        assert not takeover.done()  # the claim's update waits for the step's commit
-        await other.commit()
-        await asyncio.wait_for(takeover, 5)
-    with pytest.raises(StaleLeaseError):
-        await store.record_step(run.id, run.fence, _step("1"))
 
 
 # -- claims across workers -----------------------------------------------------------
@@ -523,10 +500,11 @@ async def test_retries_are_bounded_and_name_the_server(
             raise psycopg.OperationalError("connection refused")
 
         monkeypatch.setattr(s._pool, "connection", down)
-        started = time.monotonic()
-        with pytest.raises(StoreError, match=r"127\.0\.0\.1:5432/test: reading run .* attempts"):
+        with pytest.raises(
+            StoreUnavailable, match=r"127\.0\.0\.1:5432/test: reading run .* attempts"
+        ):
             await s.get_run("x")
-        assert calls > 2 and time.monotonic() - started < 3
+        assert calls > 2 and s.retries == calls - 1
     finally:
         monkeypatch.undo()
         await s.close()

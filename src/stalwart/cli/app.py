@@ -6,6 +6,11 @@ recovers runs on its own here (``recover=False``): a command that inspects
 or signals a run must not start executing other people's runs as a side
 effect. Expected failures (unknown run, bad store, bad input) print one line
 on stderr and exit non-zero; only bugs show a traceback.
+
+What a store holds is data, possibly written by someone else (S13): no
+command imports a name read from it (a run resumes only under a policy that
+``--app`` provides), and everything printed from it has its terminal
+controls escaped. A store URL is printed with its password masked.
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ import os
 import re
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
@@ -27,8 +33,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from ..redact import mask_url, printable, redact
+
 if TYPE_CHECKING:
     from ..events import Event
+    from ..policy import Policy
     from ..runner import Runner
     from ..store.base import RunRecord, Store
 
@@ -81,8 +90,17 @@ def _out() -> Console:
     return Console(highlight=False)
 
 
+def _lit(value: object) -> str:
+    """Ledger content (or a user's argument) for a markup string: shown as it
+    is, neither read as markup nor able to drive the terminal."""
+    return escape(printable(str(value)))
+
+
 def _fail(message: str, code: int) -> NoReturn:
-    first = message.strip().splitlines()[0] if message.strip() else "failed"
+    """One line on stderr. Error messages quote store URLs and ledger content
+    (run ids, stored inputs), so passwords are masked here, once for all."""
+    text = printable(redact(message.strip()))
+    first = text.splitlines()[0] if text else "failed"
     Console(stderr=True, highlight=False, soft_wrap=True).print(
         f"[red bold]error:[/] {escape(first)}"
     )
@@ -108,7 +126,7 @@ def _open(url: str, *, must_exist: bool = True) -> Store:
 
     store = open_store(url)
     if store is None:
-        raise CLIError(f"{url!r} keeps runs in memory only; give a durable store URL")
+        raise CLIError(f"{mask_url(url)!r} keeps runs in memory only; give a durable store URL")
     if must_exist and isinstance(store, SQLiteStore) and not Path(store.path).exists():
         raise CLIError(
             f"no store at {store.path!r}: give --store sqlite:///path.db or set STALWART_STORE"
@@ -116,10 +134,10 @@ def _open(url: str, *, must_exist: bool = True) -> Store:
     return store
 
 
-def _runner(url: str) -> Runner:
+def _runner(url: str, policies: Sequence[Policy[Any, Any]] = ()) -> Runner:
     from ..runner import Runner
 
-    return Runner(_open(url), recover=False)
+    return Runner(_open(url), policies=policies, recover=False)
 
 
 async def _get(runner: Runner, run_id: str) -> RunRecord:
@@ -132,7 +150,7 @@ async def _get(runner: Runner, run_id: str) -> RunRecord:
 
 
 def _store_url(runner: Runner) -> str:
-    return runner.store.url if runner.store is not None else "memory"
+    return mask_url(runner.store.url) if runner.store is not None else "memory"
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -166,10 +184,10 @@ def list_runs(
             runs = await runner.list_runs(status.value if status else None, limit)
         kind = f"{status.value} " if status else ""
         if not runs:
-            _out().print(f"no {kind}runs in {escape(store)}")
+            _out().print(f"no {kind}runs in {_lit(mask_url(store))}")
             return
         plural = "s" if len(runs) != 1 else ""
-        _out().print(runs_table(runs, f"{len(runs)} {kind}run{plural} in {store}"))
+        _out().print(runs_table(runs, f"{len(runs)} {kind}run{plural} in {mask_url(store)}"))
 
     _execute(go)
 
@@ -199,8 +217,20 @@ def show_run(
     _execute(go)
 
 
-# -- runs resume -----------------------------------------------------------------
-def _import_app(module: str) -> None:
+# -- the application: where policies come from ------------------------------------------
+AppOption = Annotated[
+    str,
+    typer.Option(
+        "--app",
+        help=(
+            "Your policies: a module or .py file (every policy in it), or module:attr "
+            "(a policy, a list or dict of them, or a Context subclass)."
+        ),
+    ),
+]
+
+
+def _import_app(module: str) -> ModuleType:
     """Import ``package.module``, or a file ``path/to/agents.py`` (its folder joins the path)."""
     if module.endswith(".py") or os.sep in module:
         path = Path(module)
@@ -213,7 +243,7 @@ def _import_app(module: str) -> None:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # `--app myproject.agents` from the project root
     try:
-        importlib.import_module(module)
+        return importlib.import_module(module)
     except ImportError as exc:
         raise CLIError(f"cannot import the app module {module!r}: {exc}") from None
     except Exception as exc:
@@ -222,34 +252,97 @@ def _import_app(module: str) -> None:
         ) from None
 
 
-def _import_policy(ref: str, run_id: str) -> Any:
-    module, sep, qual = ref.partition(":")
-    if not sep:
-        raise CLIError(
-            f"run {run_id!r} records its policy as {ref!r}, not as module:name, so it cannot "
-            "be imported; resume it from your program with Runner.start(..., run_id=...)"
-        )
-    if module == "__main__":
-        raise CLIError(
-            f"run {run_id!r} records its policy as {ref!r}, defined in a script; resume it "
-            "from that script, or move the policy into an importable module"
-        )
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+def _app_policies(spec: str) -> list[Policy[Any, Any]]:
+    """The policies ``--app`` names: the only ones a run may be resumed under (S13).
+
+    ``module`` gives every policy defined or imported at its top level (and
+    those of its Context subclasses); ``module:attr`` gives what ``attr``
+    holds. The store never adds to this list: a run row naming a policy
+    that is not here is refused, not imported.
+    """
+    from ..policy import as_policy
+
+    module, _, attr = spec.partition(":")
+    mod = _import_app(module)
+    if not attr:
+        return _unique(p for value in vars(mod).values() for p in _policies_in(value))
     try:
-        obj: Any = importlib.import_module(module)
-        for part in qual.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
+        target = getattr(mod, attr)
+    except AttributeError:
+        raise CLIError(f"the app module {module!r} has no attribute {attr!r}") from None
+    found = _policies_in(target, nested=True)
+    if not found and callable(target) and not isinstance(target, type):
+        found = [as_policy(target)]  # a plain async function, named on purpose
+    if not found:
+        raise CLIError(f"--app {spec!r} holds no policy")
+    return _unique(found)
+
+
+def _policies_in(value: Any, *, nested: bool = False) -> list[Policy[Any, Any]]:
+    """The policies ``value`` is or holds: a policy (or an object that carries
+    one, like a model or an agent), an application Context subclass, and, when
+    ``nested``, the items of a list, tuple, set or dict."""
+    from ..context import Context
+    from ..policy import Policy
+
+    if isinstance(value, Policy):
+        return [value]
+    if isinstance(value, type):
+        if not issubclass(value, Context) or value is Context:
+            return []
+        own = [k for k in value.__mro__ if issubclass(k, Context) and k is not Context]
+        return [p for klass in own for v in vars(klass).values() for p in _policies_in(v)]
+    carried = getattr(value, "__stalwart_policy__", None)
+    if isinstance(carried, Policy):
+        return [carried]
+    if nested and isinstance(value, dict):
+        value = list(value.values())
+    if nested and isinstance(value, list | tuple | set | frozenset):
+        return [p for v in value for p in _policies_in(v, nested=True)]
+    return []
+
+
+def _unique(policies: Iterable[Policy[Any, Any]]) -> list[Policy[Any, Any]]:
+    """Each policy once (a module may hold one under two names)."""
+    return list({id(p): p for p in policies}.values())
+
+
+def _policy_for(runner: Runner, rec: RunRecord, app_spec: str) -> Policy[Any, Any]:
+    """The policy ``--app`` gave for this run, looked up by the name the row records."""
+    pol = runner._resolve(rec.policy)  # registered policies only; never an import
+    if pol is not None:
+        return pol
+    if app_spec:
         raise CLIError(
-            f"cannot import the policy {ref!r} of run {run_id!r}: {exc} "
-            "(run from the project's directory, or pass --app MODULE)"
-        ) from None
-    return obj
+            f"run {rec.id!r} needs policy {rec.policy!r}, which --app {app_spec!r} did not provide"
+        )
+    raise CLIError(
+        f"run {rec.id!r} needs policy {rec.policy!r}: "
+        "give the module that defines it with --app MODULE"
+    )
+
+
+# -- runs resume -----------------------------------------------------------------
+def _recorded_inputs(pol: Policy[Any, Any], rec: RunRecord) -> tuple[list[Any], dict[str, Any]]:
+    """The run's arguments, read back as the types its policy declares.
+
+    Starting the run again with them is how it is claimed and resumed; the
+    runner finds them equal to the recorded ones. A row naming any other type
+    is refused by the codec (nothing is imported).
+    """
+    from .. import codec
+
+    pol.declare_types()
+    inputs = codec.loads(rec.inputs, f"inputs of run {rec.id!r}")
+    args = inputs.get("args") if isinstance(inputs, dict) else None
+    kwargs = inputs.get("kwargs") if isinstance(inputs, dict) else None
+    if not isinstance(args, list) or not isinstance(kwargs, dict) or "run_id" in kwargs:
+        raise CLIError(f"run {rec.id!r} has inputs that are not a call's arguments")
+    return args, kwargs
 
 
 async def _drive(
-    runner: Runner, target: Any, rec: RunRecord, out: Console, quiet: bool
+    runner: Runner, target: Policy[Any, Any], rec: RunRecord, out: Console, quiet: bool
 ) -> RunRecord:
     """Claim the run and execute it here until it finishes, sleeps or waits.
 
@@ -258,7 +351,6 @@ async def _drive(
     that suspends just goes quiet), so the store's record says when this
     execution is over: the claim taken here (a new fence) is gone.
     """
-    from ..codec import loads
     from ..store.base import owner_is_dead
 
     now = time.time()
@@ -267,8 +359,8 @@ async def _drive(
         raise CLIError(_held(rec))
     if rec.cancel_requested:
         raise CLIError(f"run {rec.id!r} has a cancel request pending; it cannot be resumed")
-    inputs = loads(rec.inputs)
-    events = runner.stream(target, *inputs["args"], run_id=rec.id, **inputs["kwargs"])
+    args, kwargs = _recorded_inputs(target, rec)
+    events = runner.stream(target, *args, run_id=rec.id, **kwargs)
     consumer = asyncio.create_task(_print_events(events, out, quiet))
     deadline = now + 10.0
     try:
@@ -308,75 +400,72 @@ async def _print_events(events: AsyncIterator[Event], out: Console, quiet: bool)
     async for ev in events:
         if not quiet and isinstance(ev, CallFinished | CallFailed) and ev.key:
             line = Text("  ")
+            step = printable(f"  {ev.key:<8} {ev.name}  ")
             if isinstance(ev, CallFinished):
                 line.append(*(("↺ replayed", "cyan") if ev.replayed else ("▶ ran live", "green")))
-                took = "" if ev.replayed else duration(ev.duration)
-                line.append(f"  {ev.key:<8} {ev.name}  {took}")
+                line.append(step + ("" if ev.replayed else duration(ev.duration)))
             else:
                 line.append("↺ replayed" if ev.replayed else "✗ failed  ", "red")
-                line.append(f"  {ev.key:<8} {ev.name}  ")
-                line.append(short(f"{ev.error_type}: {ev.error_message}", 80), "red")
+                line.append(step)
+                error = printable(f"{ev.error_type}: {ev.error_message}")
+                line.append(short(error, 80), "red")
             out.print(line, no_wrap=True, overflow="ellipsis")
 
 
 @runs_app.command("resume")
 def resume_run(
     run_id: Annotated[str, typer.Argument(help="The run's id.")],
-    app_module: Annotated[
-        str | None,
-        typer.Option(
-            "--app", help="Import this module (or .py file) first: where your policies live."
-        ),
-    ] = None,
+    app_spec: AppOption = "",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the outcome.")] = False,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """Claim a run and drive it to its end in this process.
+    """Claim a run and drive it to its end in this process, under a policy from --app.
 
     Finished steps are replayed from the ledger; the rest run live. A durable
     sleep is waited out; a wait for a signal ends the command (send the
     signal, then resume again).
     """
-    from .render import error_text, value_text
-
     out = _out()
 
     async def go() -> int:
-        if app_module:
-            _import_app(app_module)
-        async with _runner(store) as runner:
+        policies = _app_policies(app_spec) if app_spec else []
+        async with _runner(store, policies) as runner:
             rec = await _get(runner, run_id)
-            if rec.status not in ("succeeded", "failed", "cancelled"):
-                target = _import_policy(rec.policy, run_id)
-                out.print(f"resuming run [bold]{escape(run_id)}[/] ({escape(rec.policy)})")
+            target: Policy[Any, Any] | None = None
             while rec.status not in ("succeeded", "failed", "cancelled"):
                 if rec.status == "suspended" and rec.waiting_for:
                     out.print(
-                        f"run {escape(run_id)} waits for the signal {rec.waiting_for!r}: send it "
-                        f"with `stalwart signal {escape(run_id)} {escape(rec.waiting_for)} JSON`, "
-                        "then resume again"
+                        f"run {_lit(run_id)} waits for the signal {_lit(repr(rec.waiting_for))}: "
+                        f"send it with `stalwart signal {_lit(run_id)} {_lit(rec.waiting_for)} "
+                        "JSON`, then resume again"
                     )
                     return 0
+                if target is None:
+                    target = _policy_for(runner, rec, app_spec)
+                    out.print(f"resuming run [bold]{_lit(run_id)}[/] ({_lit(rec.policy)})")
                 if rec.status == "suspended" and rec.wake_at is not None:
                     delay = rec.wake_at - time.time()
                     if delay > 0:
                         out.print(f"  sleeping {delay:.1f} s, until the run's wake time")
                         await asyncio.sleep(delay)
                 rec = await _drive(runner, target, rec, out, quiet)
-        if rec.status == "succeeded":
-            from ..codec import loads
-
-            out.print(
-                f"[green]succeeded[/]: {escape(value_text(loads(rec.result or 'null'), None))}"
-            )
-            return 0
-        detail = error_text(rec.error) if rec.error else ""
-        out.print(f"[red]{rec.status}[/]: {escape(detail)}")
-        return 1
+        return _print_outcome(rec, out)
 
     code = _execute(go)
     if code:
         raise typer.Exit(code)
+
+
+def _print_outcome(rec: RunRecord, out: Console) -> int:
+    """The run's recorded outcome, as stored (nothing is rebuilt); the exit code."""
+    from .render import error_text, stored, value_text
+
+    if rec.status == "succeeded":
+        out.print(Text.assemble(("succeeded", "green"), ": ", value_text(stored(rec.result), None)))
+        return 0
+    detail = error_text(rec.error) if rec.error else ""
+    out.print(Text.assemble((printable(rec.status), "red"), ": ", detail))
+    return 1
 
 
 # -- runs cancel / prune, signal ----------------------------------------------------
@@ -391,18 +480,18 @@ def cancel_run(
         async with _runner(store) as runner:
             before = await _get(runner, run_id)
             if before.status == "cancelled":
-                _out().print(f"run {escape(run_id)} was already cancelled")
+                _out().print(f"run {_lit(run_id)} was already cancelled")
                 return
             if before.status in ("succeeded", "failed"):
                 raise CLIError(f"run {run_id!r} has already finished ({before.status})")
             await runner.cancel(run_id)
             after = await _get(runner, run_id)
         if after.status == "cancelled":
-            _out().print(f"cancelled run {escape(run_id)}")
+            _out().print(f"cancelled run {_lit(run_id)}")
         else:
             _out().print(
-                f"cancel requested: run {escape(run_id)} is {after.status} on "
-                f"{escape(after.owner or '?')}; it stops at its next await, within a heartbeat"
+                f"cancel requested: run {_lit(run_id)} is {_lit(after.status)} on "
+                f"{_lit(after.owner or '?')}; it stops at its next await, within a heartbeat"
             )
 
     _execute(go)
@@ -454,7 +543,7 @@ def send_signal(
             await runner.signal(run_id, name, value)
             after = await _get(runner, run_id)
         out = _out()
-        out.print(f"sent signal {escape(repr(name))} to run {escape(run_id)}")
+        out.print(f"sent signal {_lit(repr(name))} to run {_lit(run_id)}")
         if (
             before.status == "suspended"
             and before.waiting_for == name
@@ -462,10 +551,13 @@ def send_signal(
         ):
             out.print(
                 "the run was waiting for it and is ready: a runner on this store resumes it, "
-                f"or run `stalwart runs resume {escape(run_id)}`"
+                f"or run `stalwart runs resume {_lit(run_id)} --app YOUR_MODULE`"
             )
         else:
-            out.print(f"queued: the run ({after.status}) takes it when it waits for {name!r}")
+            out.print(
+                f"queued: the run ({_lit(after.status)}) takes it when it waits for "
+                f"{_lit(repr(name))}"
+            )
 
     _execute(go)
 
@@ -492,34 +584,10 @@ def demo(store: StoreOption = DEFAULT_STORE) -> None:
 
 
 # -- worker ----------------------------------------------------------------------------
-def _app_policies(spec: str) -> list[Any]:
-    """Import ``module`` or ``module:attr``; attr is a policy or a list of them."""
-    module, _, attr = spec.partition(":")
-    _import_app(module)
-    mod = sys.modules[Path(module).stem if module.endswith(".py") else module]
-    if not attr:
-        from ..policy import Policy
-
-        return [v for v in vars(mod).values() if isinstance(v, Policy)]
-    try:
-        target = getattr(mod, attr)
-    except AttributeError:
-        raise CLIError(f"the app module {module!r} has no attribute {attr!r}") from None
-    if isinstance(target, list | tuple | set):
-        return list(target)
-    return [target]
-
-
 @app.command("worker")
 def worker(
     store: StoreOption = DEFAULT_STORE,
-    app_spec: Annotated[
-        str,
-        typer.Option(
-            "--app",
-            help="module or module:attr holding your policies (attr: a policy or a list)",
-        ),
-    ] = "",
+    app_spec: AppOption = "",
     queue: Annotated[
         list[str] | None,
         typer.Option("--queue", "-q", help="queue to take runs from (repeat; default: all)"),
@@ -544,10 +612,11 @@ def worker(
             lease=lease,
             shutdown_timeout=shutdown_timeout,
         )
-        names = ", ".join(sorted({getattr(p, "name", str(p)) for p in policies})) or "(none)"
+        names = ", ".join(sorted({p.name for p in policies})) or "(none)"
         _out().print(
-            f"worker {runner.owner}: store {_store_url(runner)}, queues "
-            f"{', '.join(queue) if queue else 'all'}, concurrency {concurrency}, policies {names}",
+            f"worker {_lit(runner.owner)}: store {_lit(_store_url(runner))}, queues "
+            f"{_lit(', '.join(queue) if queue else 'all')}, concurrency {concurrency}, "
+            f"policies {_lit(names)}",
             soft_wrap=True,
         )
         await runner.serve()

@@ -545,7 +545,9 @@ class _Journal:
             self._emit(visit.key, NodeFailed(visit.name, visit.key, type(exc).__name__, str(exc)))
 
     def _emit(self, key: str, event: Any) -> None:
-        self.x.emit(key, event)  # nothing unless someone listens; safe from a thread
+        # Nothing unless someone listens; safe from a thread. Node events say
+        # whether they are replayed, so they are delivered during replay too.
+        self.x.emit(key, event, marked=True)
 
     def _user_key(self, visit: _Visit, part: str) -> str | None:
         return f"{visit.key}.{part}" if self.durable else None

@@ -6,12 +6,16 @@ errors take one message argument, so the ledger rebuilds them as they were
 (S4), and each says what to do: which request was refused and why, in the
 provider's words, or which environment variable or extra is missing.
 Attributes default at class level, because a rebuilt error has only its
-message.
+message. A message never carries a password: it goes into the ledger and
+into logs, and it often quotes the server's URL (``base_url`` may hold
+``user:password@``), so :class:`ProviderError` redacts it when built.
 """
 
 from __future__ import annotations
 
+from ..declared import register_type
 from ..errors import StalwartError
+from ..redact import redact
 
 __all__ = [
     "AuthenticationFailed",
@@ -44,7 +48,7 @@ class ProviderError(StalwartError):
         code: str | None = None,
         request_id: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(redact(message))
         self.provider = provider
         self.status = status
         self.code = code
@@ -85,3 +89,18 @@ class BudgetExceeded(StalwartError):
 
 class OutputValidationError(StalwartError):
     """An agent's final answer did not validate against its output type, repairs included."""
+
+
+# A recorded provider error is raised as itself on replay (S4), not as a
+# StepError: these are the program's own types, declared like any other.
+register_type(
+    ProviderError,
+    InvalidRequest,
+    AuthenticationFailed,
+    RateLimited,
+    ProviderUnavailable,
+    MissingAPIKey,
+    MaxTurnsExceeded,
+    BudgetExceeded,
+    OutputValidationError,
+)

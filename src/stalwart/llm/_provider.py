@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Protocol
 from ..context import Context
 from ..message import Message
 from ..policy import Policy
+from ..redact import mask_url
 from ._common import ProviderStreamError, get
 from ._errors import (
     AuthenticationFailed,
@@ -202,7 +203,8 @@ class Provider:
         after = f" after {retries} retries" if retries else ""
         if isinstance(exc, sdk.APIConnectionError):
             kind = "timed out" if isinstance(exc, sdk.APITimeoutError) else "could not connect"
-            base = getattr(self.client, "base_url", "")
+            # base_url may hold user:password@; the message goes into the ledger.
+            base = mask_url(str(getattr(self.client, "base_url", "")))
             return ProviderUnavailable(
                 f"{self._where} {kind}{after} ({base}): {exc}", provider=self.provider
             )

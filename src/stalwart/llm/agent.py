@@ -27,6 +27,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
 from ..context import Context
+from ..declared import declare_annotation
 from ..message import Message, Text, plain
 from ..policy import Policy, as_policy
 from ._errors import BudgetExceeded, MaxTurnsExceeded, OutputValidationError
@@ -309,6 +310,7 @@ class Agent:
         self.description = description or _first_paragraph(instructions) or f"The {name} agent."
         self.max_turns = max_turns
         self.output_type = output_type
+        declare_annotation(output_type)  # its answers are read back on replay
         self.max_repairs = max_repairs
         self.context = context
         self.budget = budget

@@ -18,12 +18,17 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "CHILD_MARK",
     "TERMINAL",
+    "Beat",
     "RunRecord",
     "RunStatus",
     "SignalRecord",
     "StepRecord",
     "Store",
+    "check_run_id",
+    "child_group",
+    "child_run_id",
     "children_prefix",
     "owner_is_dead",
     "run_from_row",
@@ -137,6 +142,38 @@ CANCELLED_ERROR = '{"type":"stalwart.errors.CancelledRun","message":"run was can
 
 CHILDREN_WAIT = "stalwart.children:"
 
+# Child run ids: the parent's id, "~", the spawning step's key, "/", the index.
+# Run ids a user chooses may not contain "~" (see check_run_id), so a user's
+# run can never be taken for a child, nor a child for a user's run.
+CHILD_MARK = "~"
+MAX_RUN_ID = 512
+
+
+def child_run_id(parent_id: str, step_key: str, index: int) -> str:
+    return f"{parent_id}{CHILD_MARK}{step_key}/{index}"
+
+
+def child_group(child_id: str) -> str:
+    """The id prefix shared by the children one step started."""
+    return child_id.rsplit("/", 1)[0] + "/"
+
+
+def check_run_id(run_id: object) -> str:
+    """A run id a user may choose: why not, as a ValueError naming it."""
+    if not isinstance(run_id, str):
+        raise TypeError(f"a run id is a string, not {type(run_id).__name__}")
+    if not run_id:
+        raise ValueError("a run id cannot be empty (leave it out to get a random one)")
+    if len(run_id) > MAX_RUN_ID:
+        raise ValueError(f"a run id has at most {MAX_RUN_ID} characters, not {len(run_id)}")
+    if CHILD_MARK in run_id:
+        raise ValueError(
+            f"run id {run_id[:80]!r} contains {CHILD_MARK!r}, which is kept for child runs"
+        )
+    if not run_id.isprintable():
+        raise ValueError(f"run id {run_id[:80]!r} contains control characters")
+    return run_id
+
 
 def children_prefix(waiting_for: str | None) -> str | None:
     """The id prefix of the child runs a run waits for, if it waits for children.
@@ -159,6 +196,14 @@ def run_from_row(row: Sequence[Any]) -> RunRecord:
 def run_to_row(run: RunRecord) -> tuple[Any, ...]:
     """The values of :data:`RUN_COLUMNS` for ``run``, in order."""
     return tuple(getattr(run, name) for name in _RUN_FIELDS)
+
+
+@dataclass(slots=True)
+class Beat:
+    """What a heartbeat learned about the runs an owner is executing."""
+
+    cancel: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -249,10 +294,14 @@ class Store(abc.ABC):
         not finished: the last child to finish wakes the parent."""
 
     @abc.abstractmethod
-    async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> list[str]:
+    async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> Beat:
         """Extend ``owner``'s leases on ``run_ids`` (the runs it is executing;
-        a run it holds but no longer executes must be let go); return the ids
-        of those asked to cancel."""
+        a run it holds but no longer executes must be let go).
+
+        Returns the ids asked to cancel, and the ids ``owner`` no longer
+        holds (another worker took them over, or they finished elsewhere):
+        the runner stops executing those at once (S8).
+        """
 
     @abc.abstractmethod
     async def finish_run(
@@ -292,7 +341,13 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
-        """Record ``step`` unless its key has a record; return the record that won (S3)."""
+        """Record ``step`` unless its key has a record; return the record that won (S3).
+
+        Every call checks the fence, the no-op case included: a writer whose
+        fence is stale (or whose run is no longer running) gets
+        :class:`~stalwart.errors.StaleLeaseError`, never the existing record,
+        so a replaced worker learns it lost the run at its next step.
+        """
 
     # -- signals -----------------------------------------------------------
     @abc.abstractmethod

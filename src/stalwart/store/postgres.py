@@ -83,13 +83,14 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
-from ..errors import RunNotFound, StaleLeaseError, StoreError
+from ..errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
 from .base import (
     CANCELLED_ERROR,
     RUN_COLUMNS,
     SPILL_BYTES,
     SPILL_FIELDS,
     TERMINAL,
+    Beat,
     RunRecord,
     StepRecord,
     Store,
@@ -104,7 +105,7 @@ __all__ = ["PostgresStore"]
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection[TupleRow]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -179,6 +180,16 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX signals_unread ON {s}.signals (run_id, name, id) WHERE consumed_by IS NULL",
         "CREATE INDEX signals_by_run ON {s}.signals (run_id, consumed_by)",
     ),
+    # Which life of the server this is (see PostgresStore._write_batch): an
+    # unlogged table is emptied by crash recovery and by a failover, and
+    # kept by a clean restart, so its one row changes exactly when
+    # asynchronously committed records may have been lost.
+    2: (
+        """CREATE UNLOGGED TABLE {s}.incarnation (
+            one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+            token TEXT NOT NULL
+        )""",
+    ),
 }
 
 _STEP_COLUMNS = (
@@ -194,18 +205,33 @@ _STEP_ROW = (
 MAX_BATCH = 2000
 # Batches up to this size are sent as scalars, larger ones as arrays.
 SMALL_BATCH = 8
+# Batches a record may go out in while its key stays free and nothing refuses
+# it (the same key from a stale writer went first): a bound, not a loop.
+MAX_ROUNDS = 3
 
-# Values larger than this go to the payloads table, keeping step rows small.
-
-# Failures worth another attempt: the connection or the server went away
-# (OperationalError covers AdminShutdown, CannotConnectNow, lost connections
-# and PoolTimeout), or the transaction lost a race and was rolled back.
-_TRANSIENT: tuple[type[BaseException], ...] = (
-    psycopg.OperationalError,
-    pg_errors.SerializationFailure,
-    pg_errors.DeadlockDetected,
-    pg_errors.LockNotAvailable,
+# Failures worth another attempt, by SQLSTATE: the connection broke (08),
+# the server is short of connections, memory or disk (53), lost a race
+# and rolled back (40001 serialization, 40P01 deadlock, 40003 outcome
+# unknown), timed out on a lock or a statement (55P03, 57014), or is
+# shutting down or starting (57P01-57P03). Anything else the server reports
+# (a value too large for an index, bad data, a constraint) fails the same
+# way next time, so it is raised at once.
+_TRANSIENT_CLASSES = frozenset({"08", "53"})
+_TRANSIENT_STATES = frozenset(
+    {"40001", "40P01", "40003", "55P03", "57014", "57P01", "57P02", "57P03"}
 )
+
+
+def _transient(exc: psycopg.Error) -> bool:
+    """Whether the same operation may succeed if tried again later."""
+    state = exc.sqlstate
+    if state is None:
+        # Raised by the client, not the server: a lost or refused connection
+        # or no pooled connection in time (PoolTimeout) is transient; a value
+        # libpq cannot send (a NUL in a string) is not.
+        return isinstance(exc, psycopg.OperationalError)
+    return state[:2] in _TRANSIENT_CLASSES or state in _TRANSIENT_STATES
+
 
 _OPTIONS = ("schema", "pool_min", "pool_max", "pool_timeout", "retry_for", "durability")
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -236,6 +262,7 @@ class _Pending:
     error: str | None
     spilled: int
     future: asyncio.Future[StepRecord] = field(repr=False)
+    rounds: int = 0  # batches it went out in without a verdict
 
 
 class PostgresStore(Store):
@@ -288,6 +315,15 @@ class PostgresStore(Store):
         self._pending: list[_Pending] = []
         self._writer: asyncio.Task[None] | None = None
         self._leading = False  # a caller is writing its own record right now
+        # durability=group bookkeeping (see _write_batch): the server life
+        # the step connection belongs to; per run, the fence and server life
+        # of records acknowledged but maybe not yet flushed; and the
+        # executions (run, fence) whose acknowledged records may be lost.
+        self._token: str | None = None
+        self._unsynced: dict[str, tuple[int, str]] = {}
+        self._lost: dict[str, int] = {}
+        # Transient failures retried so far: an outage shows here first.
+        self.retries = 0
         self._dead_owners: set[str] = set()
         # Claims of one store run one at a time: a runner's recovery and its
         # background loop may both claim, and a claim must reach the runner
@@ -335,15 +371,13 @@ class PostgresStore(Store):
         conn = await self._connect()
         try:
             await self._migrate(conn)
+            self._step_conn = await self._for_steps(conn)
         except psycopg.Error as exc:
             await conn.close()
-            raise StoreError(
-                f"PostgreSQL at {self.where}: cannot create the schema: {exc}"
-            ) from exc
+            raise _classified(exc, f"PostgreSQL at {self.where}: cannot set up the schema") from exc
         except BaseException:
             await conn.close()
             raise
-        self._step_conn = conn
         pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
             self.conninfo,
             min_size=self.pool_min,
@@ -357,23 +391,48 @@ class PostgresStore(Store):
             await pool.open(wait=self.pool_min > 0, timeout=self.pool_timeout)
         except psycopg.Error as exc:
             await pool.close()
-            await conn.close()
+            await self._step_conn.close()
             self._step_conn = None
-            raise StoreError(f"cannot reach PostgreSQL at {self.where}: {exc}") from exc
+            raise StoreUnavailable(f"cannot reach PostgreSQL at {self.where}: {exc}") from exc
         self._pool = pool
 
     async def _connect(self) -> Conn:
         try:
             conn = await psycopg.AsyncConnection.connect(self.conninfo, **self._connect_kwargs)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot reach PostgreSQL at {self.where}: {exc}") from exc
+            raise StoreUnavailable(f"cannot reach PostgreSQL at {self.where}: {exc}") from exc
+        return conn
+
+    async def _for_steps(self, conn: Conn) -> Conn:
+        """``conn``, set up for step records: in group mode it commits
+        asynchronously and learns which life of the server it talks to."""
         try:
             if self.durability == "group":
                 await conn.execute("SET synchronous_commit = off")
+                self._token = await self._incarnation(conn)
         except BaseException:  # cancelled or failed half-way: never leak the socket
             await conn.close()
             raise
         return conn
+
+    async def _incarnation(self, conn: Conn) -> str:
+        """The token naming this life of the server, made by the first
+        connection after a crash; every connection until the next crash reads
+        the same one."""
+        s = self._sql.s
+        mine = uuid.uuid4().hex
+        while True:
+            # A racing store's token, committed after this statement's
+            # snapshot, is invisible to it: the next pass reads it.
+            cur = await conn.execute(
+                f"WITH made AS (INSERT INTO {s}.incarnation (token) VALUES (%s) "
+                "ON CONFLICT DO NOTHING RETURNING token) "
+                f"SELECT token FROM made UNION ALL SELECT token FROM {s}.incarnation",
+                (mine,),
+            )
+            row = await cur.fetchone()
+            if row is not None:
+                return str(row[0])
 
     async def _migrate(self, conn: Conn) -> None:
         s = self._sql.s
@@ -439,6 +498,7 @@ class PostgresStore(Store):
             "durability": self.durability,
             "pool_min": self.pool_min,
             "pool_max": self.pool_max,
+            "retries": self.retries,
         }
         if self._pool is not None:
             info["pool"] = self._pool.get_stats()
@@ -446,8 +506,15 @@ class PostgresStore(Store):
 
     # -- retries ------------------------------------------------------------------
     async def _retrying(self, what: str, attempt: Callable[[int, float], Awaitable[T]]) -> T:
-        """Run ``attempt(n, deadline)`` until it succeeds, a non-transient error,
-        or ``retry_for`` seconds have passed."""
+        """Run ``attempt(n, deadline)`` until it succeeds, fails for good, or
+        ``retry_for`` seconds of transient failures have passed.
+
+        Only a transient failure is tried again (S14): an error the server
+        will give again (a run id too long for its index) is raised at once
+        as a plain :class:`StoreError`, so a runner fails the run instead of
+        retrying it; a store still down at the deadline raises
+        :class:`StoreUnavailable`, so a runner keeps the run for later.
+        """
         deadline = time.monotonic() + self.retry_for
         n = 0
         delay = 0.02
@@ -455,21 +522,20 @@ class PostgresStore(Store):
             n += 1
             try:
                 return await attempt(n, deadline)
-            except _TRANSIENT as exc:
+            except psycopg.Error as exc:
+                if not _transient(exc):
+                    raise _classified(exc, f"PostgreSQL at {self.where}: {what}") from exc
                 pause = delay * (0.5 + random.random())
                 if time.monotonic() + pause > deadline:
-                    raise StoreError(
+                    raise StoreUnavailable(
                         f"PostgreSQL at {self.where}: {what} failed after {n} attempt"
                         f"{'s' if n > 1 else ''} over {self.retry_for:g} s: "
                         f"{type(exc).__name__}: {_short(exc)}"
                     ) from exc
+                self.retries += 1
                 self._check_pool()
                 await asyncio.sleep(pause)
                 delay = min(delay * 2, 1.0)
-            except psycopg.Error as exc:
-                raise StoreError(
-                    f"PostgreSQL at {self.where}: {what}: {type(exc).__name__}: {_short(exc)}"
-                ) from exc
 
     def _check_pool(self) -> None:
         """After a failure, have the pool drop its broken connections (once at a time)."""
@@ -529,13 +595,13 @@ class PostgresStore(Store):
             cur = await conn.execute(self._sql.get_run, (run.id,))
             row = await cur.fetchone()
             if row is None:  # deleted between the two statements: try again
-                raise pg_errors.SerializationFailure(f"run {run.id!r} vanished while created")
+                raise pg_errors.SerializationFailure(f"run {_q(run.id)} vanished while created")
             return run_from_row(row), False
 
-        return await self._with_conn(f"creating run {run.id!r}", fn)
+        return await self._with_conn(f"creating run {_q(run.id)}", fn)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        row = await self._fetchone(f"reading run {run_id!r}", self._sql.get_run, (run_id,))
+        row = await self._fetchone(f"reading run {_q(run_id)}", self._sql.get_run, (run_id,))
         return run_from_row(row) if row else None
 
     async def create_runs(self, runs: Sequence[RunRecord]) -> None:
@@ -571,11 +637,11 @@ class PostgresStore(Store):
                 (now, run_id, waiting_for),
             )
 
-        await self._with_conn(f"waking run {run_id!r}", fn)
+        await self._with_conn(f"waking run {_q(run_id)}", fn)
 
     async def unfinished_children(self, parent_id: str, prefix: str) -> int:
         row = await self._fetchone(
-            f"counting the children of run {parent_id!r}",
+            f"counting the children of run {_q(parent_id)}",
             f"SELECT count(*) FROM {self._sql.s}.runs WHERE parent_id = %s "
             "AND starts_with(id, %s) AND status NOT IN ('succeeded', 'failed', 'cancelled')",
             (parent_id, prefix),
@@ -623,7 +689,7 @@ class PostgresStore(Store):
             return run_from_row(row) if row else None
 
         async with self._claiming:
-            return await self._with_conn(f"claiming run {run_id!r}", fn)
+            return await self._with_conn(f"claiming run {_q(run_id)}", fn)
 
     async def claim_due(
         self,
@@ -780,7 +846,7 @@ class PostgresStore(Store):
                 (name, concurrency, rate, max(rate or 0.0, 1.0), now),
             )
 
-        await self._with_conn(f"limiting queue {name!r}", fn)
+        await self._with_conn(f"limiting queue {_q(name)}", fn)
 
     async def _dead_on_this_host(self, conn: Conn, me: str) -> list[str]:
         """Holders of running runs that are processes of this host known to have exited."""
@@ -797,21 +863,65 @@ class PostgresStore(Store):
                 dead.append(holder)
         return dead
 
-    async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> list[str]:
+    async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> Beat:
         if not run_ids:
-            return []
+            return Beat()
         rows = await self._fetchall(
             "extending leases", self._sql.heartbeat, (lease, owner, list(run_ids), owner)
         )
-        return [r[0] for r in rows if r[1]]
+        held = {r[0] for r in rows}
+        lost = [run_id for run_id in run_ids if run_id not in held]
+        for run_id in lost:  # not ours to write any more: forget what we tracked
+            self._unsynced.pop(run_id, None)
+            self._lost.pop(run_id, None)
+        return Beat(cancel=[r[0] for r in rows if r[1]], lost=lost)
 
     async def _fenced(
-        self, conn: Conn, sql: str, params: Sequence[Any], run_id: str, fence: int
+        self,
+        conn: Conn,
+        sql: str,
+        params: Sequence[Any],
+        run_id: str,
+        fence: int,
+        token: str | None = None,
     ) -> int:
-        cur = await conn.execute(sql, params)
+        """Run a fenced update; on no row, raise why (a stale fence, a
+        finished run, or, given the server life ``token`` of the run's
+        unflushed records, a server crash that may have lost them)."""
+        cur = await conn.execute(sql, (*params, token) if token is not None else params)
         if cur.rowcount == 0:
             await self._check_fence(conn, run_id, fence)
+            if token is not None and not await self._alive(conn, token):
+                self._unsynced.pop(run_id, None)
+                self._lost[run_id] = fence
+                raise self._lost_error(run_id, "ending the execution")
         return cur.rowcount
+
+    def _guard(self, run_id: str, fence: int) -> tuple[str, str | None]:
+        """The condition (and its token) that keeps this execution from
+        ending in another server life than the one that acknowledged its
+        unflushed records (durability=group; see _write_batch)."""
+        if self._lost.get(run_id) == fence:
+            raise self._lost_error(run_id, "ending the execution")
+        noted = self._unsynced.get(run_id)
+        if noted is None or noted[0] != fence:
+            return "", None
+        return f" AND EXISTS (SELECT 1 FROM {self._sql.s}.incarnation WHERE token = %s)", noted[1]
+
+    async def _alive(self, conn: Conn, token: str) -> bool:
+        cur = await conn.execute(
+            f"SELECT 1 FROM {self._sql.s}.incarnation WHERE token = %s", (token,)
+        )
+        return await cur.fetchone() is not None
+
+    def _flushed(self, run_id: str, fence: int) -> None:
+        """A synchronous commit ended this execution of the run and flushed
+        its records: nothing about it (or an earlier one) is at risk now."""
+        noted = self._unsynced.get(run_id)
+        if noted is not None and noted[0] <= fence:
+            del self._unsynced[run_id]
+        if self._lost.get(run_id, fence + 1) <= fence:
+            del self._lost[run_id]
 
     async def _check_fence(self, conn: Conn, run_id: str, fence: int, what: str = "") -> None:
         cur = await conn.execute(
@@ -819,38 +929,42 @@ class PostgresStore(Store):
         )
         row = await cur.fetchone()
         if row is None:
-            raise StoreError(f"run {run_id!r} is not in the store")
+            raise StoreError(f"run {_q(run_id)} is not in the store")
         if row[0] != fence:
             raise StaleLeaseError(
-                f"run {run_id!r}: {what}fencing token {fence} is stale (now {row[0]}); "
+                f"run {_q(run_id)}: {what}fencing token {fence} is stale (now {row[0]}); "
                 "another worker has taken the run over"
             )
         if row[1] in TERMINAL:
-            raise StaleLeaseError(f"run {run_id!r}: {what}it has already finished ({row[1]})")
+            raise StaleLeaseError(f"run {_q(run_id)}: {what}it has already finished ({row[1]})")
 
     async def finish_run(
         self, run_id: str, fence: int, status: str, result: str | None, error: str | None
     ) -> None:
         now = time.time()
+        guard, token = self._guard(run_id, fence)
 
         async def fn(conn: Conn, n: int) -> None:
             await self._fenced(
                 conn,
                 f"UPDATE {self._sql.s}.runs SET status = %s, result = %s, error = %s, "
                 "owner = NULL, lease_expires_at = NULL, updated_at = %s WHERE id = %s "
-                "AND fence = %s AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+                f"AND fence = %s AND status NOT IN ('succeeded', 'failed', 'cancelled'){guard}",
                 (status, result, error, now, run_id, fence),
                 run_id,
                 fence,
+                token,
             )
 
-        await self._with_conn(f"finishing run {run_id!r}", fn)
+        await self._with_conn(f"finishing run {_q(run_id)}", fn)
+        self._flushed(run_id, fence)
 
     async def suspend_run(
         self, run_id: str, fence: int, wake_at: float | None, waiting_for: str | None
     ) -> bool:
         now = time.time()
         s = self._sql.s
+        guard, token = self._guard(run_id, fence)
 
         async def fn(conn: Conn, n: int) -> bool:
             async with conn.transaction():
@@ -881,7 +995,7 @@ class PostgresStore(Store):
                     conn,
                     f"UPDATE {s}.runs SET status = %s, wake_at = %s, waiting_for = %s, "
                     "owner = NULL, lease_expires_at = NULL, updated_at = %s WHERE id = %s "
-                    "AND fence = %s AND status = 'running'",
+                    f"AND fence = %s AND status = 'running'{guard}",
                     (
                         "pending" if ready else "suspended",
                         None if ready else wake_at,
@@ -892,10 +1006,13 @@ class PostgresStore(Store):
                     ),
                     run_id,
                     fence,
+                    token,
                 )
             return not ready
 
-        return await self._with_conn(f"suspending run {run_id!r}", fn)
+        parked = await self._with_conn(f"suspending run {_q(run_id)}", fn)
+        self._flushed(run_id, fence)
+        return parked
 
     async def release(self, run_id: str, fence: int) -> None:
         now = time.time()
@@ -908,7 +1025,9 @@ class PostgresStore(Store):
                 (now, run_id, fence),
             )
 
-        await self._with_conn(f"releasing run {run_id!r}", fn)
+        await self._with_conn(f"releasing run {_q(run_id)}", fn)
+        # What a crash lost before this commit, the next execution's replay redoes.
+        self._flushed(run_id, fence)
 
     async def request_cancel(self, run_id: str) -> RunRecord | None:
         now = time.time()
@@ -934,7 +1053,7 @@ class PostgresStore(Store):
                 row = await cur.fetchone()
             return run_from_row(row) if row else None
 
-        return await self._with_conn(f"cancelling run {run_id!r}", fn)
+        return await self._with_conn(f"cancelling run {_q(run_id)}", fn)
 
     async def next_wake(self) -> float | None:
         row = await self._fetchone(
@@ -979,7 +1098,7 @@ class PostgresStore(Store):
         async def fn(conn: Conn, n: int) -> dict[str, StepRecord]:
             return await self._load_steps(conn, run_id, None)
 
-        return await self._with_conn(f"reading the steps of run {run_id!r}", fn)
+        return await self._with_conn(f"reading the steps of run {_q(run_id)}", fn)
 
     async def _load_steps(self, conn: Conn, run_id: str, key: str | None) -> dict[str, StepRecord]:
         s = self._sql.s
@@ -1048,17 +1167,20 @@ class PostgresStore(Store):
                 self._leading = False
                 if self._pending and self._writer is None:
                     self._writer = loop.create_task(self._write_steps(), name="stalwart-pg-steps")
-            return fut.result()
-        return await fut
+        return await fut  # settled already, unless it was queued for the next batch
 
     def _fail(self, batch: list[_Pending], exc: BaseException) -> None:
-        err = (
-            exc
-            if isinstance(exc, StoreError)
-            else StoreError(
+        if isinstance(exc, StoreError):
+            err = exc
+        elif isinstance(exc, Exception):
+            err = StoreError(
                 f"PostgreSQL at {self.where}: recording steps: {type(exc).__name__}: {exc}"
             )
-        )
+        else:  # the writing task was cancelled: whether the batch landed is unknown
+            err = StoreUnavailable(
+                f"PostgreSQL at {self.where}: recording steps was interrupted "
+                f"({type(exc).__name__})"
+            )
         for p in batch:
             if not p.future.done():
                 p.future.set_exception(err)
@@ -1084,9 +1206,38 @@ class PostgresStore(Store):
             self._writer = None
 
     async def _write_batch(self, batch: list[_Pending]) -> None:
-        seen: set[tuple[str, str]] = set()
+        """Write ``batch`` in one statement, then settle each caller's future.
+
+        The statement answers, besides the keys it inserted, the fence each
+        running run had under the share lock, so a record that went in costs
+        nothing more; one that did not is told apart afterwards, off the hot
+        path: its key had a record under a valid fence (that record wins,
+        S3), or its fence was stale and it gets StaleLeaseError (S8) --
+        never the existing record, so a replaced worker learns at its next
+        step that the run is gone.
+
+        **durability=group.** The step connection commits asynchronously: a
+        record is acknowledged before it is flushed, so a crash of the server
+        (or a failover) can lose the last records acknowledged. The WAL is
+        ordered, so what is lost is a suffix of everything committed; but a
+        run that went on writing on a new connection after the crash would
+        have a hole in its ledger (S6). So every acknowledged record is
+        noted, per run, with the server life it was acknowledged in (the
+        token in the unlogged ``incarnation`` table, which crash recovery
+        and a failover empty and a clean restart keeps). When the step
+        connection comes back in another life, each run with records noted
+        in the old one is marked lost: its writes under that fence fail with
+        StoreUnavailable, so its runner drops it, and the run resumes by
+        replay (a new claim, a new fence) from the prefix that survived.
+        ``finish_run`` and ``suspend_run`` check the token in their own
+        statement, so a run cannot end (and become final) on a ledger that
+        lost records either. A synchronous commit after the records (the
+        finish itself, a release, another claim) flushes them, which ends
+        the risk for that run.
+        """
         unique: list[_Pending] = []
         later: list[_Pending] = []  # a key twice in one batch: the first one decides
+        seen: set[tuple[str, str]] = set()
         for p in batch:
             k = (p.run_id, p.step.key)
             if k in seen:
@@ -1095,6 +1246,69 @@ class PostgresStore(Store):
                 seen.add(k)
                 unique.append(p)
         unique.sort(key=lambda p: p.run_id)  # lock runs in one order: no deadlocks
+        sent: list[_Pending] = []
+        token: str | None = None
+
+        async def attempt(n: int, deadline: float) -> list[tuple[Any, ...]]:
+            nonlocal sent, token
+            conn = await self._step_connection()
+            token = self._token
+            sent = [p for p in unique if not self._doomed(p, token)]
+            if not sent:
+                return []
+            sql, params = self._statement(sent)
+            try:
+                cur = await conn.execute(sql, params)
+                return await cur.fetchall()
+            except psycopg.Error:
+                if conn.broken or conn.closed:
+                    self._step_conn = None
+                    with contextlib.suppress(Exception):
+                        await conn.close()
+                raise
+
+        rows = await self._retrying("recording steps", attempt)
+        inserted = {(r[0], r[1]) for r in rows if r[1] is not None}
+        held: dict[str, int] = {r[0]: r[2] for r in rows if r[1] is None}
+        going = set(map(id, sent))
+        slow: list[_Pending] = []
+        for p in unique:
+            if id(p) not in going:
+                slow.append(p)  # lost in a server crash: _settle refuses it
+            elif (p.run_id, p.step.key) in inserted:
+                if token is not None:
+                    self._acknowledged(p, token)
+                if not p.future.done():
+                    p.future.set_result(p.step)
+            else:
+                slow.append(p)
+        for p in slow + later:
+            try:
+                won = await self._settle(p, held.get(p.run_id))
+            except BaseException as exc:
+                if not p.future.done():
+                    p.future.set_exception(exc)
+                    p.future.exception()  # retrieved: the caller may be gone
+                if not isinstance(exc, Exception):
+                    raise
+            else:
+                if won is not None:
+                    if not p.future.done():
+                        p.future.set_result(won)
+                elif p.rounds < MAX_ROUNDS:
+                    p.rounds += 1
+                    self._pending.append(p)  # nothing holds its key yet: next batch
+                elif not p.future.done():
+                    p.future.set_exception(
+                        StoreError(
+                            f"run {_q(p.run_id)}: step {p.step.key} could not be recorded "
+                            f"in {MAX_ROUNDS} tries, and nothing refused it"
+                        )
+                    )
+                    p.future.exception()
+
+    def _statement(self, sent: list[_Pending]) -> tuple[str, list[Any]]:
+        """The statement that records ``sent``, and its parameters."""
         rows = [
             (
                 p.run_id,
@@ -1111,11 +1325,11 @@ class PostgresStore(Store):
                 p.step.finished_at,
                 p.spilled,
             )
-            for p in unique
+            for p in sent
         ]
         big = [
             (p.run_id, p.step.key, fld, getattr(p.step, fld))
-            for p in unique
+            for p in sent
             if p.spilled
             for fld, bit in SPILL_FIELDS
             if p.spilled & bit
@@ -1128,39 +1342,35 @@ class PostgresStore(Store):
             params = [value for row in rows for value in row]
         if big:
             params += _columns(big, 4)
+        return sql, params
 
-        async def attempt(n: int, deadline: float) -> set[tuple[str, str]]:
-            conn = await self._step_connection()
-            try:
-                cur = await conn.execute(sql, params)
-                return {(r[0], r[1]) for r in await cur.fetchall()}
-            except psycopg.Error:
-                if conn.broken or conn.closed:
-                    self._step_conn = None
-                    with contextlib.suppress(Exception):
-                        await conn.close()
-                raise
+    def _doomed(self, p: _Pending, token: str | None) -> bool:
+        """Whether ``p``'s execution may have lost acknowledged records in a
+        server crash (group mode): it must not write after the hole."""
+        if not self._lost and not self._unsynced:
+            return False  # the usual case, and always with durability=commit
+        if self._lost.get(p.run_id) == p.fence:
+            return True
+        noted = self._unsynced.get(p.run_id)
+        if noted is not None and noted[0] == p.fence and noted[1] != token:
+            del self._unsynced[p.run_id]
+            self._lost[p.run_id] = p.fence
+            return True
+        return False
 
-        inserted = await self._retrying("recording steps", attempt)
-        slow: list[_Pending] = []
-        for p in unique:
-            if (p.run_id, p.step.key) in inserted:
-                if not p.future.done():
-                    p.future.set_result(p.step)
-            else:
-                slow.append(p)
-        for p in slow + later:
-            try:
-                won = await self._winner(p)
-            except BaseException as exc:
-                if not p.future.done():
-                    p.future.set_exception(exc)
-                    p.future.exception()  # retrieved: the caller may be gone
-                if not isinstance(exc, Exception):
-                    raise
-            else:
-                if not p.future.done():
-                    p.future.set_result(won)
+    def _acknowledged(self, p: _Pending, token: str) -> None:
+        """Note that ``p`` was committed asynchronously in server life ``token``."""
+        noted = self._unsynced.get(p.run_id)
+        if noted is None or noted[0] != p.fence:
+            self._unsynced[p.run_id] = (p.fence, token)
+
+    def _lost_error(self, run_id: str, what: str) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"run {_q(run_id)}: {what} refused: the PostgreSQL server at {self.where} "
+            "crashed or failed over since this execution's last records were acknowledged "
+            "(durability=group), so some may be lost; the run resumes by replay from the "
+            "records that survived"
+        )
 
     async def _step_connection(self) -> Conn:
         conn = self._step_conn
@@ -1171,35 +1381,73 @@ class PostgresStore(Store):
                     await conn.close()
             try:
                 conn = await self._connect()
-            except StoreError as exc:
+            except StoreUnavailable as exc:
                 # Unreachable right now: let the retry loop try again.
                 raise psycopg.OperationalError(str(exc)) from exc
+            conn = await self._for_steps(conn)
             if self._closing:  # the store closed while we connected
                 await conn.close()
                 raise StoreError(f"the PostgreSQL store for {self.where} is closed")
             self._step_conn = conn
         return conn
 
-    async def _winner(self, p: _Pending) -> StepRecord:
-        """The record that holds ``p``'s key, or StaleLeaseError if ``p`` was refused."""
+    async def _settle(self, p: _Pending, held: int | None) -> StepRecord | None:
+        """What a record the statement did not insert gets: the record that
+        holds its key (its fence was valid), or the error that refused it;
+        None if its key is still free (try it again)."""
+        if self._lost.get(p.run_id) == p.fence:
+            raise self._lost_error(p.run_id, f"step {p.step.key}")
+        if held != p.fence:
+            return await self._refused(p)
+        return await self._winner(p)
 
-        async def fn(conn: Conn, n: int) -> StepRecord:
+    async def _winner(self, p: _Pending) -> StepRecord | None:
+        """The record that holds ``p``'s key (``p`` itself if a retry finds
+        its own first attempt), or None if there is none."""
+
+        async def fn(conn: Conn, n: int) -> StepRecord | None:
             existing = (await self._load_steps(conn, p.run_id, p.step.key)).get(p.step.key)
-            if existing is not None:
-                mine = p.step
-                if (existing.output, existing.error, existing.args_hash, existing.name) == (
-                    mine.output,
-                    mine.error,
-                    mine.args_hash,
-                    mine.name,
-                ):
-                    return mine  # our own record (a retry whose first attempt committed)
-                return existing
-            await self._check_fence(conn, p.run_id, p.fence, f"step {p.step.key} refused, ")
-            # The fence matches yet nothing was written: the run was pruned under us.
-            raise StoreError(f"run {p.run_id!r}: step {p.step.key} could not be recorded")
+            if existing is None:
+                return None
+            mine = p.step
+            if (existing.output, existing.error, existing.args_hash, existing.name) == (
+                mine.output,
+                mine.error,
+                mine.args_hash,
+                mine.name,
+            ):
+                return mine  # our own record (a retry whose first attempt committed)
+            return existing
 
-        return await self._with_conn(f"reading step {p.step.key} of run {p.run_id!r}", fn)
+        return await self._with_conn(f"reading step {p.step.key} of run {_q(p.run_id)}", fn)
+
+    async def _refused(self, p: _Pending) -> StepRecord | None:
+        """Raise why ``p`` was refused: another owner took the run, or it is
+        no longer running. None if it is running under ``p``'s fence again
+        (it was not, under the share lock: try it again)."""
+        noted = self._unsynced.get(p.run_id)
+        if noted is not None and noted[0] == p.fence:
+            del self._unsynced[p.run_id]  # the takeover's commit flushed its records
+
+        async def fn(conn: Conn, n: int) -> tuple[Any, ...] | None:
+            cur = await conn.execute(
+                f"SELECT fence, status FROM {self._sql.s}.runs WHERE id = %s", (p.run_id,)
+            )
+            return await cur.fetchone()
+
+        row = await self._with_conn(f"reading run {_q(p.run_id)}", fn)
+        what = f"run {_q(p.run_id)}: step {p.step.key} refused"
+        if row is None:
+            raise StaleLeaseError(f"{what}: the run is no longer in the store")
+        fence, status = row
+        if fence != p.fence:
+            raise StaleLeaseError(
+                f"{what}: fencing token {p.fence} is stale (now {fence}); "
+                "another worker has taken the run over"
+            )
+        if status != "running":
+            raise StaleLeaseError(f"{what}: the run is {status}, no longer running")
+        return None
 
     # -- signals ----------------------------------------------------------------
     async def send_signal(self, run_id: str, name: str, payload: str) -> RunRecord:
@@ -1214,7 +1462,7 @@ class PostgresStore(Store):
                 )
                 row = await cur.fetchone()
                 if row is None:
-                    raise RunNotFound(f"no run {run_id!r}")
+                    raise RunNotFound(f"no run {_q(run_id)}")
                 sent = False
                 if n > 1:
                     cur = await conn.execute(f"SELECT 1 FROM {s}.signals WHERE uid = %s", (uid,))
@@ -1222,7 +1470,7 @@ class PostgresStore(Store):
                 if not sent:
                     if row[0] in TERMINAL:
                         raise StoreError(
-                            f"run {run_id!r} has finished ({row[0]}); it takes no signals"
+                            f"run {_q(run_id)} has finished ({row[0]}); it takes no signals"
                         )
                     await conn.execute(
                         f"INSERT INTO {s}.signals (uid, run_id, name, payload, created_at) "
@@ -1240,11 +1488,11 @@ class PostgresStore(Store):
                 assert got is not None
                 return run_from_row(got)
 
-        return await self._with_conn(f"sending signal {name!r} to run {run_id!r}", fn)
+        return await self._with_conn(f"sending signal {_q(name)} to run {_q(run_id)}", fn)
 
     async def take_signal(self, run_id: str, name: str, step_key: str) -> str | None:
         row = await self._fetchone(
-            f"taking signal {name!r} for run {run_id!r}",
+            f"taking signal {_q(name)} for run {_q(run_id)}",
             self._sql.take_signal,
             {"run": run_id, "name": name, "key": step_key},
         )
@@ -1325,12 +1573,15 @@ class _Sql:
     def record(self, n: int, big: bool) -> str:
         """One statement that records ``n`` steps (and their spilled values).
 
-        A row goes in only if its run still has the writer's fence, checked
-        under a share lock (a claim bumping the fence waits for us, or we see
-        its new fence), and only if its key has no record yet (the first
-        result wins, S3). A small batch (the usual: one step) is sent as
-        scalar parameters in a VALUES list; a large one as one array per
-        column (see :func:`_columns`), which the server parses far faster.
+        It share-locks the running runs it writes to, in id order, and a row
+        goes in only if its run still has the writer's fence (a claim bumping
+        the fence waits for our commit, or we see its new fence), and only if
+        its key has no record yet (the first result wins, S3). It returns the
+        keys it inserted, then each locked run's fence, with which the
+        caller tells a lost race from a stale writer in no extra round trip.
+        A small batch (the usual: one step) is sent as scalar parameters in
+        a VALUES list; a large one as one array per column (see
+        :func:`_columns`), which the server parses far faster.
         """
         arrays = n > SMALL_BATCH
         sql = self._records.get((0 if arrays else n, big))
@@ -1345,25 +1596,34 @@ class _Sql:
             )
         else:
             rows = f"(VALUES {', '.join([_STEP_ROW] * n)})"
-        sql = f"""INSERT INTO {s}.steps (run_id, key, name, kind, args_hash, args, output,
-                error, attempts, started_at, finished_at, spilled)
-            SELECT v.run_id, v.key, v.name, v.kind, v.args_hash, v.args, v.output, v.error,
-                v.attempts, v.started_at, v.finished_at, v.spilled
-            FROM {rows} AS v(run_id, fence, key, name, kind, args_hash, args, output,
-                error, attempts, started_at, finished_at, spilled)
-            WHERE EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = v.run_id AND r.fence = v.fence
-                          AND r.status = 'running' FOR SHARE)
-            ON CONFLICT (run_id, key) DO NOTHING
-            RETURNING run_id, key"""
+        spill = ""
         if big:
-            sql = f"""WITH ins AS ({sql}), big AS (
-                    INSERT INTO {s}.payloads (run_id, key, field, data)
-                    SELECT b.run_id, b.key, b.field, b.data
-                    FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])
-                        AS b(run_id, key, field, data)
-                    JOIN ins ON ins.run_id = b.run_id AND ins.key = b.key
-                    ON CONFLICT DO NOTHING
-                ) SELECT run_id, key FROM ins"""
+            spill = f""", big AS (
+                INSERT INTO {s}.payloads (run_id, key, field, data)
+                SELECT b.run_id, b.key, b.field, b.data
+                FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])
+                    AS b(run_id, key, field, data)
+                JOIN ins ON ins.run_id = b.run_id AND ins.key = b.key
+                ON CONFLICT DO NOTHING
+            )"""
+        sql = f"""WITH v AS (
+                SELECT * FROM {rows} AS v(run_id, fence, key, name, kind, args_hash, args,
+                    output, error, attempts, started_at, finished_at, spilled)
+            ), held AS (
+                SELECT r.id, r.fence FROM {s}.runs r
+                WHERE r.id IN (SELECT v.run_id FROM v) AND r.status = 'running'
+                ORDER BY r.id FOR SHARE
+            ), ins AS (
+                INSERT INTO {s}.steps (run_id, key, name, kind, args_hash, args, output,
+                    error, attempts, started_at, finished_at, spilled)
+                SELECT v.run_id, v.key, v.name, v.kind, v.args_hash, v.args, v.output, v.error,
+                    v.attempts, v.started_at, v.finished_at, v.spilled
+                FROM v JOIN held ON held.id = v.run_id AND held.fence = v.fence
+                ON CONFLICT (run_id, key) DO NOTHING
+                RETURNING run_id, key
+            ){spill}
+            SELECT run_id, key, NULL::int8 FROM ins
+            UNION ALL SELECT id, NULL, fence FROM held"""
         self._records[0 if arrays else n, big] = sql
         return sql
 
@@ -1395,6 +1655,20 @@ def _where(params: dict[str, Any]) -> str:
 def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[Any]:
     """Rows as one list per column, for ``unnest``."""
     return [[row[i] for row in rows] for i in range(width)]
+
+
+def _classified(exc: psycopg.Error, what: str) -> StoreError:
+    """``exc`` as the store error a runner acts on: transient or for good."""
+    kind = StoreUnavailable if _transient(exc) else StoreError
+    return kind(f"{what}: {type(exc).__name__}: {_short(exc)}")
+
+
+def _q(text: str, limit: int = 60) -> str:
+    """``text`` quoted for a message, cut short if long (a run id of 10 KB
+    must not bury the error that names it)."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def _short(exc: BaseException, limit: int = 500) -> str:

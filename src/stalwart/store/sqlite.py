@@ -12,13 +12,20 @@ re-executed on recovery: at least once, never a hole, S6).
 
 Every transaction that writes starts with ``BEGIN IMMEDIATE``, so that two
 processes never deadlock on a lock upgrade; ``busy_timeout`` bounds how long a
-write waits for another process's commit.
+write waits for another process's commit. No method returns with a
+transaction open unless a commit of it is already scheduled, so this process
+never holds the file's write lock while it is idle.
+
+Errors are split by what a retry can do: a locked or busy file, or an I/O
+error that may pass, raises :class:`~stalwart.errors.StoreUnavailable`; a
+usage error or a broken file raises a plain :class:`~stalwart.errors.StoreError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -27,7 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
-from ..errors import StaleLeaseError, StoreError
+from ..errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
 from .base import (
     _HOST,
     CANCELLED_ERROR,
@@ -35,6 +42,7 @@ from .base import (
     SPILL_BYTES,
     SPILL_FIELDS,
     TERMINAL,
+    Beat,
     RunRecord,
     StepRecord,
     Store,
@@ -122,7 +130,48 @@ _MIGRATIONS: dict[int, str] = {
 # The longest a run may go on committing inline without yielding to the loop.
 _MAX_INLINE = 0.005
 
-# Values larger than this go to the payloads table, keeping step rows small.
+# The longest pause between two attempts to prepare a file another process is
+# preparing too.
+_MAX_OPEN_BACKOFF = 0.05
+
+_STEP_COLUMNS = (
+    "key, name, args_hash, args, output, error, attempts, started_at, finished_at, kind, spilled"
+)
+
+# Primary result codes that say "not now" rather than "never": another
+# connection holds a lock, the schema changed under a statement, memory or
+# disk ran short, or the OS failed an I/O call. The same call may succeed later.
+_TRANSIENT_CODES = frozenset(
+    {
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_NOMEM,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_PROTOCOL,
+        sqlite3.SQLITE_SCHEMA,
+    }
+)
+
+
+# What sqlite3 raises for a value it cannot bind (a lone surrogate in a text,
+# an integer beyond 64 bits): the value is at fault, so retrying cannot help.
+_UNBINDABLE = (UnicodeEncodeError, OverflowError)
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    return _primary_code(exc) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _is_transient(exc: sqlite3.Error) -> bool:
+    """Whether retrying may help. Errors the sqlite3 module raises itself
+    (a closed connection, a value it cannot bind) carry no code: usage errors."""
+    return _primary_code(exc) in _TRANSIENT_CODES
 
 
 class SQLiteStore(Store):
@@ -140,7 +189,7 @@ class SQLiteStore(Store):
         if durability not in ("commit", "group"):
             raise StoreError(f"durability must be 'commit' or 'group', not {durability!r}")
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA", "OFF"):
-            raise StoreError(f"synchronous must be NORMAL, FULL or EXTRA, not {synchronous!r}")
+            raise StoreError(f"synchronous must be NORMAL, FULL, EXTRA or OFF, not {synchronous!r}")
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
         self.durability = durability
@@ -180,24 +229,48 @@ class SQLiteStore(Store):
     async def open(self) -> None:
         if self._db is not None:
             return
+        parent = Path(self.path).parent
+        if not parent.exists():
+            raise StoreError(f"cannot open SQLite store {self.path!r}: {parent} does not exist")
         try:
-            parent = Path(self.path).parent
-            if not parent.exists():
-                raise StoreError(f"cannot open SQLite store {self.path!r}: {parent} does not exist")
             db = sqlite3.connect(
                 self.path,
                 isolation_level=None,
                 check_same_thread=False,
                 timeout=self.busy_timeout,
             )
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(f"PRAGMA synchronous={self.synchronous}")
-            db.execute("PRAGMA foreign_keys=OFF")
-            self._db = db
-            self._migrate(db)
-        except sqlite3.DatabaseError as exc:
-            self._db = None
-            raise StoreError(f"cannot open SQLite store {self.path!r}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise self._error("cannot open the file", exc) from exc
+        try:
+            await self._prepare(db)
+        except BaseException:
+            db.close()
+            raise
+        self._db = db
+
+    async def _prepare(self, db: sqlite3.Connection) -> None:
+        """Switch the file to WAL and migrate it, even while other processes
+        open the same new file.
+
+        SQLite refuses a journal-mode switch that meets another connection
+        with SQLITE_BUSY at once, without waiting in its busy handler, so
+        processes that open a brand-new file together would fail. Busy
+        answers are retried with jittered backoff, within ``busy_timeout``.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.001
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(f"PRAGMA synchronous={self.synchronous}")
+                db.execute("PRAGMA foreign_keys=OFF")
+                self._migrate(db)
+                return
+            except sqlite3.Error as exc:
+                if not _is_busy(exc) or time.monotonic() + pause > deadline:
+                    raise self._error("cannot open the file", exc) from exc
+            await asyncio.sleep(pause * (0.5 + random.random()))
+            pause = min(pause * 2, _MAX_OPEN_BACKOFF)
 
     def _migrate(self, db: sqlite3.Connection) -> None:
         db.execute("BEGIN IMMEDIATE")
@@ -217,7 +290,8 @@ class SQLiteStore(Store):
                 db.execute("INSERT INTO stalwart_schema (version) VALUES (?)", (version,))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):  # keep the error that got us here
+                db.execute("ROLLBACK")
             raise
 
     async def close(self) -> None:
@@ -234,6 +308,11 @@ class SQLiteStore(Store):
             raise StoreError("the SQLite store is not open")
         return self._db
 
+    def _error(self, doing: str, exc: sqlite3.Error) -> StoreError:
+        """The store error for ``exc``: unavailable if a retry may succeed."""
+        kind = StoreUnavailable if _is_transient(exc) else StoreError
+        return kind(f"SQLite store {self.path!r}: {doing}: {exc}")
+
     # -- transactions -----------------------------------------------------------
     def _begin(self) -> sqlite3.Connection:
         db = self.db
@@ -241,9 +320,7 @@ class SQLiteStore(Store):
             try:
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StoreError(
-                    f"SQLite store {self.path!r}: cannot begin a write: {exc}"
-                ) from exc
+                raise self._error("cannot begin a write", exc) from exc
             self._in_tx = True
         return db
 
@@ -256,7 +333,7 @@ class SQLiteStore(Store):
             try:
                 self.db.execute("COMMIT")
             except sqlite3.Error as exc:
-                error = StoreError(f"SQLite store {self.path!r}: commit failed: {exc}")
+                error = self._error("commit failed", exc)
                 with contextlib.suppress(sqlite3.Error):
                     self.db.execute("ROLLBACK")
             finally:
@@ -281,26 +358,32 @@ class SQLiteStore(Store):
         try:
             db.execute("SAVEPOINT stalwart_write")
         except sqlite3.Error as exc:
-            self._abort()
-            raise StoreError(f"SQLite store {self.path!r}: {exc}") from exc
+            failed = self._error("cannot write", exc)
+            self._abort(failed)
+            raise failed from exc
         try:
             out = fn(db)
+            db.execute("RELEASE stalwart_write")
         except BaseException as exc:
+            error = self._error("cannot write", exc) if isinstance(exc, sqlite3.Error) else None
+            if isinstance(exc, _UNBINDABLE):
+                error = StoreError(f"SQLite store {self.path!r}: cannot store a value: {exc}")
             try:
                 db.execute("ROLLBACK TO stalwart_write")
                 db.execute("RELEASE stalwart_write")
-            except sqlite3.Error:
-                self._abort()
+            except sqlite3.Error as undo:
+                self._abort(error or self._error("cannot undo a refused write", undo))
             else:
                 self._flush()  # the batched records are fine: commit them
-            if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"SQLite store {self.path!r}: {exc}") from exc
+            if error is not None:
+                raise error from exc
             raise
-        db.execute("RELEASE stalwart_write")
         self._flush()
         return out
 
-    def _abort(self) -> None:
+    def _abort(self, cause: StoreError) -> None:
+        """Roll the open transaction back; the steps batched in it get an
+        error of ``cause``'s kind, so they retry only if ``cause`` may pass."""
         waiting, self._waiting = self._waiting, []
         if self._in_tx:
             with contextlib.suppress(sqlite3.Error):
@@ -308,13 +391,22 @@ class SQLiteStore(Store):
             self._in_tx = False
         for fut in waiting:
             if not fut.done():
-                fut.set_exception(StoreError("SQLite store: a batched write was rolled back"))
+                fut.set_exception(type(cause)(f"a batched write was rolled back: {cause}"))
+
+    def _end_unless_batched(self) -> None:
+        """Close the open transaction unless a scheduled commit will.
+
+        A write that turned out to change nothing must not leave the file's
+        write lock held until this process happens to write again.
+        """
+        if self._in_tx and self._flush_handle is None:
+            self._flush()
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         try:
             return self.db.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise StoreError(f"SQLite store {self.path!r}: {exc}") from exc
+            raise self._error("cannot read", exc) from exc
 
     # -- runs -------------------------------------------------------------------
     async def create_run(self, run: RunRecord) -> tuple[RunRecord, bool]:
@@ -542,12 +634,12 @@ class SQLiteStore(Store):
         )
         return int(rows[0][0])
 
-    async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> list[str]:
+    async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> Beat:
         now = time.time()
         ids = list(run_ids)
 
-        def beat(db: sqlite3.Connection) -> list[str]:
-            cancels: list[str] = []
+        def beat(db: sqlite3.Connection) -> Beat:
+            found = Beat()
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
                 marks = ",".join("?" * len(chunk))
@@ -556,17 +648,18 @@ class SQLiteStore(Store):
                     f"AND status = 'running' AND id IN ({marks})",
                     (now + lease, owner, *chunk),
                 )
-                cancels.extend(
-                    r[0]
-                    for r in db.execute(
-                        "SELECT id FROM runs WHERE owner = ? AND status = 'running' "
-                        f"AND cancel_requested = 1 AND id IN ({marks})",
+                held = dict(
+                    db.execute(
+                        "SELECT id, cancel_requested FROM runs WHERE owner = ? "
+                        f"AND status = 'running' AND id IN ({marks})",
                         (owner, *chunk),
-                    )
+                    ).fetchall()
                 )
-            return cancels
+                found.cancel.extend(run_id for run_id, cancel in held.items() if cancel)
+                found.lost.extend(run_id for run_id in chunk if run_id not in held)
+            return found
 
-        result: list[str] = self._write_now(beat)
+        result: Beat = self._write_now(beat)
         return result
 
     def _fenced(
@@ -698,7 +791,13 @@ class SQLiteStore(Store):
             raise ValueError("prune needs older_than or keep")
 
         def delete(db: sqlite3.Connection) -> int:
-            terminal = "status IN ('succeeded', 'failed', 'cancelled')"
+            # A finished child of an unfinished parent is still needed: the
+            # parent reads the child's outcome when it resumes.
+            terminal = (
+                "status IN ('succeeded', 'failed', 'cancelled') AND NOT EXISTS "
+                "(SELECT 1 FROM runs AS parent WHERE parent.id = runs.parent_id "
+                "AND parent.status NOT IN ('succeeded', 'failed', 'cancelled'))"
+            )
             ids: set[str] = set()
             if older_than is not None:
                 ids.update(
@@ -730,15 +829,11 @@ class SQLiteStore(Store):
 
     # -- steps ------------------------------------------------------------------
     async def load_steps(self, run_id: str) -> dict[str, StepRecord]:
-        rows = self._read(
-            "SELECT key, name, args_hash, args, output, error, attempts, started_at, "
-            "finished_at, kind, spilled FROM steps WHERE run_id = ?",
-            (run_id,),
-        )
+        rows = self._read(f"SELECT {_STEP_COLUMNS} FROM steps WHERE run_id = ?", (run_id,))
         steps: dict[str, StepRecord] = {}
         spilled = False
         for r in rows:
-            steps[r[0]] = StepRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
+            steps[r[0]] = StepRecord(*r[:10])
             spilled = spilled or bool(r[10])
         if spilled:
             for key, fld, data in self._read(
@@ -791,29 +886,49 @@ class SQLiteStore(Store):
                             )
                 await self._committed()
                 return step
-            existing = await self._existing(run_id, step.key)
+            # Refused or already recorded: the rare path, which may cost a query.
+            winner = self._winner(db, run_id, fence, step.key)
         except sqlite3.Error as exc:
-            self._abort()
+            error = self._error(f"recording step {step.key} of run {run_id!r}", exc)
+            self._abort(error)
+            raise error from exc
+        except _UNBINDABLE as exc:
+            self._end_unless_batched()
             raise StoreError(
-                f"SQLite store {self.path!r}: recording step {step.key}: {exc}"
+                f"SQLite store {self.path!r}: step {step.key} of run {run_id!r} "
+                f"cannot be stored: {exc}"
             ) from exc
-        if existing is not None:
-            return existing
-        row = self._read("SELECT fence FROM runs WHERE id = ?", (run_id,))
-        raise StaleLeaseError(
-            f"run {run_id!r}: step {step.key} refused, fencing token {fence} is stale "
-            f"(now {row[0][0] if row else 'gone'})"
-        )
+        except BaseException:
+            self._end_unless_batched()  # a refused write: nothing of ours to undo
+            raise
+        self._end_unless_batched()
+        return winner
 
-    async def _existing(self, run_id: str, key: str) -> StepRecord | None:
-        rows = self.db.execute(
-            "SELECT key FROM steps WHERE run_id = ? AND key = ?", (run_id, key)
-        ).fetchall()
-        if not rows:
-            return None
-        # Read the whole run's record for this key, spilled fields included.
-        steps = await self.load_steps(run_id)
-        return steps.get(key)
+    def _winner(self, db: sqlite3.Connection, run_id: str, fence: int, key: str) -> StepRecord:
+        """The record already kept for ``key``, if ``fence`` still holds the run.
+
+        A stale writer must not learn the new owner's results (it would go on
+        executing the run's later steps as if it still held it): it is told
+        that it lost the run instead.
+        """
+        row = db.execute("SELECT fence, status FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None or row[0] != fence or row[1] != "running":
+            now = "gone" if row is None else f"fence {row[0]}, {row[1]}"
+            raise StaleLeaseError(
+                f"run {run_id!r}: step {key} refused, fencing token {fence} is stale (now {now})"
+            )
+        found = db.execute(
+            f"SELECT {_STEP_COLUMNS} FROM steps WHERE run_id = ? AND key = ?", (run_id, key)
+        ).fetchone()
+        if found is None:  # cannot happen: the insert met this very row
+            raise StoreError(f"run {run_id!r}: step {key} was neither recorded nor found")
+        winner = StepRecord(*found[:10])
+        if found[10]:
+            for fld, data in db.execute(
+                "SELECT field, data FROM payloads WHERE run_id = ? AND key = ?", (run_id, key)
+            ):
+                setattr(winner, fld, data)
+        return winner
 
     async def _committed(self) -> None:
         """Wait until the batch holding our write is committed (or schedule it)."""
@@ -832,7 +947,10 @@ class SQLiteStore(Store):
             # Nothing else can run before a deferred commit would: no other
             # record could join the batch, so commit now and skip two loop
             # turns. Every few milliseconds we still yield (below), so a long
-            # sequential run cannot starve heartbeats or other runs.
+            # sequential run cannot starve heartbeats or other runs. asyncio
+            # offers no public way to ask whether other callbacks are ready,
+            # so this reads its private queue; a loop without one (uvloop)
+            # takes the default and always defers: correct, only slower.
             self._flush()
             return
         self._last_yield = now
@@ -853,8 +971,6 @@ class SQLiteStore(Store):
         def send(db: sqlite3.Connection) -> None:
             row = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
-                from ..errors import RunNotFound
-
                 raise RunNotFound(f"no run {run_id!r}")
             if row[0] in TERMINAL:
                 raise StoreError(f"run {run_id!r} has finished ({row[0]}); it takes no signals")
