@@ -37,6 +37,7 @@ from .context import Context
 from .events import CallFinished, CallInfo, Hook, RunFinished
 from .message import Message
 from .policy import policy
+from .redact import mask_url
 from .runner import Runner
 from .testing import ScriptedLLM, call
 
@@ -436,7 +437,8 @@ async def run_demo(
     try:
         console.print("[bold]Stalwart demo[/]: a durable research agent on SQLite, no API key")
         console.print(
-            f"  store     {escape(store)}\n  run       {run_id}\n  question  {QUESTION}\n"
+            f"  store     {escape(mask_url(store))}\n"
+            f"  run       {run_id}\n  question  {QUESTION}\n"
         )
 
         # 1. The child runs the agent until it is in the middle of step `pause_at`.
@@ -511,7 +513,8 @@ async def run_demo(
         console.print(f"{mark} the answer equals an uninterrupted run's\n")
         console.print(Panel(report.answer, title="final answer", title_align="left"))
         console.print(
-            f"[dim]See the ledger: stalwart runs show {run_id} --store {escape(store)}[/]"
+            f"[dim]See the ledger: stalwart runs show {run_id} "
+            f"--store {escape(mask_url(store))}[/]"
         )
         return report
     finally:

@@ -405,9 +405,11 @@ class Runner:
             self._legacy.setdefault(_legacy_ref(pol), pol)
         return known or pol
 
-    def _resolve(self, name: str) -> Policy[Any, Any] | None:
-        """The registered policy a run row names; never an import."""
+    def find_policy(self, name: str) -> Policy[Any, Any] | None:
+        """The registered policy a run row names (its ``policy`` field), if
+        this runner was given it; never an import (S13)."""
         return self._policies.get(name) or self._legacy.get(name)
+
 
     # -- starting ------------------------------------------------------------
     @overload
@@ -516,7 +518,7 @@ class Runner:
         rec = RunRecord(run_id, pol.name, inputs, code_version=version)
         stored, created = await self.store.create_run(rec)
         if not created:
-            _check_same_run(pol, stored, rec, self._resolve(stored.policy) is pol)
+            _check_same_run(pol, stored, rec, self.find_policy(stored.policy) is pol)
         if (
             run_id not in self._live
             and run_id not in self._claiming
@@ -812,7 +814,7 @@ class Runner:
         )
         stored, created = await self.store.create_run(rec)
         if not created:
-            _check_same_run(pol, stored, rec, self._resolve(stored.policy) is pol)
+            _check_same_run(pol, stored, rec, self.find_policy(stored.policy) is pol)
         if self._poke is not None:
             self._poke.set()
         return RunHandle(self, run_id)
@@ -918,7 +920,7 @@ class Runner:
                     self.owner, self.lease, room, self._resolvable, self.queues
                 )
                 for rec in batch:
-                    pol = self._resolve(rec.policy)
+                    pol = self.find_policy(rec.policy)
                     if pol is None:
                         await self.store.release(rec.id, rec.fence)
                         continue
@@ -936,7 +938,7 @@ class Runner:
     def _resolvable(self, rec: RunRecord) -> bool:
         if rec.id in self._live or rec.id in self._claiming:
             return False
-        if self._resolve(rec.policy) is not None:
+        if self.find_policy(rec.policy) is not None:
             return True
         if rec.policy not in self._unknown:  # said once per name, not every poll
             self._unknown.add(rec.policy)

@@ -75,10 +75,8 @@ class PrivateCluster:
             )
 
     def init(self) -> None:
-        self._run(
-            "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "--no-sync", "-E",
-            "UTF8",
-        )
+        args = ["-D", str(self.data), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"]
+        self._run("initdb", *args)
         settings = {
             "listen_addresses": "'127.0.0.1'",
             "port": str(self.port),

@@ -389,3 +389,12 @@ async def test_a_parent_whose_child_vanished_fails_clearly_instead_of_waiting(
         with pytest.raises(sw.StoreError, match=r"child run 'p~1/1' is not in the store"):
             await sw.RunHandle(runner, "p").result(timeout=20)
         assert (await runner.get_run("p")).status == "failed"
+
+
+async def test_a_row_of_the_wrong_shape_is_a_corrupted_record(sqlite_url: str) -> None:
+    async with sw.Runner(sqlite_url) as runner:
+        await runner.run(double, 1, run_id="w")
+    execute(sqlite_url, "UPDATE runs SET created_at = 'yesterday' WHERE id = 'w'")
+    async with sw.Runner(sqlite_url) as runner:
+        with pytest.raises(sw.CorruptedRecord, match="run 'w': field 'created_at' holds str"):
+            await runner.get_run("w")

@@ -329,3 +329,58 @@ async def test_a_long_run_id_is_cut_short_in_messages(store: PostgresStore) -> N
     with pytest.raises(StaleLeaseError) as caught:
         await store.record_step(run_id, 1, _step("1"))
     assert "no longer in the store" in str(caught.value) and len(str(caught.value)) < 500
+
+
+# -- group mode: which life of the server ----------------------------------------------
+@pytest.fixture
+def fresh_schema(schema: str) -> Iterator[str]:
+    name = f"t_fresh_{uuid.uuid4().hex[:10]}"
+    yield name
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+async def test_stores_opening_together_agree_on_the_server_life(fresh_schema: str) -> None:
+    """Group mode tells a crash by the token in an unlogged table; stores
+    that make it at the same moment must still end up with one token, or
+    each would take the other's records for lost."""
+    stores = [
+        PostgresStore.from_url(_url(fresh_schema, durability="group", pool_min=0)) for _ in range(6)
+    ]
+    try:
+        await asyncio.gather(*(s.open() for s in stores))
+        tokens = {s._token for s in stores}
+        assert len(tokens) == 1 and None not in tokens
+        with psycopg.connect(PG_URL) as conn:
+            rows = conn.execute(f'SELECT token FROM "{fresh_schema}".incarnation').fetchall()
+        assert [r[0] for r in rows] == list(tokens)
+    finally:
+        await asyncio.gather(*(s.close() for s in stores))
+
+
+async def test_a_schema_of_the_previous_version_is_migrated(fresh_schema: str) -> None:
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        s = f'"{fresh_schema}"'
+        conn.execute(f"CREATE SCHEMA {s}")
+        conn.execute(
+            f"CREATE TABLE {s}.stalwart_schema (version INTEGER PRIMARY KEY, "
+            "applied_at DOUBLE PRECISION NOT NULL)"
+        )
+        for statement in pg._MIGRATIONS[1]:
+            conn.execute(statement.format(s=s))
+        conn.execute(f"INSERT INTO {s}.stalwart_schema VALUES (1, 0)")
+    store = PostgresStore.from_url(_url(fresh_schema, durability="group"))
+    await store.open()
+    try:
+        run_id = _rid()
+        fence = await _claimed(store, run_id)
+        await store.record_step(run_id, fence, _step("1"))
+        await store.finish_run(run_id, fence, "succeeded", "1", None)
+        assert list(await store.load_steps(run_id)) == ["1"]
+    finally:
+        await store.close()
+    with psycopg.connect(PG_URL) as conn:
+        versions = conn.execute(
+            f'SELECT version FROM "{fresh_schema}".stalwart_schema ORDER BY version'
+        ).fetchall()
+    assert [v[0] for v in versions] == list(range(1, pg.SCHEMA_VERSION + 1))

@@ -309,7 +309,7 @@ def _unique(policies: Iterable[Policy[Any, Any]]) -> list[Policy[Any, Any]]:
 
 def _policy_for(runner: Runner, rec: RunRecord, app_spec: str) -> Policy[Any, Any]:
     """The policy ``--app`` gave for this run, looked up by the name the row records."""
-    pol = runner._resolve(rec.policy)  # registered policies only; never an import
+    pol = runner.find_policy(rec.policy)  # registered policies only; never an import
     if pol is not None:
         return pol
     if app_spec:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import CorruptedRecord
+
 __all__ = [
     "CHILD_MARK",
     "TERMINAL",
@@ -187,10 +189,43 @@ def children_prefix(waiting_for: str | None) -> str | None:
 
 
 def run_from_row(row: Sequence[Any]) -> RunRecord:
-    """A RunRecord from a row selected with :data:`RUN_COLUMNS`."""
+    """A RunRecord from a row selected with :data:`RUN_COLUMNS`.
+
+    A row edited by hand into the wrong shape (text where a number belongs)
+    is a :class:`~stalwart.errors.CorruptedRecord` naming the run and field,
+    not a TypeError deep inside whoever reads it.
+    """
     record = RunRecord(*row)
+    for name, kinds in _ROW_TYPES:
+        value = getattr(record, name)
+        if not isinstance(value, kinds):
+            raise CorruptedRecord(
+                f"run {str(record.id)[:80]!r}: field {name!r} holds "
+                f"{type(value).__name__}, not {' or '.join(k.__name__ for k in kinds)}"
+            )
     record.cancel_requested = bool(record.cancel_requested)
     return record
+
+
+_NUM = (int, float)
+_TEXT_OR_NONE = (str, type(None))
+_ROW_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
+    ("id", (str,)),
+    ("policy", (str,)),
+    ("inputs", (str,)),
+    ("status", (str,)),
+    ("result", _TEXT_OR_NONE),
+    ("error", _TEXT_OR_NONE),
+    ("created_at", _NUM),
+    ("updated_at", _NUM),
+    ("wake_at", (*_NUM, type(None))),
+    ("waiting_for", _TEXT_OR_NONE),
+    ("owner", _TEXT_OR_NONE),
+    ("fence", (int,)),
+    ("queue", (str,)),
+    ("priority", (int,)),
+    ("parent_id", _TEXT_OR_NONE),
+)
 
 
 def run_to_row(run: RunRecord) -> tuple[Any, ...]:

@@ -19,11 +19,17 @@ method; what differs is how concurrency is handled:
   step connection runs with ``synchronous_commit=off``: a crash of the
   *server* can lose the last few hundred milliseconds of records, always a
   suffix (the WAL is ordered, S6); a crash of the worker loses nothing it was
-  told was recorded.
+  told was recorded. An execution that may have lost records in such a
+  crash is stopped before it writes past them (its writes fail with
+  :class:`~stalwart.errors.StoreUnavailable`), and the run resumes by replay
+  from what survived; see ``PostgresStore._write_batch``.
 * **Fencing.** A step record checks the run's fence with ``FOR SHARE`` in the
   same statement, so a claim that bumps the fence and a stale write are
   serialized by the row lock: a write either lands before the takeover (and
-  the new owner's replay sees it) or is refused. Claims are atomic
+  the new owner's replay sees it) or is refused. A record the statement
+  left out is refused with :class:`~stalwart.errors.StaleLeaseError` if its
+  fence is stale, even when its key has a record already: a replaced worker
+  never gets the new owner's result as its own. Claims are atomic
   conditional ``UPDATE``s; ``claim_due`` picks candidates with ``SELECT ...
   FOR UPDATE SKIP LOCKED``, so two workers never receive the same run and
   never wait for each other.
@@ -31,10 +37,14 @@ method; what differs is how concurrency is handled:
   clock skew between worker machines cannot make a lease look expired early.
   Timer wake times are recorded by the runtime on the worker's clock, as on
   SQLite.
-* **Retries.** Transient failures (connection lost, server restarting,
-  serialization failures, deadlocks, no pooled connection in time) are retried
-  with bounded exponential backoff for up to ``retry_for`` seconds, then
-  reported as :class:`~stalwart.errors.StoreError` naming the server. Every
+* **Retries.** Transient failures (connection lost, server restarting or
+  out of connections, serialization failures, deadlocks, lock or statement
+  timeouts, no pooled connection in time) are retried with bounded
+  exponential backoff for up to ``retry_for`` seconds, then reported as
+  :class:`~stalwart.errors.StoreUnavailable` naming the server. Errors the
+  server would give again (a value too large for an index, bad data, a
+  broken constraint) are raised at once as a plain
+  :class:`~stalwart.errors.StoreError`, never retried (S14). Every
   operation is safe to repeat: step records are idempotent by key (a retry
   whose first attempt did commit finds its own record and returns it),
   signals carry a client-made id, and a run left held by this owner by a
@@ -421,7 +431,7 @@ class PostgresStore(Store):
         the same one."""
         s = self._sql.s
         mine = uuid.uuid4().hex
-        while True:
+        for _ in range(5):
             # A racing store's token, committed after this statement's
             # snapshot, is invisible to it: the next pass reads it.
             cur = await conn.execute(
@@ -433,6 +443,8 @@ class PostgresStore(Store):
             row = await cur.fetchone()
             if row is not None:
                 return str(row[0])
+        # Emptied under us again and again: a transient oddity, retried later.
+        raise pg_errors.SerializationFailure("the incarnation token keeps changing")
 
     async def _migrate(self, conn: Conn) -> None:
         s = self._sql.s
@@ -1208,13 +1220,12 @@ class PostgresStore(Store):
     async def _write_batch(self, batch: list[_Pending]) -> None:
         """Write ``batch`` in one statement, then settle each caller's future.
 
-        The statement answers, besides the keys it inserted, the fence each
-        running run had under the share lock, so a record that went in costs
-        nothing more; one that did not is told apart afterwards, off the hot
-        path: its key had a record under a valid fence (that record wins,
-        S3), or its fence was stale and it gets StaleLeaseError (S8) --
-        never the existing record, so a replaced worker learns at its next
-        step that the run is gone.
+        A record that went in costs that one statement. One that did not is
+        told apart afterwards, off the hot path (:meth:`_settle`): its fence
+        is stale or its run no longer running, and it gets StaleLeaseError
+        (S8) -- never the existing record, so a replaced worker learns at its
+        next step that the run is gone -- or its key had a record, which wins
+        (S3).
 
         **durability=group.** The step connection commits asynchronously: a
         record is acknowledged before it is flushed, so a crash of the server
@@ -1253,7 +1264,8 @@ class PostgresStore(Store):
             nonlocal sent, token
             conn = await self._step_connection()
             token = self._token
-            sent = [p for p in unique if not self._doomed(p, token)]
+            at_risk = self._lost or self._unsynced  # never with durability=commit
+            sent = [p for p in unique if not self._doomed(p, token)] if at_risk else unique
             if not sent:
                 return []
             sql, params = self._statement(sent)
@@ -1268,13 +1280,12 @@ class PostgresStore(Store):
                 raise
 
         rows = await self._retrying("recording steps", attempt)
-        inserted = {(r[0], r[1]) for r in rows if r[1] is not None}
-        held: dict[str, int] = {r[0]: r[2] for r in rows if r[1] is None}
-        going = set(map(id, sent))
+        inserted = {(r[0], r[1]) for r in rows}
+        held_back = set() if sent is unique else set(map(id, unique)) - set(map(id, sent))
         slow: list[_Pending] = []
         for p in unique:
-            if id(p) not in going:
-                slow.append(p)  # lost in a server crash: _settle refuses it
+            if id(p) in held_back:
+                slow.append(p)  # its execution may have lost records: _settle refuses it
             elif (p.run_id, p.step.key) in inserted:
                 if token is not None:
                     self._acknowledged(p, token)
@@ -1284,7 +1295,7 @@ class PostgresStore(Store):
                 slow.append(p)
         for p in slow + later:
             try:
-                won = await self._settle(p, held.get(p.run_id))
+                won = await self._settle(p)
             except BaseException as exc:
                 if not p.future.done():
                     p.future.set_exception(exc)
@@ -1293,6 +1304,9 @@ class PostgresStore(Store):
                     raise
             else:
                 if won is not None:
+                    if token is not None:
+                        # Maybe our own first attempt, committed but not yet flushed.
+                        self._acknowledged(p, token)
                     if not p.future.done():
                         p.future.set_result(won)
                 elif p.rounds < MAX_ROUNDS:
@@ -1347,8 +1361,6 @@ class PostgresStore(Store):
     def _doomed(self, p: _Pending, token: str | None) -> bool:
         """Whether ``p``'s execution may have lost acknowledged records in a
         server crash (group mode): it must not write after the hole."""
-        if not self._lost and not self._unsynced:
-            return False  # the usual case, and always with durability=commit
         if self._lost.get(p.run_id) == p.fence:
             return True
         noted = self._unsynced.get(p.run_id)
@@ -1391,21 +1403,24 @@ class PostgresStore(Store):
             self._step_conn = conn
         return conn
 
-    async def _settle(self, p: _Pending, held: int | None) -> StepRecord | None:
-        """What a record the statement did not insert gets: the record that
-        holds its key (its fence was valid), or the error that refused it;
-        None if its key is still free (try it again)."""
+    async def _settle(self, p: _Pending) -> StepRecord | None:
+        """What a record the statement did not insert gets: the error that
+        refused it (a stale fence, a run no longer running), or else the
+        record that holds its key (S3); None if its key is still free (it
+        goes out again).
+
+        The fence is read again here, after the statement: fences only grow,
+        so one valid now was valid under the statement's share lock, and one
+        stale now means the writer lost the run whatever the statement saw.
+        """
         if self._lost.get(p.run_id) == p.fence:
             raise self._lost_error(p.run_id, f"step {p.step.key}")
-        if held != p.fence:
-            return await self._refused(p)
-        return await self._winner(p)
-
-    async def _winner(self, p: _Pending) -> StepRecord | None:
-        """The record that holds ``p``'s key (``p`` itself if a retry finds
-        its own first attempt), or None if there is none."""
 
         async def fn(conn: Conn, n: int) -> StepRecord | None:
+            cur = await conn.execute(
+                f"SELECT fence, status FROM {self._sql.s}.runs WHERE id = %s", (p.run_id,)
+            )
+            self._check_step_fence(p, await cur.fetchone())
             existing = (await self._load_steps(conn, p.run_id, p.step.key)).get(p.step.key)
             if existing is None:
                 return None
@@ -1421,33 +1436,25 @@ class PostgresStore(Store):
 
         return await self._with_conn(f"reading step {p.step.key} of run {_q(p.run_id)}", fn)
 
-    async def _refused(self, p: _Pending) -> StepRecord | None:
-        """Raise why ``p`` was refused: another owner took the run, or it is
-        no longer running. None if it is running under ``p``'s fence again
-        (it was not, under the share lock: try it again)."""
-        noted = self._unsynced.get(p.run_id)
-        if noted is not None and noted[0] == p.fence:
-            del self._unsynced[p.run_id]  # the takeover's commit flushed its records
-
-        async def fn(conn: Conn, n: int) -> tuple[Any, ...] | None:
-            cur = await conn.execute(
-                f"SELECT fence, status FROM {self._sql.s}.runs WHERE id = %s", (p.run_id,)
-            )
-            return await cur.fetchone()
-
-        row = await self._with_conn(f"reading run {_q(p.run_id)}", fn)
+    def _check_step_fence(self, p: _Pending, row: tuple[Any, ...] | None) -> None:
+        """Raise StaleLeaseError unless the run (``fence, status``) is still
+        running under ``p``'s fence."""
         what = f"run {_q(p.run_id)}: step {p.step.key} refused"
         if row is None:
             raise StaleLeaseError(f"{what}: the run is no longer in the store")
         fence, status = row
+        if fence == p.fence and status == "running":
+            return
+        # A takeover's commit (or the run's end) flushed this writer's records.
+        noted = self._unsynced.get(p.run_id)
+        if noted is not None and noted[0] == p.fence:
+            del self._unsynced[p.run_id]
         if fence != p.fence:
             raise StaleLeaseError(
                 f"{what}: fencing token {p.fence} is stale (now {fence}); "
                 "another worker has taken the run over"
             )
-        if status != "running":
-            raise StaleLeaseError(f"{what}: the run is {status}, no longer running")
-        return None
+        raise StaleLeaseError(f"{what}: the run is {status}, no longer running")
 
     # -- signals ----------------------------------------------------------------
     async def send_signal(self, run_id: str, name: str, payload: str) -> RunRecord:
@@ -1573,15 +1580,14 @@ class _Sql:
     def record(self, n: int, big: bool) -> str:
         """One statement that records ``n`` steps (and their spilled values).
 
-        It share-locks the running runs it writes to, in id order, and a row
-        goes in only if its run still has the writer's fence (a claim bumping
-        the fence waits for our commit, or we see its new fence), and only if
-        its key has no record yet (the first result wins, S3). It returns the
-        keys it inserted, then each locked run's fence, with which the
-        caller tells a lost race from a stale writer in no extra round trip.
-        A small batch (the usual: one step) is sent as scalar parameters in
-        a VALUES list; a large one as one array per column (see
-        :func:`_columns`), which the server parses far faster.
+        A row goes in only if its run still has the writer's fence, checked
+        under a share lock (a claim bumping the fence waits for us, or we see
+        its new fence), and only if its key has no record yet (the first
+        result wins, S3). It returns the keys it inserted; why any other was
+        left out is asked afterwards (:meth:`PostgresStore._settle`), off the
+        hot path. A small batch (the usual: one step) is sent as
+        scalar parameters in a VALUES list; a large one as one array per
+        column (see :func:`_columns`), which the server parses far faster.
         """
         arrays = n > SMALL_BATCH
         sql = self._records.get((0 if arrays else n, big))
@@ -1596,34 +1602,25 @@ class _Sql:
             )
         else:
             rows = f"(VALUES {', '.join([_STEP_ROW] * n)})"
-        spill = ""
+        sql = f"""INSERT INTO {s}.steps (run_id, key, name, kind, args_hash, args, output,
+                error, attempts, started_at, finished_at, spilled)
+            SELECT v.run_id, v.key, v.name, v.kind, v.args_hash, v.args, v.output, v.error,
+                v.attempts, v.started_at, v.finished_at, v.spilled
+            FROM {rows} AS v(run_id, fence, key, name, kind, args_hash, args, output,
+                error, attempts, started_at, finished_at, spilled)
+            WHERE EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = v.run_id AND r.fence = v.fence
+                          AND r.status = 'running' FOR SHARE)
+            ON CONFLICT (run_id, key) DO NOTHING
+            RETURNING run_id, key"""
         if big:
-            spill = f""", big AS (
-                INSERT INTO {s}.payloads (run_id, key, field, data)
-                SELECT b.run_id, b.key, b.field, b.data
-                FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])
-                    AS b(run_id, key, field, data)
-                JOIN ins ON ins.run_id = b.run_id AND ins.key = b.key
-                ON CONFLICT DO NOTHING
-            )"""
-        sql = f"""WITH v AS (
-                SELECT * FROM {rows} AS v(run_id, fence, key, name, kind, args_hash, args,
-                    output, error, attempts, started_at, finished_at, spilled)
-            ), held AS (
-                SELECT r.id, r.fence FROM {s}.runs r
-                WHERE r.id IN (SELECT v.run_id FROM v) AND r.status = 'running'
-                ORDER BY r.id FOR SHARE
-            ), ins AS (
-                INSERT INTO {s}.steps (run_id, key, name, kind, args_hash, args, output,
-                    error, attempts, started_at, finished_at, spilled)
-                SELECT v.run_id, v.key, v.name, v.kind, v.args_hash, v.args, v.output, v.error,
-                    v.attempts, v.started_at, v.finished_at, v.spilled
-                FROM v JOIN held ON held.id = v.run_id AND held.fence = v.fence
-                ON CONFLICT (run_id, key) DO NOTHING
-                RETURNING run_id, key
-            ){spill}
-            SELECT run_id, key, NULL::int8 FROM ins
-            UNION ALL SELECT id, NULL, fence FROM held"""
+            sql = f"""WITH ins AS ({sql}), big AS (
+                    INSERT INTO {s}.payloads (run_id, key, field, data)
+                    SELECT b.run_id, b.key, b.field, b.data
+                    FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])
+                        AS b(run_id, key, field, data)
+                    JOIN ins ON ins.run_id = b.run_id AND ins.key = b.key
+                    ON CONFLICT DO NOTHING
+                ) SELECT run_id, key FROM ins"""
         self._records[0 if arrays else n, big] = sql
         return sql
 
