@@ -264,11 +264,10 @@ async def test_a_dropped_connection_is_retried(schema: str) -> None:
     try:
         run_id = _rid()
         fence = await _claimed(s, run_id)
+        before = s.retries
         await _kill_backends(app)  # AdminShutdown, then a lost connection
         assert (await s.record_step(run_id, fence, _step("1", "7"))).output == "7"
-        await _kill_backends(app)
-        got = await s.get_run(run_id)
-        assert got is not None and s.retries >= 2
+        assert s.retries > before
     finally:
         await s.close()
 
