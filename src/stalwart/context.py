@@ -79,8 +79,16 @@ class Context:
 
     # -- streaming -----------------------------------------------------------
     def emit(self, value: Any) -> None:
-        """Send ``value`` to whoever streams this run (nothing if nobody does)."""
-        self._x.emit(self.key, value)
+        """Send ``value`` to whoever streams this run (nothing if nobody does).
+
+        Code between steps runs again when a run resumes; if the call after
+        this emit is already recorded, the emit was delivered the first time
+        and is not delivered again.
+        """
+        x = self._x
+        if x.listeners:
+            after = f"{self.key}.{self._seq + 1}" if self.key else str(self._seq + 1)
+            x.emit(self.key, value, replayed=after in x.replay)
 
     def stream_text(self, text: str) -> None:
         """Send a piece of text a model is producing (a token delta) to listeners.

@@ -30,8 +30,17 @@ __all__ = [
 ]
 
 _TYPES: dict[str, type] = {}
-_SEEN: set[int] = set()  # ids of annotation objects already walked
 _LOCK = threading.Lock()
+
+
+def _stdlib_errors() -> None:
+    """Standard exceptions steps commonly raise, declared for every program:
+    the standard library's classes are not data an attacker chose."""
+    import json
+    import subprocess
+
+    for cls in (json.JSONDecodeError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        _TYPES[name_of(cls)] = cls
 
 
 def name_of(cls: type) -> str:
@@ -79,10 +88,9 @@ def declare_annotation(ann: Any) -> None:
 
 
 def _walk(ann: Any) -> None:
-    key = id(ann)
-    if key in _SEEN:
-        return
-    _SEEN.add(key)
+    # No memo of walked annotations: they are often built afresh (string
+    # hints), and an id() memo would skip a new one at a reused address.
+    # A declared class stops the walk, which bounds recursive types.
     if isinstance(ann, type):
         _declare(ann)
     for arg in typing.get_args(ann):
@@ -117,3 +125,6 @@ def _is_rebuildable(cls: type) -> bool:
         or dataclasses.is_dataclass(cls)
         or hasattr(cls, "model_validate")
     )
+
+
+_stdlib_errors()

@@ -20,7 +20,16 @@ from .context import Context
 from .declared import declare_hints, register_type
 from .schema import Signature
 
-__all__ = ["Policy", "SupportsPolicy", "ToolSpec", "as_policy", "current_context", "policy"]
+__all__ = [
+    "Policy",
+    "SupportsPolicy",
+    "ToolSpec",
+    "as_policy",
+    "current_context",
+    "policy",
+    "same_policy",
+    "where_defined",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -148,9 +157,10 @@ class Policy(Generic[P, R]):
         """Coerce a model's arguments to the declared types, or raise ArgumentError."""
         return self.signature.validate(arguments)
 
-    def with_options(self, **changes: Any) -> Policy[P, R]:
-        """A copy with other settings (``timeout``, ``retries``, ``name``...)."""
-        settings: dict[str, Any] = {
+    def settings(self) -> dict[str, Any]:
+        """What :func:`policy` was given: two policies of one function with
+        equal settings behave the same."""
+        return {
             "name": self.name,
             "description": self.signature._description,
             "retries": self.retries,
@@ -161,8 +171,10 @@ class Policy(Generic[P, R]):
             "record": self.record,
             "max_parallel": self.max_parallel,
         }
-        settings.update(changes)
-        return Policy(self.fn, **settings)
+
+    def with_options(self, **changes: Any) -> Policy[P, R]:
+        """A copy with other settings (``timeout``, ``retries``, ``name``...)."""
+        return Policy(self.fn, **{**self.settings(), **changes})
 
     # -- calling -------------------------------------------------------------
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
@@ -181,8 +193,8 @@ class Policy(Generic[P, R]):
                 return fn(ctx, *args, **kwargs)  # type: ignore[no-any-return]
             return fn(*args, **kwargs)  # type: ignore[no-any-return]
         if self.takes_ctx:
-            return asyncio.to_thread(fn, ctx, *args, **kwargs)
-        return asyncio.to_thread(fn, *args, **kwargs)
+            return asyncio.to_thread(_in_thread, fn, ctx, *args, **kwargs)
+        return asyncio.to_thread(_in_thread, fn, *args, **kwargs)
 
     @overload
     def __get__(self, obj: None, owner: type) -> Policy[P, R]: ...
@@ -202,6 +214,18 @@ class Policy(Generic[P, R]):
         return f"<policy {self.name}>"
 
 
+def _in_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a sync policy in a worker thread.
+
+    A StopIteration cannot cross into an asyncio future (the await would hang
+    for ever), so it becomes a RuntimeError, as PEP 479 does for coroutines.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except StopIteration as exc:
+        raise RuntimeError(f"{getattr(fn, '__qualname__', fn)!s} raised StopIteration") from exc
+
+
 class _Bound:
     __slots__ = ("ctx", "policy")
 
@@ -211,6 +235,23 @@ class _Bound:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Awaitable[Any]:
         return self.ctx.call(self.policy, *args, **kwargs)
+
+
+def same_policy(a: Policy[Any, Any], b: Policy[Any, Any]) -> bool:
+    """Two Policy objects for one function with the same settings: one policy."""
+    return a.fn is b.fn and a.settings() == b.settings()
+
+
+def where_defined(pol: Policy[Any, Any]) -> str:
+    fn: Any = pol.fn
+    target = fn if inspect.isroutine(fn) else type(fn)
+    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+    try:
+        file = inspect.getsourcefile(target)
+        line = inspect.getsourcelines(target)[1]
+    except (OSError, TypeError):
+        return name
+    return f"{name} ({file}:{line})"
 
 
 def functools_update(p: Policy[Any, Any], fn: Callable[..., Any]) -> None:

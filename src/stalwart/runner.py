@@ -37,12 +37,14 @@ from .errors import (
     StoreUnavailable,
 )
 from .events import Event, Hook, RunFinished
-from .policy import Policy, SupportsPolicy, as_policy
+from .policy import Policy, SupportsPolicy, as_policy, same_policy, where_defined
 from .runtime import (
     Execution,
     Suspend,
+    as_exception,
     error_from_json,
     error_to_json,
+    find_halt,
     leaves_of,
     recorded_outcome,
 )
@@ -102,18 +104,6 @@ def _legacy_ref(pol: Policy[Any, Any]) -> str:
     return pol.name
 
 
-def _where_defined(pol: Policy[Any, Any]) -> str:
-    fn: Any = pol.fn
-    target = fn if inspect.isroutine(fn) else type(fn)
-    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
-    try:
-        file = inspect.getsourcefile(target)
-        line = inspect.getsourcelines(target)[1]
-    except (OSError, TypeError):
-        return name
-    return f"{name} ({file}:{line})"
-
-
 def _inputs(
     pol: Policy[Any, Any], run_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> str:
@@ -149,7 +139,8 @@ def _binding(pol: Policy[Any, Any]) -> inspect.Signature | None:
 
 
 def _same_inputs(pol: Policy[Any, Any], stored: str, given: str) -> bool:
-    """Whether two recorded inputs are the same call, compared as values."""
+    """Whether two recorded inputs are the same call, compared as values:
+    keyword or positional, key order, set order and message ids aside."""
     if stored == given:
         return True
     try:
@@ -157,30 +148,57 @@ def _same_inputs(pol: Policy[Any, Any], stored: str, given: str) -> bool:
     except ValueError:
         return False
     sig = _binding(pol)
-    if sig is None:
-        return bool(a == b)
-    try:
-        x = sig.bind(*a["args"], **a["kwargs"])
-        y = sig.bind(*b["args"], **b["kwargs"])
-    except (TypeError, KeyError):
-        return bool(a == b)
-    x.apply_defaults()
-    y.apply_defaults()
-    return _json_equal(x.arguments, y.arguments)
+    if sig is not None:
+        try:
+            x = sig.bind(*a["args"], **a["kwargs"])
+            y = sig.bind(*b["args"], **b["kwargs"])
+        except (TypeError, KeyError):
+            pass
+        else:
+            x.apply_defaults()
+            y.apply_defaults()
+            a, b = x.arguments, y.arguments
+    return _canonical_text(a) == _canonical_text(b)
 
 
-def _json_equal(a: Any, b: Any) -> bool:
-    """Equality of JSON trees where True is not 1 (Python's == says it is)."""
-    if type(a) is not type(b) and not (
-        isinstance(a, int | float) and isinstance(b, int | float)
-        and not isinstance(a, bool) and not isinstance(b, bool)
+def _canonical_text(tree: Any) -> str:
+    return json.dumps(_canonical(tree), sort_keys=True, separators=(",", ":"))
+
+
+def _canonical(tree: Any) -> Any:
+    """One spelling of a recorded value: sets and maps in a fixed order,
+    message ids left out, 2.0 written as 2 (True stays true, not 1)."""
+    if isinstance(tree, list):
+        return [_canonical(v) for v in tree]
+    if isinstance(tree, dict):
+        tag, inner = tree.get("$t"), tree.get("v")
+        if tag in ("set", "frozenset") and isinstance(inner, list):
+            return {"$t": tag, "v": sorted((_canonical(v) for v in inner), key=_canonical_text)}
+        if tag == "map" and isinstance(inner, list):
+            pairs = [_canonical(p) for p in inner]
+            return {"$t": tag, "v": sorted(pairs, key=_canonical_text)}
+        if tag == "msg" and isinstance(inner, dict):
+            return {"$t": tag, "v": {k: _canonical(v) for k, v in inner.items() if k != "id"}}
+        return {k: _canonical(v) for k, v in tree.items()}
+    if type(tree) is float and tree.is_integer():
+        return int(tree)
+    return tree
+
+
+def _read_inputs(run_id: str, inputs: str) -> dict[str, Any]:
+    """A run's recorded inputs, or CorruptedRecord naming the run and field."""
+    data = codec.loads(inputs, f"inputs of run {run_id!r}")
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("args"), list)
+        or not isinstance(data.get("kwargs"), dict)
+        or not all(isinstance(k, str) for k in data["kwargs"])
     ):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
+        raise CorruptedRecord(
+            f"inputs of run {run_id!r}: not a record of arguments "
+            '({"args": [...], "kwargs": {...}})'
+        )
+    return data
 
 
 def _check_same_run(
@@ -232,6 +250,21 @@ class _Live:
     lost: bool = False  # a heartbeat found another owner: stop, write nothing
 
 
+class _EventBuffer(asyncio.Queue[Any]):
+    """The events of a run kept for its handle's first :meth:`RunHandle.events`.
+
+    Bounded: past ``limit`` unread events, later ones are dropped (the run
+    never blocks on a reader that may never come), except the last one,
+    :class:`RunFinished`, so a late reader still sees how the run ended.
+    """
+
+    limit = 10_000
+
+    def put_nowait(self, item: Any) -> None:
+        if self.qsize() < self.limit or isinstance(item, RunFinished):
+            super().put_nowait(item)
+
+
 class RunHandle:
     """A run you started or found: await its result, stream it, cancel it."""
 
@@ -248,7 +281,14 @@ class RunHandle:
         )
 
     async def result(self, timeout: float | None = None) -> Any:
-        """The run's result (or its error, raised), waiting as long as needed."""
+        """The run's result (or its error, raised), waiting as long as needed.
+
+        A handle awaited for its result stops keeping the run's events for a
+        later :meth:`events` call (they would hold every step's value).
+        """
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = self._queue = None
         self._check_open()
         async with asyncio.timeout(timeout):
             return await self.runner._await_outcome(self.run_id)
@@ -394,10 +434,10 @@ class Runner:
         """
         pol = as_policy(target)
         known = self._policies.get(pol.name)
-        if known is not None and known is not pol and known.fn is not pol.fn:
+        if known is not None and known is not pol and not same_policy(known, pol):
             raise DuplicatePolicy(
                 f"two different policies are named {pol.name!r}: "
-                f"{_where_defined(known)} and {_where_defined(pol)}; "
+                f"{where_defined(known)} and {where_defined(pol)}; "
                 "give one of them another name (@policy(name=...), Agent(name=...))"
             )
         if known is None:
@@ -481,7 +521,7 @@ class Runner:
         even those that happened before it was called.
         """
         run_id = uuid.uuid4().hex if run_id is None else check_run_id(run_id)
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+        queue: asyncio.Queue[Any] = _EventBuffer()
         self._listeners.setdefault(run_id, []).append(queue)
         try:
             await self._start(target, args, kwargs, run_id)
@@ -670,11 +710,11 @@ class Runner:
         x = live.execution
         outcome: tuple[str, Any] = ("lost", None)
         try:
+            pol.declare_types()
+            data = _read_inputs(x.run_id, inputs)  # a bad row fails this run, not the worker
+            if x.fence > 1:  # a first claim has no steps to replay: skip the query
+                x.replay = await store.load_steps(x.run_id)
             try:
-                pol.declare_types()
-                data = codec.loads(inputs, f"inputs of run {x.run_id!r}")
-                if x.fence > 1:  # a first claim has no steps to replay: skip the query
-                    x.replay = await store.load_steps(x.run_id)
                 result = await x.run_root(pol, tuple(data["args"]), data["kwargs"])
             except asyncio.CancelledError:
                 if live.lost:
@@ -690,9 +730,22 @@ class Runner:
                 outcome = ("cancelled", err)
                 return
             except BaseException as exc:
+                halt = find_halt(exc)
+                if halt is not None:
+                    raise halt.cause from None  # the run's problem: settled below
                 suspend = _find_suspend(exc)
                 if suspend is None:
-                    raise
+                    if isinstance(exc, KeyboardInterrupt):
+                        with contextlib.suppress(Exception):
+                            await store.release(x.run_id, x.fence)
+                        raise
+                    # What the policy's own code raised: the run fails with it, once.
+                    failure = as_exception(exc)
+                    await store.finish_run(
+                        x.run_id, x.fence, "failed", None, error_to_json(failure)
+                    )
+                    outcome = ("failed", failure)
+                    return
                 # If what it waits for is already there, the store leaves the
                 # run ready; _finish_live pokes the loop, which resumes it or
                 # recomputes the next wake time.
@@ -1054,11 +1107,11 @@ class Runner:
         self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any
     ) -> AsyncIterator[Event]:
         """Start a run and yield its events as they happen, ending with RunFinished."""
-        run_id = run_id or uuid.uuid4().hex
+        run_id = uuid.uuid4().hex if run_id is None else check_run_id(run_id)
         queue: asyncio.Queue[Any] = asyncio.Queue()
         self._listeners.setdefault(run_id, []).append(queue)
         try:
-            await self._start(target, args, kwargs, check_run_id(run_id))
+            await self._start(target, args, kwargs, run_id)
         except BaseException:
             self._drop_listener(run_id, queue)
             raise

@@ -16,10 +16,11 @@ import builtins
 import contextlib
 import hashlib
 import json
+import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Protocol, TypeVar
 
 from . import codec, errors
 from .context import Context
@@ -27,16 +28,19 @@ from .declared import lookup
 from .errors import (
     CancelledRun,
     CorruptedRecord,
+    DuplicatePolicy,
     NonDeterminismError,
     SerializationError,
+    StaleLeaseError,
     StalwartError,
     StepError,
     StoreError,
+    StoreUnavailable,
     Veto,
 )
 from .events import CallFailed, CallFinished, CallInfo, CallStarted, Emitted, Hook, TextDelta
 from .message import Message
-from .policy import Policy, _current, as_policy
+from .policy import Policy, _current, as_policy, same_policy, where_defined
 from .schema import ArgumentError
 from .store.base import (
     CHILDREN_WAIT,
@@ -47,18 +51,45 @@ from .store.base import (
     child_run_id,
 )
 
+T = TypeVar("T")
+_log = logging.getLogger("stalwart.runtime")
+
 __all__ = [
     "Execution",
+    "Halt",
     "Suspend",
+    "as_exception",
     "error_from_json",
     "error_to_json",
+    "find_halt",
     "leaves_of",
     "recorded_outcome",
 ]
 
 # Errors about the run itself, not the step: never recorded as a step's error,
-# so that fixing the cause (code, store) lets the run resume.
-_NOT_STEP_ERRORS = (NonDeterminismError, StoreError)
+# so that fixing the cause (code, store) lets the run resume. The runtime
+# raises them inside a Halt; these types are also refused as a step's error
+# in case one escapes without. A StoreError a step's own code raises (it
+# talks to some store) is that step's error like any other.
+_NOT_STEP_ERRORS = (NonDeterminismError, CorruptedRecord, StaleLeaseError)
+
+
+_WARNED: set[type] = set()
+
+
+def _warn_rebuilt(original: type, rebuilt: type) -> None:
+    """Say once per class that its errors are raised as another type."""
+    if original in _WARNED or issubclass(original, StepError):
+        return
+    _WARNED.add(original)
+    _log.warning(
+        "%s is not declared, so a step's %s is raised as %s, live as on replay; "
+        "declare it with stalwart.register_type(%s) to raise it as itself",
+        _type_name(original),
+        original.__name__,
+        rebuilt.__name__,
+        original.__name__,
+    )
 
 
 class _Attempts:
@@ -72,17 +103,18 @@ def _is_step_failure(exc: BaseException) -> bool:
     """Whether ``exc`` is the step's own failure, to be recorded (S4, S14).
 
     Everything a step's code raises is, ``BaseException``s included (a tool's
-    ``SystemExit`` from argparse, its own ``CancelledError``): recorded once,
-    they can neither kill the process nor make the runner retry the run for
-    ever. Not the step's: the run being cancelled (the task is cancelling),
-    a durable wait unwinding the run, Ctrl-C, a coroutine being closed, and
-    the errors about the run itself (:data:`_NOT_STEP_ERRORS`).
+    ``SystemExit`` from argparse, its own ``CancelledError`` or
+    ``GeneratorExit``): recorded once, they can neither kill the process nor
+    make the runner retry the run for ever. Not the step's: the run being
+    cancelled (the task is cancelling), a durable wait unwinding the run, a
+    halted execution, Ctrl-C, and the errors about the run itself
+    (:data:`_NOT_STEP_ERRORS`).
     """
     if isinstance(exc, Exception):
         if isinstance(exc, BaseExceptionGroup):
             return all(_is_step_failure(e) for e in leaves_of(exc))
         return not isinstance(exc, _NOT_STEP_ERRORS)
-    if isinstance(exc, Suspend | KeyboardInterrupt | GeneratorExit):
+    if isinstance(exc, Suspend | Halt | KeyboardInterrupt):
         return False
     if isinstance(exc, asyncio.CancelledError):
         task = asyncio.current_task()
@@ -92,7 +124,7 @@ def _is_step_failure(exc: BaseException) -> bool:
     return True
 
 
-def _as_exception(exc: BaseException) -> Exception:
+def as_exception(exc: BaseException) -> Exception:
     """A step failure as an ``Exception``: what callers see, live and on replay."""
     if isinstance(exc, Exception):
         return exc
@@ -112,22 +144,68 @@ class Suspend(BaseException):
         self.waiting_for = waiting_for
 
 
-def error_to_json(exc: BaseException) -> str:
-    """A failure as recorded: its type's name, its message and plain-JSON args.
+class Halt(BaseException):
+    """Stops an execution whose ledger refused a write, or whose replay
+    diverged: the run, not the step, has the problem (S6, S8, S14).
 
-    Args are kept only when they are plain JSON (no codec tags), so reading
-    an error back never constructs anything but the exception itself.
+    A BaseException, raised again by every later step of the execution, so
+    that a policy's ``except Exception`` cannot swallow it and go on
+    executing steps whose records could leave a hole or that another worker
+    now owns. The runner settles the run from :attr:`cause`.
     """
+
+    def __init__(self, cause: StalwartError) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
+def find_halt(exc: BaseException) -> Halt | None:
+    """The Halt that unwound a run, itself or inside a (nested) group."""
+    leaves = leaves_of(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    return next((e for e in leaves if isinstance(e, Halt)), None)
+
+
+def error_to_json(exc: BaseException) -> str:
+    """A failure as recorded: its type's name, its message, and its args and
+    attributes when they are plain JSON (no codec tags), so that reading an
+    error back never constructs anything but the exception itself."""
     cls = type(exc)
     if isinstance(exc, StepError):
         data: dict[str, Any] = {"type": exc.error_type, "message": exc.error_message}
     else:
-        data = {"type": f"{cls.__module__}.{cls.__qualname__}", "message": str(exc)}
-        if all(type(a) in _SCALARS for a in exc.args):
-            with contextlib.suppress(ValueError):
-                json.dumps(exc.args, allow_nan=False)
-                data["args"] = list(exc.args)
+        data = {"type": _type_name(cls), "message": str(exc)}
+        bases = [_type_name(c) for c in cls.__mro__[1:] if issubclass(c, Exception)]
+        if bases[:-1]:  # the classes between it and Exception, nearest first
+            data["bases"] = bases[:-1][:8]
+        if _is_plain(list(exc.args)):
+            data["args"] = list(exc.args)
+        attrs = {
+            k: v
+            for k, v in getattr(exc, "__dict__", {}).items()
+            if k.isidentifier() and not k.startswith("_") and _is_plain(v)
+        }
+        if isinstance(exc, OSError):  # kept in C slots, not __dict__
+            attrs.update({k: v for k in ("filename", "filename2") if (v := getattr(exc, k))})
+        if attrs:
+            data["attrs"] = attrs
     return json.dumps(data, separators=(",", ":"))
+
+
+def _type_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _is_plain(value: Any, depth: int = 0) -> bool:
+    """Plain JSON data: no codec tags needed, nothing to construct."""
+    if type(value) in _SCALARS:
+        return not (type(value) is float and value - value != 0.0)
+    if depth > 20:
+        return False
+    if type(value) is list:
+        return all(_is_plain(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return all(type(k) is str and _is_plain(v, depth + 1) for k, v in value.items())
+    return False
 
 
 def recorded_outcome(run_id: str, status: str, result: str | None, error: str | None) -> Any:
@@ -141,36 +219,63 @@ def recorded_outcome(run_id: str, status: str, result: str | None, error: str | 
     )
 
 
-def error_from_json(text: str, where: str = "recorded error") -> BaseException:
+def error_from_json(text: str, where: str = "recorded error") -> Exception:
     """Rebuild a recorded error without importing anything (S13).
 
-    The original class comes back when it is a builtin exception, one of
-    Stalwart's own, or a class the program declared; anything else is a
-    :class:`StepError` carrying the recorded type name and message.
+    The original class comes back, with its recorded args and attributes,
+    when it is a builtin exception, one of Stalwart's own that a step may
+    raise, or a class the program declared; anything else is a
+    :class:`StepError` carrying the recorded type name and message. Never a
+    runtime control error (a store or nondeterminism error), which an edited
+    row could otherwise use to make every worker retry the run for ever.
     """
     try:
         data = json.loads(text)
         type_name = data["type"]
         message = data["message"]
         args = data.get("args")
+        attrs = data.get("attrs", {})
+        bases = data.get("bases", [])
         if not isinstance(type_name, str) or not isinstance(message, str):
             raise TypeError("type and message must be strings")
-        if args is not None and not (
-            isinstance(args, list) and all(type(a) in _SCALARS for a in args)
-        ):
+        if not (isinstance(bases, list) and all(isinstance(b, str) for b in bases)):
+            raise TypeError("bases must be a list of type names")
+        if args is not None and not (isinstance(args, list) and _is_plain(args)):
             raise TypeError("args must be a list of plain values")
+        if not (isinstance(attrs, dict) and _is_plain(attrs)):
+            raise TypeError("attrs must be an object of plain values")
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise CorruptedRecord(
             f"{where}: the recorded error cannot be read back ({type(exc).__name__}: {exc})"
         ) from None
-    cls = _known_exception(type_name)
-    if cls is not None:
-        exc_obj: BaseException = cls.__new__(cls)
-        exc_obj.args = tuple(args) if args is not None else (message,)
+    # The class itself if known, else its nearest known base (a
+    # json.JSONDecodeError the program never declared is still a ValueError).
+    for name in (type_name, *bases[:8]):
+        cls = _known_exception(name)
+        if cls is None:
+            continue
         with contextlib.suppress(Exception):
+            exc_obj = _rebuild(cls, tuple(args) if args is not None else (message,), attrs)
             if str(exc_obj) == message or isinstance(exc_obj, StalwartError):
                 return exc_obj
     return StepError(type_name.rpartition(".")[2] or type_name, message)
+
+
+def _rebuild(cls: type[Exception], args: tuple[Any, ...], attrs: dict[str, Any]) -> Exception:
+    if cls.__module__ == "builtins":
+        exc = cls(*args)  # builtins set their C fields (errno, filename...) from args
+    else:
+        exc = cls.__new__(cls)  # the program's class: its __init__ is not replayed
+        exc.args = args
+    for name, value in attrs.items():
+        if name.isidentifier() and not name.startswith("_"):
+            setattr(exc, name, value)
+    return exc
+
+
+# Never rebuilt from a row: they would tell a runner to retry the run (so an
+# edited row could make every worker spin), or need their own constructor.
+_CONTROL = (StoreUnavailable, StaleLeaseError, StepError)
 
 
 def _known_exception(type_name: str) -> type[Exception] | None:
@@ -186,7 +291,7 @@ def _known_exception(type_name: str) -> type[Exception] | None:
         if cls is None and "." in module:  # a nested class: Outer.Inner
             head, _, outer = module.rpartition(".")
             cls = lookup(f"{head}:{outer}.{qual}")
-    if isinstance(cls, type) and issubclass(cls, Exception):
+    if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(cls, _CONTROL):
         return cls
     return None
 
@@ -206,7 +311,8 @@ def _args_for_record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str,
         out["*"] = [tidy(a) for a in args]
     for k, v in kwargs.items():
         if k == "options" and isinstance(v, list | tuple):
-            out[k] = [f"<policy {p.name}>" for p in option_policies(v)]
+            option_policies(v)  # a clear error for anything that is not an option
+            out[k] = [f"<policy {as_policy(x).name}>" for x in v]
         else:
             out[k] = tidy(v)
     return out
@@ -214,15 +320,21 @@ def _args_for_record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str,
 
 def option_policies(options: Any) -> list[Policy[Any, Any]]:
     """The policies offered as options; a TypeError naming any that is not one."""
-    out: list[Policy[Any, Any]] = []
+    out: dict[str, Policy[Any, Any]] = {}
     for i, opt in enumerate(options or ()):
         if not _is_option(opt):
             raise TypeError(
                 f"options[{i}] is {opt!r} ({type(opt).__name__}), which is not a policy; "
                 "offer policies or async functions"
             )
-        out.append(as_policy(opt))
-    return out
+        pol = as_policy(opt)
+        other = out.setdefault(pol.name, pol)
+        if other is not pol and not same_policy(other, pol):
+            raise DuplicatePolicy(
+                f"two different options are named {pol.name!r}: {where_defined(other)} and "
+                f"{where_defined(pol)}; a model could not tell them apart"
+            )
+    return list(out.values())
 
 
 def _identity_json(args: tuple[Any, ...], kwargs: dict[str, Any], key: str) -> str:
@@ -312,6 +424,7 @@ class Execution:
         self.listeners: list[asyncio.Queue[Any]] = []
         self.max_parallel = max_parallel
         self.inline_sleep = inline_sleep
+        self.halted: StalwartError | None = None
         self.live_steps = 0  # steps that executed for real in this execution
         self.replayed_steps = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -340,34 +453,25 @@ class Execution:
         for q in self.listeners:
             q.put_nowait(event)
 
-    @property
-    def replaying(self) -> bool:
-        """Whether the run is still re-executing its recorded prefix (S2).
-
-        Code between steps runs again on replay; what it emits was delivered
-        the first time, so it is not delivered again. From the first step
-        that executes live (or once every record was read back) the run is
-        live, and emits reach listeners.
-        """
-        return self.live_steps == 0 and self.replayed_steps < len(self.replay)
-
-    def emit(self, key: str, value: Any, *, marked: bool = False) -> None:
-        """Deliver ``value`` to listeners, unless the run is replaying.
+    def emit(self, key: str, value: Any, *, replayed: bool = False, marked: bool = False) -> None:
+        """Deliver ``value`` to listeners, unless it is a ``replayed`` emit.
 
         ``marked``: the value says itself whether it is a replay (a flow's
         node events do), so it is delivered either way.
         """
-        if self.listeners and (marked or not self.replaying):
+        if self.listeners and (marked or not replayed):
             self._publish(Emitted(self.run_id, key, value))
 
     def text_delta(self, key: str, text: str) -> None:
-        if self.listeners and not self.replaying:
+        if self.listeners:  # only a live call streams text: a replayed one has its result
             self._publish(TextDelta(self.run_id, key, text))
 
     # -- steps -------------------------------------------------------------
     def step(
         self, key: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Coroutine[Any, Any, Any]:
+        if self.halted is not None:
+            raise Halt(self.halted)
         pol = target if type(target) is Policy else as_policy(target)
         if self.plain and pol.simple:
             return self._plain(key, pol, args, kwargs)
@@ -386,7 +490,7 @@ class Execution:
         except BaseException as caught:
             if isinstance(caught, Exception) or not _is_step_failure(caught):
                 raise
-            raise _as_exception(caught) from caught
+            raise as_exception(caught) from caught
         finally:
             _current.reset(token)
         if kwargs and "options" in kwargs:
@@ -429,7 +533,7 @@ class Execution:
         except BaseException as caught:
             if not _is_step_failure(caught):
                 raise
-            err: BaseException = _as_exception(caught)
+            err: BaseException = as_exception(caught)
             if store is not None:
                 rec = StepRecord(
                     key, pol.name, args_hash, args_json, None, error_to_json(err),
@@ -439,12 +543,19 @@ class Execution:
                 if won.output is not None:  # another executor recorded success first (S3)
                     result = self._decode_output(won, key)
                     return await self._then_dispatch(key, result, kwargs, pol)
-                if won is not rec and won.error:
-                    err = error_from_json(won.error, f"error of step {key} of run {self.run_id!r}")
+                # What a replay will raise is what the caller sees now (S2, S4):
+                # the winner's error, or ours as the ledger rebuilds it.
+                recorded = error_from_json(
+                    won.error or "", f"error of step {key} of run {self.run_id!r}"
+                )
+                if won is not rec or type(recorded) is not type(err):
+                    if won is rec:
+                        _warn_rebuilt(type(err), type(recorded))
+                    err = recorded
             await self._failed(info, key, pol.name, err)
             if err is caught:
                 raise
-            raise err from (None if isinstance(caught, Exception) else caught)
+            raise err from caught
         if store is not None:
             rec = StepRecord(
                 key, pol.name, args_hash, args_json, output, None,
@@ -520,9 +631,27 @@ class Execution:
 
     async def _record(self, rec: StepRecord) -> StepRecord:
         assert self.store is not None
-        won = await self.store.record_step(self.run_id, self.fence, rec)
+        won = await self._ledger(self.store.record_step(self.run_id, self.fence, rec))
         self.live_steps += 1
         return won
+
+    async def _ledger(self, write: Awaitable[T]) -> T:
+        """A store call for this run; the first one that fails halts it."""
+        if self.halted is not None:
+            close = getattr(write, "close", None)
+            if close is not None:
+                close()  # never awaited: say so to the coroutine, not to the GC
+            raise Halt(self.halted)
+        try:
+            return await write
+        except StoreError as exc:
+            raise self.halt(exc) from exc
+
+    def halt(self, cause: StalwartError) -> Halt:
+        """Stop this execution for good: every later step raises the same."""
+        if self.halted is None:
+            self.halted = cause
+        return Halt(self.halted)
 
     def _replayed(
         self,
@@ -534,16 +663,19 @@ class Execution:
         publish: bool = True,
     ) -> Any:
         if rec.name != name or rec.args_hash != args_hash:
-            raise NonDeterminismError(
+            raise self.halt(NonDeterminismError(
                 f"step {key} of run {self.run_id} does not match its record:\n"
                 f"  recorded: {rec.name}({rec.args})\n"
                 f"  now:      {name}({args_json})\n"
                 "The policy's code changed, or it is not deterministic; "
                 "guard changed code with `await ctx.patched(...)`."
-            )
+            ))
         self.replayed_steps += 1
         if rec.error is not None:
-            exc = error_from_json(rec.error, f"error of step {key} of run {self.run_id!r}")
+            try:
+                exc = error_from_json(rec.error, f"error of step {key} of run {self.run_id!r}")
+            except CorruptedRecord as bad:
+                raise self.halt(bad) from None
             if self.listeners and publish:
                 self._publish(
                     CallFailed(self.run_id, key, name, type(exc).__name__, str(exc), True)
@@ -556,7 +688,10 @@ class Execution:
 
     def _decode_output(self, rec: StepRecord, key: str) -> Any:
         where = f"step {key} of run {self.run_id!r}: the recorded output cannot be read back"
-        return codec.loads(rec.output or "null", where)
+        try:
+            return codec.loads(rec.output or "null", where)
+        except CorruptedRecord as bad:
+            raise self.halt(bad) from None
 
     # -- options dispatch ------------------------------------------------------
     async def _dispatch(self, key: str, result: Any, options: Any, pol: Policy[Any, Any]) -> Any:
@@ -586,7 +721,7 @@ class Execution:
             # A store failure or nondeterminism in one call is the run's
             # problem, not a result: surface it as itself, not as a group.
             for exc in leaves_of(group):
-                if isinstance(exc, _NOT_STEP_ERRORS):
+                if isinstance(exc, Halt | _NOT_STEP_ERRORS):
                     raise exc from group
             raise
         results = [t.result() for t in tasks]
@@ -666,7 +801,7 @@ class Execution:
             now,
             kind,
         )
-        await self.store.record_step(self.run_id, self.fence, rec)
+        await self._ledger(self.store.record_step(self.run_id, self.fence, rec))
         self.live_steps += 1
 
     async def sleep(self, key: str, seconds: float) -> None:
@@ -691,7 +826,7 @@ class Execution:
         rec = self.replay.get(key)
         if rec is not None:
             return self._replayed(rec, key, f"stalwart.signal:{name}", "{}", "", publish=False)
-        payload = await self.store.take_signal(self.run_id, name, key)
+        payload = await self._ledger(self.store.take_signal(self.run_id, name, key))
         if payload is not None:
             value = codec.loads(payload, f"signal {name!r} of run {self.run_id!r}")
             await self._record_value(key, f"signal:{name}", value)
@@ -728,8 +863,6 @@ class Execution:
         marker = f"stalwart.patch:{change}"
         if rec is not None and rec.name != marker:
             return False  # this run passed here on code without the change
-        if rec is not None:
-            self.replayed_steps += 1
         ctx._seq += 1
         if self.store is not None and rec is None:
             await self._record_value(key, f"patch:{change}", True)
@@ -756,7 +889,7 @@ class Execution:
         if self.host is None:
             raise RuntimeError("child runs need a Runner (this run has none)")
         ids = [child_run_id(self.run_id, key, i) for i in range(len(calls))]
-        await self.host.spawn_children(self, pol, calls, ids, queue, priority)
+        await self._ledger(self.host.spawn_children(self, pol, calls, ids, queue, priority))
         if self.store is not None:
             await self._record_value(key, f"spawn:{pol.name}", ids)
         return ids
@@ -776,13 +909,16 @@ class Execution:
                 rec, key, "stalwart.children", "{}", "", publish=False
             )
             return out
-        runs = {r.id: r for r in await self.store.get_runs(ids)}
+        runs = {r.id: r for r in await self._ledger(self.store.get_runs(ids))}
         missing = [i for i in ids if i not in runs]
         if missing:
             # Pruned (or deleted by hand): waiting would never end. Say so.
-            raise StoreError(
-                f"run {self.run_id!r}, step {key}: child run {missing[0]!r} is not in the store "
-                f"({len(missing)} of {len(ids)} missing); it was deleted before this run read it"
+            raise self.halt(
+                StoreError(
+                    f"run {self.run_id!r}, step {key}: child run {missing[0]!r} is not in the "
+                    f"store ({len(missing)} of {len(ids)} missing); it was deleted before this "
+                    "run read it"
+                )
             )
         if all(r.status in TERMINAL for r in runs.values()):
             outcomes = [

@@ -147,7 +147,8 @@ def test_errors_come_back_as_themselves_only_when_known() -> None:
         "{not json",
         '{"message": "no type"}',
         '{"type": 3, "message": "x"}',
-        '{"type": "builtins.ValueError", "message": "m", "args": [{"$t": "set", "v": []}]}',
+        '{"type": "builtins.ValueError", "message": "m", "args": "not a list"}',
+        '{"type": "builtins.ValueError", "message": "m", "attrs": {"x": [1, {"y": NaN}]}}',
         "[" * 50_000,
     ],
 )

@@ -252,14 +252,17 @@ async def test_handle_events_stream_a_started_run() -> None:
 async def test_the_stream_of_a_finished_run_ends_with_its_outcome() -> None:
     runner = sw.Runner()
     handle = await runner.start(double, x=21, run_id="d")
-    assert await handle.result() == 42
+    await asyncio.sleep(0.05)  # the run finishes before anyone reads its events
     # The handle start() gave has kept the run's events from its start...
     events = await collect(handle.events())
     assert [type(e) for e in events] == [sw.CallStarted, sw.CallFinished, sw.RunFinished]
-    # ...a handle made later sees only what happens from then on: the end.
-    events = await collect(sw.RunHandle(runner, "d").events())
-    assert len(events) == 1 and isinstance(events[0], sw.RunFinished)
-    assert events[0].status == "succeeded"
+    # ...once awaited for its result, or made later, a handle sees only the end.
+    second = await runner.start(double, x=1, run_id="e")
+    assert await second.result() == 2
+    for late in (second, sw.RunHandle(runner, "d")):
+        events = await collect(late.events())
+        assert len(events) == 1 and isinstance(events[0], sw.RunFinished)
+        assert events[0].status == "succeeded"
 
 
 async def test_a_scripted_model_reply_streams_like_any_call() -> None:

@@ -335,13 +335,29 @@ async def test_async_batch_flow_runs_in_order() -> None:
     assert flow.post_calls == [(items, None)]
 
 
+class ReverseCollect(AsyncNode):
+    """Item i finishes only after item i + 1 has: possible only if walks overlap."""
+
+    done: dict[int, asyncio.Event] = {}
+
+    async def exec_async(self, prep_res: Any) -> Any:
+        i = self.params["i"]
+        if i < 4:
+            async with asyncio.timeout(5):  # a sequential walk would wait here for ever
+                await self.done.setdefault(i + 1, asyncio.Event()).wait()
+
+    async def post_async(self, shared: Any, prep_res: Any, exec_res: Any) -> Any:
+        shared.setdefault("seen", []).append(dict(self.params))
+        self.done.setdefault(self.params["i"], asyncio.Event()).set()
+
+
 async def test_async_parallel_batch_flow_runs_walks_concurrently() -> None:
+    ReverseCollect.done = {}
     items = [{"i": i} for i in range(1, 5)]
-    flow = batch_flow(AsyncParallelBatchFlow, items, AsyncCollect())
+    flow = batch_flow(AsyncParallelBatchFlow, items, ReverseCollect())
     flow.set_params({"base": 0})
     shared: dict[str, Any] = {}
     await flow.run_async(shared)
-    # Item i sleeps (5 - i) ms, so concurrent walks finish in reverse order.
     assert shared["seen"] == [{"base": 0, "i": i} for i in range(4, 0, -1)]
     assert flow.post_calls == [(items, None)]
 

@@ -76,7 +76,7 @@ from typing import Any, TypeVar
 
 from .. import codec
 from ..context import Context
-from ..errors import NonDeterminismError, SerializationError, StoreError
+from ..errors import CorruptedRecord, NonDeterminismError, SerializationError
 from ..policy import Policy, _current
 from ..runtime import Execution, error_from_json
 from ..store.base import StepRecord
@@ -306,9 +306,30 @@ class _Index:
         self.by_flow: dict[str, list[dict[str, Any]]] = {}
         for key, rec in x.replay.items():
             if rec.name == _POST_NAME or rec.name == _PREP_NAME:
-                value = _read(x, key, rec)
+                value = _journal_entry(x, key, _read(x, key, rec))
                 self.values[key] = value
                 self.by_flow.setdefault(value["flow"], []).append(value)
+
+
+def _journal_entry(x: Execution, key: str, value: Any) -> dict[str, Any]:
+    """A flow journal record of the shape :meth:`_Walk._change` writes, or
+    CorruptedRecord naming the run, the step and what is wrong."""
+    problem = None
+    if not isinstance(value, dict):
+        problem = f"a {type(value).__name__}, not a journal entry"
+    elif not isinstance(value.get("flow"), str) or not isinstance(value.get("n"), int):
+        problem = "no 'flow' or 'n' field"
+    elif not isinstance(value.get("set"), list) or not all(
+        isinstance(pair, list) and len(pair) == 2 for pair in value["set"]
+    ):
+        problem = "its 'set' field is not a list of [key, value] pairs"
+    elif not isinstance(value.get("del"), list):
+        problem = "its 'del' field is not a list"
+    if problem is not None:
+        bad = CorruptedRecord(f"step {key} of run {x.run_id!r}: the flow record holds {problem}")
+        raise x.halt(bad)
+    entry: dict[str, Any] = value
+    return entry
 
 
 _indexes: weakref.WeakKeyDictionary[Execution, _Index] = weakref.WeakKeyDictionary()
@@ -322,13 +343,11 @@ def _index(x: Execution) -> _Index:
 
 
 def _read(x: Execution, key: str, rec: StepRecord) -> Any:
+    where = f"step {key} of run {x.run_id!r}: the recorded output cannot be read back"
     try:
-        return codec.loads(rec.output or "null")
-    except Exception as exc:
-        raise StoreError(
-            f"step {key} of run {x.run_id}: recorded output cannot be read back "
-            f"({type(exc).__name__}: {exc})"
-        ) from exc
+        return codec.loads(rec.output or "null", where)
+    except CorruptedRecord as bad:
+        raise x.halt(bad) from None
 
 
 def _mismatch(x: Execution, key: str, recorded: str, now: str) -> NonDeterminismError:
@@ -344,10 +363,10 @@ def _mismatch(x: Execution, key: str, recorded: str, now: str) -> NonDeterminism
 def _answer(x: Execution, key: str, rec: StepRecord, name: str, kwargs: dict[str, Any]) -> Any:
     """A recorded exec, read back without the event loop (sync nodes)."""
     if rec.name != name or (rec.args is not None and codec.loads(rec.args) != kwargs):
-        raise _mismatch(x, key, f"{rec.name}({rec.args})", f"{name}({json.dumps(kwargs)})")
+        raise x.halt(_mismatch(x, key, f"{rec.name}({rec.args})", f"{name}({json.dumps(kwargs)})"))
     x.replayed_steps += 1
     if rec.error is not None:
-        raise error_from_json(rec.error)
+        raise error_from_json(rec.error, f"error of step {key} of run {x.run_id!r}")
     return _read(x, key, rec)
 
 
@@ -487,9 +506,11 @@ class _Journal:
             rec = self.x.replay.get(key)
             if rec is None:
                 return None
-            raise _mismatch(self.x, key, rec.name, f"{kind} of flow node {visit.name}")
+            raise self.x.halt(_mismatch(self.x, key, rec.name, f"{kind} of flow node {visit.name}"))
         if value["node"] != visit.name:
-            raise _mismatch(self.x, key, f"flow node {value['node']}", f"flow node {visit.name}")
+            raise self.x.halt(
+                _mismatch(self.x, key, f"flow node {value['node']}", f"flow node {visit.name}")
+            )
         return value
 
     def _visit(self, node: BaseNode) -> _Visit:
