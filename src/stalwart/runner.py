@@ -373,6 +373,8 @@ class Runner:
         self._policies: dict[str, Policy[Any, Any]] = {}
         self._legacy: dict[str, Policy[Any, Any]] = {}  # 0.1 rows: module:qualname
         self._unknown: set[str] = set()
+        # run id -> (not before, last delay): runs dropped on StoreUnavailable
+        self._retry_after: dict[str, tuple[float, float]] = {}
         for p in policies:
             self.register(p)
         self._live: dict[str, _Live] = {}
@@ -626,6 +628,13 @@ class Runner:
         run_id = live.execution.run_id
         if self._live.get(run_id) is live:
             del self._live[run_id]
+        if outcome[0] == "lost" and isinstance(outcome[1], StoreUnavailable):
+            # Not straight back: a store that refuses this run's writes now
+            # would be asked again a hundred times a second (S14).
+            delay = min(30.0, 2 * self._retry_after.get(run_id, (0.0, self.poll_interval / 2))[1])
+            self._retry_after[run_id] = (time.monotonic() + delay, delay)
+        else:
+            self._retry_after.pop(run_id, None)
         if not live.done.done():
             live.done.set_result(outcome)
         if self._poke is not None:
@@ -990,6 +999,9 @@ class Runner:
 
     def _resolvable(self, rec: RunRecord) -> bool:
         if rec.id in self._live or rec.id in self._claiming:
+            return False
+        retry = self._retry_after.get(rec.id)
+        if retry is not None and time.monotonic() < retry[0]:
             return False
         if self.find_policy(rec.policy) is not None:
             return True

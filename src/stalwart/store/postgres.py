@@ -14,7 +14,9 @@ method; what differs is how concurrency is handled:
   are written together by the next statement (a writer task drains them;
   large batches travel as one array per column), so a ``gather`` of a
   thousand steps costs a handful of commits, with no timer and no added
-  latency. A caller resumes only after the commit holding its
+  latency. A record the server refuses for good (a NUL in a name) fails
+  alone: its batch is written again in halves, so the records of other runs
+  beside it still go in. A caller resumes only after the commit holding its
   record (``durability=commit``, the default). With ``durability=group`` the
   step connection runs with ``synchronous_commit=off``: a crash of the
   *server* can lose the last few hundred milliseconds of records, always a
@@ -1079,7 +1081,13 @@ class PostgresStore(Store):
         if older_than is None and keep is None:
             raise ValueError("prune needs older_than or keep")
         s = self._sql.s
-        terminal = "status IN ('succeeded', 'failed', 'cancelled')"
+        # A finished child of an unfinished parent is still needed: the
+        # parent reads the child's outcome when it resumes (S12).
+        terminal = (
+            "status IN ('succeeded', 'failed', 'cancelled') AND NOT EXISTS "
+            f"(SELECT 1 FROM {s}.runs AS parent WHERE parent.id = runs.parent_id "
+            "AND parent.status NOT IN ('succeeded', 'failed', 'cancelled'))"
+        )
         arms: list[str] = []
         params: list[Any] = []
         if older_than is not None:
@@ -1218,6 +1226,33 @@ class PostgresStore(Store):
             self._writer = None
 
     async def _write_batch(self, batch: list[_Pending]) -> None:
+        """Write ``batch`` (see :meth:`_write_together`); if the server
+        refuses its statement for good, write it again in halves.
+
+        One record PostgreSQL cannot take (a NUL in a step's name) fails the
+        statement that carries it, and so every record batched with it, of
+        other runs too; a run must not fail for a neighbour's bad record
+        (S14). Halving isolates each bad record in a few statements more,
+        paid only after a refusal: the hot path is unchanged.
+        """
+        try:
+            await self._write_together(batch)
+        except Exception as exc:
+            if not _refused_for_good(exc):
+                raise
+            if len(batch) == 1:
+                p = batch[0]
+                raise StoreError(
+                    f"run {_q(p.run_id)}: step {p.step.key} cannot be recorded: {exc}"
+                ) from exc
+            half = len(batch) // 2
+            for part in (batch[:half], batch[half:]):
+                try:
+                    await self._write_batch(part)
+                except Exception as part_exc:
+                    self._fail(part, part_exc)
+
+    async def _write_together(self, batch: list[_Pending]) -> None:
         """Write ``batch`` in one statement, then settle each caller's future.
 
         A record that went in costs that one statement. One that did not is
@@ -1652,6 +1687,12 @@ def _where(params: dict[str, Any]) -> str:
 def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[Any]:
     """Rows as one list per column, for ``unnest``."""
     return [[row[i] for row in rows] for i in range(width)]
+
+
+def _refused_for_good(exc: Exception) -> bool:
+    """Whether the server (or libpq) refused a statement for something in
+    its data: an error that another statement, with other data, may not meet."""
+    return type(exc) is StoreError and isinstance(exc.__cause__, psycopg.Error)
 
 
 def _classified(exc: psycopg.Error, what: str) -> StoreError:

@@ -8,7 +8,11 @@ resumes only after the commit (``durability=commit``, the default), yet
 concurrent steps that finish together share one commit. With
 ``durability=group`` the caller does not wait; the commit follows within
 ``group_delay`` seconds, and a crash can lose that window's records (they are
-re-executed on recovery: at least once, never a hole, S6).
+re-executed on recovery: at least once, never a hole, S6). A failed write can
+take the open transaction with it (SQLite rolls it back on a full disk); the
+step records batched in it, other runs' included, are then written again, and
+if the file cannot take them either, their executions are refused any later
+write, so that each run resumes by replay from what was committed.
 
 Every transaction that writes starts with ``BEGIN IMMEDIATE``, so that two
 processes never deadlock on a lock upgrade; ``busy_timeout`` bounds how long a
@@ -201,6 +205,11 @@ class SQLiteStore(Store):
         self._waiting: list[asyncio.Future[None]] = []
         self._flush_handle: asyncio.Handle | asyncio.TimerHandle | None = None
         self._last_yield = 0.0
+        # The step records in the open transaction (run, fence, record), to
+        # write again if a neighbour's failure rolls it back (see _abort);
+        # and per run, the fence of an execution whose records were lost.
+        self._batch: list[tuple[str, int, StepRecord]] = []
+        self._lost: dict[str, int] = {}
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
@@ -327,25 +336,20 @@ class SQLiteStore(Store):
     def _flush(self) -> None:
         """Commit the open transaction and wake every step that waits for it."""
         self._flush_handle = None
-        waiting, self._waiting = self._waiting, []
-        error: BaseException | None = None
         if self._in_tx:
             try:
                 self.db.execute("COMMIT")
             except sqlite3.Error as exc:
                 error = self._error("commit failed", exc)
-                with contextlib.suppress(sqlite3.Error):
-                    self.db.execute("ROLLBACK")
+                self._abort(error)
+                raise error from exc
             finally:
                 self._in_tx = False
+        self._batch.clear()
+        waiting, self._waiting = self._waiting, []
         for fut in waiting:
             if not fut.done():
-                if error is None:
-                    fut.set_result(None)
-                else:
-                    fut.set_exception(error)
-        if error is not None:
-            raise error
+                fut.set_result(None)
 
     def _write_now(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` in a write transaction and commit it (with any batched steps).
@@ -382,16 +386,76 @@ class SQLiteStore(Store):
         return out
 
     def _abort(self, cause: StoreError) -> None:
-        """Roll the open transaction back; the steps batched in it get an
-        error of ``cause``'s kind, so they retry only if ``cause`` may pass."""
+        """Roll the open transaction back, then write its step records again.
+
+        A failed write (one run's large record meeting a full disk, a failed
+        commit) can take the whole transaction with it: SQLite itself rolls
+        it back on SQLITE_FULL. The records batched beside it, of other runs,
+        are fine, and some were already acknowledged (``durability=group``)
+        or their steps are waiting for this commit; the transaction holds
+        nothing else, so they are written again in one of their own. If that
+        fails too, the store is failing: the waiting steps get that error,
+        and every execution with a record in the batch is marked lost, so
+        that none writes past the hole its lost records leave (S6).
+        """
         waiting, self._waiting = self._waiting, []
+        batch, self._batch = self._batch, []
         if self._in_tx:
             with contextlib.suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
             self._in_tx = False
+        failure = self._rewrite(batch, cause)
+        if failure is not None:
+            for run_id, fence, _ in batch:
+                self._lost[run_id] = fence
         for fut in waiting:
             if not fut.done():
-                fut.set_exception(type(cause)(f"a batched write was rolled back: {cause}"))
+                if failure is None:
+                    fut.set_result(None)
+                else:
+                    fut.set_exception(failure)
+
+    def _rewrite(
+        self, batch: list[tuple[str, int, StepRecord]], cause: StoreError
+    ) -> StoreError | None:
+        """Write ``batch`` again, all of it or none; the error if none."""
+        if not batch:
+            return None
+        try:
+            kept = self._insert_all(batch)
+        except sqlite3.Error as exc:  # the values went in once: only the store can fail
+            return self._error(f"{cause}; writing the batch beside it again failed", exc)
+        if kept:
+            return None
+        return StoreUnavailable(
+            f"{cause}; writing the batch beside it again was refused: "
+            "a run in it changed hands meanwhile"
+        )
+
+    def _insert_all(self, batch: list[tuple[str, int, StepRecord]]) -> bool:
+        """Insert every record of ``batch`` in one transaction and commit it,
+        or roll it back if any is refused; whether it was committed."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            kept = all(self._insert(db, run_id, fence, step) for run_id, fence, step in batch)
+            db.execute("COMMIT" if kept else "ROLLBACK")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        return kept
+
+    def _refuse_lost(self, run_id: str, fence: int, what: str) -> None:
+        """Raise StoreUnavailable if this execution of the run lost records
+        (see :meth:`_abort`): its runner drops it, and the run resumes by
+        replay from the records that were committed."""
+        if self._lost.get(run_id) == fence:
+            raise StoreUnavailable(
+                f"SQLite store {self.path!r}: run {run_id!r}: {what} refused: earlier records "
+                "of this execution were rolled back with a failed write batched beside them "
+                "and could not be written again; the run resumes by replay"
+            )
 
     def _end_unless_batched(self) -> None:
         """Close the open transaction unless a scheduled commit will.
@@ -449,7 +513,10 @@ class SQLiteStore(Store):
         if rec is None:
             return None
         dead = rec.owner if rec.status == "running" and owner_is_dead(rec.owner) else None
-        return self._write_now(lambda db: self._claim(db, run_id, owner, lease, now, dead))
+        got = self._write_now(lambda db: self._claim(db, run_id, owner, lease, now, dead))
+        if got is not None:
+            self._lost.pop(run_id, None)  # a lost execution has a successor now
+        return got
 
     def _claim(
         self,
@@ -529,6 +596,7 @@ class SQLiteStore(Store):
                 partial(self._claim_queued, rec=rec, owner=owner, lease=lease, now=now, dead=dead)
             )
             if got is not None:
+                self._lost.pop(got.id, None)  # a lost execution has a successor now
                 claimed.append(got)
         return claimed
 
@@ -660,6 +728,8 @@ class SQLiteStore(Store):
             return found
 
         result: Beat = self._write_now(beat)
+        for run_id in result.lost:  # not ours to write any more
+            self._lost.pop(run_id, None)
         return result
 
     def _fenced(
@@ -682,6 +752,7 @@ class SQLiteStore(Store):
     async def finish_run(
         self, run_id: str, fence: int, status: str, result: str | None, error: str | None
     ) -> None:
+        self._refuse_lost(run_id, fence, "ending the execution")
         now = time.time()
         self._write_now(
             lambda db: self._fenced(
@@ -698,6 +769,7 @@ class SQLiteStore(Store):
     async def suspend_run(
         self, run_id: str, fence: int, wake_at: float | None, waiting_for: str | None
     ) -> bool:
+        self._refuse_lost(run_id, fence, "suspending the execution")
         now = time.time()
 
         def park(db: sqlite3.Connection) -> bool:
@@ -742,6 +814,8 @@ class SQLiteStore(Store):
         return parked
 
     async def release(self, run_id: str, fence: int) -> None:
+        if self._lost.get(run_id) == fence:
+            del self._lost[run_id]  # handed back: the next claim replays it
         now = time.time()
         self._write_now(
             lambda db: db.execute(
@@ -844,7 +918,36 @@ class SQLiteStore(Store):
         return steps
 
     async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
+        if self._lost:
+            self._refuse_lost(run_id, fence, f"step {step.key}")
         db = self._begin()
+        try:
+            if self._insert(db, run_id, fence, step):
+                self._batch.append((run_id, fence, step))
+                await self._committed()
+                return step
+            # Refused or already recorded: the rare path, which may cost a query.
+            winner = self._winner(db, run_id, fence, step.key)
+        except sqlite3.Error as exc:
+            error = self._error(f"recording step {step.key} of run {run_id!r}", exc)
+            self._abort(error)  # the step's row may be in without its payloads
+            raise error from exc
+        except _UNBINDABLE as exc:
+            error = StoreError(
+                f"SQLite store {self.path!r}: step {step.key} of run {run_id!r} "
+                f"cannot be stored: {exc}"
+            )
+            self._abort(error)
+            raise error from exc
+        except BaseException:
+            self._end_unless_batched()  # a refused write: nothing of ours to undo
+            raise
+        self._end_unless_batched()
+        return winner
+
+    def _insert(self, db: sqlite3.Connection, run_id: str, fence: int, step: StepRecord) -> bool:
+        """Insert ``step`` (its large values apart) unless ``fence`` no longer
+        holds the run or its key has a record; whether it went in."""
         spilled = 0
         values = {"args": step.args, "output": step.output, "error": step.error}
         for fld, bit in SPILL_FIELDS:
@@ -852,57 +955,40 @@ class SQLiteStore(Store):
             if v is not None and len(v) > SPILL_BYTES:
                 spilled |= bit
                 values[fld] = None
-        try:
-            cur = db.execute(
-                "INSERT INTO steps (run_id, key, name, kind, args_hash, args, output, error, "
-                "attempts, started_at, finished_at, spilled) "
-                "SELECT ?,?,?,?,?,?,?,?,?,?,?,? WHERE EXISTS "
-                "(SELECT 1 FROM runs WHERE id = ? AND fence = ? AND status = 'running') "
-                "ON CONFLICT (run_id, key) DO NOTHING",
-                (
-                    run_id,
-                    step.key,
-                    step.name,
-                    step.kind,
-                    step.args_hash,
-                    values["args"],
-                    values["output"],
-                    values["error"],
-                    step.attempts,
-                    step.started_at,
-                    step.finished_at,
-                    spilled,
-                    run_id,
-                    fence,
-                ),
-            )
-            if cur.rowcount == 1:
-                if spilled:
-                    for fld, bit in SPILL_FIELDS:
-                        if spilled & bit:
-                            db.execute(
-                                "INSERT INTO payloads (run_id, key, field, data) VALUES (?,?,?,?)",
-                                (run_id, step.key, fld, getattr(step, fld)),
-                            )
-                await self._committed()
-                return step
-            # Refused or already recorded: the rare path, which may cost a query.
-            winner = self._winner(db, run_id, fence, step.key)
-        except sqlite3.Error as exc:
-            error = self._error(f"recording step {step.key} of run {run_id!r}", exc)
-            self._abort(error)
-            raise error from exc
-        except _UNBINDABLE as exc:
-            self._end_unless_batched()
-            raise StoreError(
-                f"SQLite store {self.path!r}: step {step.key} of run {run_id!r} "
-                f"cannot be stored: {exc}"
-            ) from exc
-        except BaseException:
-            self._end_unless_batched()  # a refused write: nothing of ours to undo
-            raise
-        self._end_unless_batched()
-        return winner
+        cur = db.execute(
+            "INSERT INTO steps (run_id, key, name, kind, args_hash, args, output, error, "
+            "attempts, started_at, finished_at, spilled) "
+            "SELECT ?,?,?,?,?,?,?,?,?,?,?,? WHERE EXISTS "
+            "(SELECT 1 FROM runs WHERE id = ? AND fence = ? AND status = 'running') "
+            "ON CONFLICT (run_id, key) DO NOTHING",
+            (
+                run_id,
+                step.key,
+                step.name,
+                step.kind,
+                step.args_hash,
+                values["args"],
+                values["output"],
+                values["error"],
+                step.attempts,
+                step.started_at,
+                step.finished_at,
+                spilled,
+                run_id,
+                fence,
+            ),
+        )
+        if cur.rowcount != 1:
+            return False
+        if not spilled:
+            return True
+        for fld, bit in SPILL_FIELDS:
+            if spilled & bit:
+                db.execute(
+                    "INSERT INTO payloads (run_id, key, field, data) VALUES (?,?,?,?)",
+                    (run_id, step.key, fld, getattr(step, fld)),
+                )
+        return True
 
     def _winner(self, db: sqlite3.Connection, run_id: str, fence: int, key: str) -> StepRecord:
         """The record already kept for ``key``, if ``fence`` still holds the run.
