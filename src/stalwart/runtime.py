@@ -95,8 +95,11 @@ def _warn_rebuilt(original: type, rebuilt: type) -> None:
 class _Attempts:
     __slots__ = ("n",)
 
-    def __init__(self) -> None:
-        self.n = 0
+    def __init__(self, n: int = 0) -> None:
+        self.n = n
+
+
+_ONE = _Attempts(1)  # a simple policy's single attempt: shared, never counted up
 
 
 def _is_step_failure(exc: BaseException) -> bool:
@@ -511,24 +514,35 @@ class Execution:
         store = self.store if (pol.record and not root) else None
         args_json = args_hash = ""
         if store is not None:
-            pol.declare_types()
+            if "_declared" not in pol.__dict__:
+                pol.declare_types()
             args_json = _identity_json(args, kwargs, key)
             args_hash = _hash(args_json)
             rec = self.replay.get(key)
             if rec is not None:
                 result = self._replayed(rec, key, pol.name, args_json, args_hash)
-                return await self._then_dispatch(key, result, kwargs, pol)
+                if kwargs and "options" in kwargs:
+                    return await self._dispatch(key, result, kwargs["options"], pol)
+                return result
         info = None
         if self.hooks or self.listeners:
             info = CallInfo(self.run_id, key, pol.name, _args_for_record(args, kwargs))
             if self.listeners:
                 self._publish(CallStarted(self.run_id, key, pol.name, info.arguments))
         started = time.time()
-        attempts = _Attempts()
+        attempts = _ONE if pol.simple else _Attempts()
         try:
             for hook in self.hooks:
                 await hook.before_call(info)  # type: ignore[arg-type]
-            result = await self._attempts(key, pol, args, kwargs, attempts)
+            if attempts is _ONE:  # one attempt, no timeout: no retry loop to enter
+                ctx = (pol.ctx_class or Context)(self, key)
+                token = _current.set(ctx)
+                try:
+                    result = await pol.invoke(ctx, args, kwargs)
+                finally:
+                    _current.reset(token)
+            else:
+                result = await self._attempts(key, pol, args, kwargs, attempts)
             output = codec.dumps(result, f"result of step {key} ({pol.name})") if store else None
         except BaseException as caught:
             if not _is_step_failure(caught):
@@ -542,7 +556,9 @@ class Execution:
                 won = await self._record(rec)
                 if won.output is not None:  # another executor recorded success first (S3)
                     result = self._decode_output(won, key)
-                    return await self._then_dispatch(key, result, kwargs, pol)
+                    if kwargs and "options" in kwargs:
+                        return await self._dispatch(key, result, kwargs["options"], pol)
+                    return result
                 # What a replay will raise is what the caller sees now (S2, S4):
                 # the winner's error, or ours as the ledger rebuilds it.
                 recorded = error_from_json(
@@ -561,7 +577,13 @@ class Execution:
                 key, pol.name, args_hash, args_json, output, None,
                 attempts.n, started, time.time(),
             )  # fmt: skip
-            won = await self._record(rec)
+            if self.halted is not None:  # _record, inlined: this is the hot path
+                raise Halt(self.halted)
+            try:
+                won = await store.record_step(self.run_id, self.fence, rec)
+            except StoreError as exc:
+                raise self.halt(exc) from exc
+            self.live_steps += 1
             if won is not rec:  # S3: the first recorded result wins for every reader
                 result = self._replayed(won, key, pol.name, args_json, args_hash)
         if info is not None:
@@ -571,7 +593,9 @@ class Execution:
                 self._publish(
                     CallFinished(self.run_id, key, pol.name, result, time.time() - started)
                 )
-        return await self._then_dispatch(key, result, kwargs, pol)
+        if kwargs and "options" in kwargs:  # the reply's action calls run now (or replay)
+            return await self._dispatch(key, result, kwargs["options"], pol)
+        return result
 
     async def _attempts(
         self,
@@ -621,17 +645,15 @@ class Execution:
         if self.listeners:
             self._publish(CallFailed(self.run_id, key, name, type(err).__name__, str(err)))
 
-    async def _then_dispatch(
-        self, key: str, result: Any, kwargs: dict[str, Any], pol: Policy[Any, Any]
-    ) -> Any:
-        """A step called with ``options`` has its action calls executed (live or replayed)."""
-        if kwargs and "options" in kwargs:
-            return await self._dispatch(key, result, kwargs["options"], pol)
-        return result
-
     async def _record(self, rec: StepRecord) -> StepRecord:
+        """Record a step's outcome; the first refused write halts the run."""
         assert self.store is not None
-        won = await self._ledger(self.store.record_step(self.run_id, self.fence, rec))
+        if self.halted is not None:
+            raise Halt(self.halted)
+        try:
+            won = await self.store.record_step(self.run_id, self.fence, rec)
+        except StoreError as exc:
+            raise self.halt(exc) from exc
         self.live_steps += 1
         return won
 
