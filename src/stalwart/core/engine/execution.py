@@ -22,10 +22,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeVar
 
-from . import codec, errors
-from .context import Context
-from .declared import lookup
-from .errors import (
+from .. import codec, errors
+from ..context import Context
+from ..declared import lookup
+from ..errors import (
     CancelledRun,
     CorruptedRecord,
     DuplicatePolicy,
@@ -38,18 +38,11 @@ from .errors import (
     StoreUnavailable,
     Veto,
 )
-from .events import CallFailed, CallFinished, CallInfo, CallStarted, Emitted, Hook, TextDelta
-from .message import Message
-from .policy import Policy, _current, as_policy, same_policy, where_defined
-from .schema import ArgumentError
-from .store.base import (
-    CHILDREN_WAIT,
-    TERMINAL,
-    StepRecord,
-    Store,
-    child_group,
-    child_run_id,
-)
+from ..events import CallFailed, CallFinished, CallInfo, CallStarted, Emitted, Hook, TextDelta
+from ..ledger import CHILDREN_WAIT, TERMINAL, Ledger, StepRecord, child_group, child_run_id
+from ..message import Message
+from ..policy import Policy, _current, as_policy, same_policy, where_defined
+from ..schema import ArgumentError
 
 T = TypeVar("T")
 _log = logging.getLogger("stalwart.runtime")
@@ -191,8 +184,14 @@ def error_to_json(exc: BaseException) -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
+# The name Stalwart's own errors carry in a ledger: stable data, independent
+# of the module that defines them (rows written before core/ existed say so).
+ERRORS_WIRE_MODULE = "stalwart.errors"
+
+
 def _type_name(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+    module = ERRORS_WIRE_MODULE if cls.__module__ == errors.__name__ else cls.__module__
+    return f"{module}.{cls.__qualname__}"
 
 
 def _is_plain(value: Any, depth: int = 0) -> bool:
@@ -284,7 +283,7 @@ def _known_exception(type_name: str) -> type[Exception] | None:
     cls: Any
     if module == "builtins":
         cls = getattr(builtins, qual, None)
-    elif module == "stalwart.errors":
+    elif module == ERRORS_WIRE_MODULE:
         cls = getattr(errors, qual, None) if qual in errors.__all__ else None
     else:
         cls = lookup(f"{module}:{qual}")
@@ -406,7 +405,7 @@ class Execution:
         self,
         run_id: str,
         *,
-        store: Store | None = None,
+        store: Ledger | None = None,
         fence: int = 0,
         replay: dict[str, StepRecord] | None = None,
         hooks: Sequence[Hook] = (),

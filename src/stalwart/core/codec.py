@@ -4,14 +4,14 @@ Values are turned into a JSON tree that can be turned back into an equal value:
 plain JSON types pass through; tuples, sets, bytes, datetimes, UUIDs, enums,
 dataclasses, pydantic models and Messages are tagged with ``"$t"`` so that a
 replayed step returns the same type it returned live. Anything else is refused
-with a :class:`~stalwart.errors.SerializationError` naming the type, at record
+with a :class:`~stalwart.core.errors.SerializationError` naming the type, at record
 time rather than at recovery time.
 
 Reading back never imports anything (S13): a tagged class is looked up among
-the types the program declared (:mod:`stalwart.declared`), and a class is
+the types the program declared (:mod:`stalwart.core.declared`), and a class is
 only recorded if it is declared, so what was written can always be read back
 by the same program. A row that names anything else, or that is not what
-this module writes, raises :class:`~stalwart.errors.CorruptedRecord` naming
+this module writes, raises :class:`~stalwart.core.errors.CorruptedRecord` naming
 where it was found.
 """
 

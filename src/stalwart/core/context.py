@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 if TYPE_CHECKING:
+    from .engine.execution import Execution
     from .policy import Policy, SupportsPolicy
-    from .runtime import Execution
 
 __all__ = ["Child", "Context"]
 
@@ -200,7 +200,7 @@ class Child:
 
 
 def _unwrap(run_id: str, outcome: dict[str, Any]) -> Any:
-    from .runtime import recorded_outcome
+    from .engine.execution import recorded_outcome
 
     if "value" in outcome:  # a child that ran in memory: the value itself
         return outcome["value"]

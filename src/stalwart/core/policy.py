@@ -181,7 +181,7 @@ class Policy(Generic[P, R]):
         ctx = _current.get()
         if ctx is not None:
             return ctx.call(self, *args, **kwargs)
-        from .runner import run_detached
+        from ..runner import run_detached
 
         return run_detached(self, args, kwargs)  # type: ignore[no-any-return]
 
