@@ -16,7 +16,7 @@ import pytest
 
 import stalwart as sw
 from stalwart.core import codec
-from stalwart.core.engine.execution import error_from_json, error_to_json
+from stalwart.core.recorded import error_from_json, error_to_json
 from stalwart.testing import ScriptedLLM, call
 
 

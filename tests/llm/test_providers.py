@@ -19,9 +19,9 @@ import pytest
 import stalwart as sw
 from stalwart import llm
 from stalwart.core import codec
-from stalwart.core.engine.execution import error_from_json
 from stalwart.core.message import Message
 from stalwart.core.policy import as_policy
+from stalwart.core.recorded import error_from_json
 
 from .conftest import Answer, Replay, payload, payload_json
 from .weather import (

@@ -76,10 +76,11 @@ from typing import Any, TypeVar
 
 from ..core import codec
 from ..core.context import Context
-from ..core.engine.execution import Execution, error_from_json
+from ..core.engine.execution import Execution
 from ..core.errors import CorruptedRecord, NonDeterminismError, SerializationError
 from ..core.ledger import StepRecord
 from ..core.policy import Policy, _current
+from ..core.recorded import error_from_json
 from ._seam import Phase, current_hook
 from .flow import BatchFlow, Flow
 from .node import AsyncNode, BaseNode, BatchNode
@@ -203,7 +204,8 @@ async def run_flow(ctx: Context, flow: BaseNode, shared: Any, root: Context | No
     flow's policy). Durable runs are journaled; in-memory ones run the flow
     as is, with a hook that emits events only when someone streams the run.
     """
-    x: Execution = ctx._x
+    x = ctx._x
+    assert isinstance(x, Execution), "a context always belongs to an Execution"
     if x.store is None and not x.listeners:
         if isinstance(flow, AsyncNode):
             return await flow._run_async(shared)

@@ -25,16 +25,10 @@ from functools import partial
 from typing import Any, ParamSpec, TypeVar, overload
 
 from ..core import codec
-from ..core.engine.execution import (
-    Execution,
-    Suspend,
-    as_exception,
-    error_from_json,
-    error_to_json,
-    find_halt,
-    leaves_of,
-    recorded_outcome,
-)
+from ..core.context import SupportsPolicy
+from ..core.engine.control import as_exception, find_halt, find_suspend
+from ..core.engine.execution import Execution
+from ..core.engine.journal import Journal
 from ..core.errors import (
     CancelledRun,
     CorruptedRecord,
@@ -48,13 +42,14 @@ from ..core.errors import (
 )
 from ..core.events import Event, Hook, RunFinished
 from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord, check_run_id, child_group
-from ..core.policy import Policy, SupportsPolicy, as_policy, same_policy, where_defined
+from ..core.policy import Policy, as_policy, same_policy, where_defined
+from ..core.recorded import error_from_json, error_to_json, recorded_outcome
 from ..stores import open_store
 from ..stores.base import Store, this_host
 
 _log = logging.getLogger("stalwart.runner")
 
-__all__ = ["RunHandle", "Runner", "run_detached"]
+__all__ = ["RunHandle", "Runner"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -197,12 +192,6 @@ def _code_version(pol: Policy[Any, Any]) -> str:
         cached = hashlib.blake2b(src.encode(), digest_size=6).hexdigest()
         pol.__dict__["_code_version"] = cached
     return str(cached)
-
-
-def _find_suspend(exc: BaseException) -> Suspend | None:
-    """The Suspend that unwound the run, itself or inside a TaskGroup's group."""
-    leaves = leaves_of(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
-    return next((e for e in leaves if isinstance(e, Suspend)), None)
 
 
 @dataclass(eq=False)
@@ -710,7 +699,7 @@ class Runner:
                 halt = find_halt(exc)
                 if halt is not None:
                     raise halt.cause from None  # the run's problem: settled below
-                suspend = _find_suspend(exc)
+                suspend = find_suspend(exc)
                 if suspend is None:
                     if isinstance(exc, KeyboardInterrupt):
                         with contextlib.suppress(Exception):
@@ -766,7 +755,7 @@ class Runner:
     # -- child runs (the runtime's Host) ----------------------------------------
     async def spawn_children(
         self,
-        parent: Execution,
+        parent: Journal,
         pol: Policy[Any, Any],
         calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
         ids: list[str],
@@ -1171,9 +1160,3 @@ class Runner:
         await self.open()
         cutoff = None if older_than is None else time.time() - older_than
         return await self.store.prune(cutoff, keep)
-
-
-def run_detached(pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """A policy awaited outside any run: run it alone, in memory."""
-    execution = Execution(uuid.uuid4().hex)
-    return execution.run_root(pol, args, kwargs)
