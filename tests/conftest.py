@@ -30,7 +30,7 @@ def postgres_available() -> str | None:
     except Exception as exc:
         return f"PostgreSQL at {PG_URL} is unreachable: {exc}"
     try:
-        import stalwart.store.postgres  # noqa: F401
+        import stalwart.stores.postgres  # noqa: F401
     except ImportError as exc:
         return f"the PostgreSQL store is not available: {exc}"
     return None

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import stalwart as sw
+from stalwart.core.policy import current_context
 from stalwart.flow import AsyncFlow, AsyncNode
-from stalwart.policy import current_context
 
 
 @sw.policy

@@ -4,9 +4,9 @@ A policy is a plain async function; the runtime runs the action calls it asks
 for, records every step in a ledger, and resumes a run that died by replay.
 """
 
-from .context import Context
-from .declared import register_type
-from .errors import (
+from .core.context import Context
+from .core.declared import register_type
+from .core.errors import (
     CancelledRun,
     CorruptedRecord,
     DuplicatePolicy,
@@ -22,7 +22,7 @@ from .errors import (
     StoreUnavailable,
     Veto,
 )
-from .events import (
+from .core.events import (
     CallFailed,
     CallFinished,
     CallInfo,
@@ -33,16 +33,16 @@ from .events import (
     RunFinished,
     TextDelta,
 )
-from .message import ActionCall, ActionResult, Media, Message, Text
-from .policy import Policy, ToolSpec, policy
+from .core.message import ActionCall, ActionResult, Media, Message, Text
+from .core.policy import Policy, ToolSpec, policy
+from .core.schema import ArgumentError
 from .runner import RunHandle, Runner
-from .schema import ArgumentError
 
 __version__ = "0.1.0"
 
 # Subpackages load on first use (``sw.llm.openai(...)``, ``sw.flow.Node``), so
 # ``import stalwart`` stays light for programs that do not need them.
-_LAZY = ("cli", "codec", "flow", "llm", "store", "testing")
+_LAZY = ("cli", "flow", "llm", "stores", "testing")
 
 
 def __getattr__(name: str) -> object:

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .context import Context
-from .events import CallFinished, CallInfo, Hook, RunFinished
-from .message import Message
-from .policy import policy
-from .redact import mask_url
+from .core.context import Context
+from .core.events import CallFinished, CallInfo, Hook, RunFinished
+from .core.message import Message
+from .core.policy import policy
+from .core.redact import mask_url
 from .runner import Runner
 from .testing import ScriptedLLM, call
 

@@ -22,8 +22,8 @@ from typer.testing import CliRunner, Result
 import stalwart as sw
 from stalwart.cli.app import app, parse_duration
 from stalwart.cli.render import parent_key
-from stalwart.store.base import RunRecord
-from stalwart.store.sqlite import SQLiteStore
+from stalwart.core.ledger import RunRecord
+from stalwart.stores.sqlite import SQLiteStore
 
 from . import _agents
 

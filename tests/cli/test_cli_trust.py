@@ -28,8 +28,8 @@ from typer.testing import CliRunner, Result
 
 import stalwart as sw
 from stalwart.cli.app import app
-from stalwart.redact import printable
-from stalwart.store.sqlite import SQLiteStore
+from stalwart.core.redact import printable
+from stalwart.stores.sqlite import SQLiteStore
 
 ENV = {"COLUMNS": "250", "STALWART_STORE": None, "NO_COLOR": "1", "FORCE_COLOR": None}
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import stalwart as sw
-from stalwart import codec
+from stalwart.core import codec
 
 from ._support import Color, Forecast, Level, Mode, Point, Route, Weather
 
@@ -152,7 +152,7 @@ def test_an_unknown_tag_is_a_corrupted_record_naming_where() -> None:
 def test_serialization_error_names_the_path_to_the_bad_value() -> None:
     import asyncio
 
-    from stalwart import codec
+    from stalwart.core import codec
 
     with pytest.raises(sw.SerializationError) as info:
         codec.dumps({"kwargs": {"shared": {"q": asyncio.Queue()}}}, "inputs of run r")

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 import stalwart as sw
-from stalwart import Message, codec
+from stalwart import Message
+from stalwart.core import codec
 from stalwart.testing import ScriptedLLM, call
 
 from ._support import Recorder, collect

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import stalwart as sw
-from stalwart import codec
-from stalwart.runtime import error_from_json, error_to_json
+from stalwart.core import codec
+from stalwart.core.recorded import error_from_json, error_to_json
 from stalwart.testing import ScriptedLLM, call
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import stalwart as sw
-from stalwart.policy import current_context
+from stalwart.core.policy import current_context
 
 from ._support import Recorder, collect
 

@@ -11,7 +11,8 @@ import pydantic
 import pytest
 
 import stalwart as sw
-from stalwart.store.base import StepRecord
+from stalwart.core import codec
+from stalwart.core.ledger import RunRecord, StepRecord
 
 CALLS: list[str] = []
 
@@ -180,7 +181,7 @@ async def test_recorded_now_uuid_random_replay_the_same(store_url: str) -> None:
         first = [s for s in await runner.steps("v") if s.kind in ("now", "uuid", "random")]
         await runner.signal("v", "go")
         result = await handle.result(timeout=10)
-    assert [sw.codec.loads(s.output or "") for s in first] == result[:3]
+    assert [codec.loads(s.output or "") for s in first] == result[:3]
 
 
 async def test_signals_queue_and_time_out(store_url: str) -> None:
@@ -311,11 +312,11 @@ async def test_large_values_survive(store_url: str) -> None:
 
 
 async def test_stale_fencing_token_is_refused(store_url: str) -> None:
-    store = sw.runner.open_store(store_url)
+    store = sw.stores.open_store(store_url)
     assert store is not None
     await store.open()
     try:
-        rec = sw.store.RunRecord("f", "p", "{}")
+        rec = RunRecord("f", "p", "{}")
         await store.create_run(rec)
         first = await store.claim("f", "host:1:a", 0.01)
         assert first is not None

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import stalwart as sw
-from stalwart.store.base import RunRecord, StepRecord
+from stalwart.core.ledger import RunRecord, StepRecord
 
 
 @sw.policy
@@ -39,7 +39,7 @@ async def test_cancel_right_after_recover_settles(store_url: str) -> None:
 
 
 async def test_a_refused_write_keeps_the_step_records_batched_beside_it(tmp_path: Path) -> None:
-    store = sw.runner.open_store(f"sqlite:///{tmp_path / 'g.db'}?durability=group&group_delay=5")
+    store = sw.stores.open_store(f"sqlite:///{tmp_path / 'g.db'}?durability=group&group_delay=5")
     assert store is not None
     await store.open()
     try:
@@ -53,7 +53,7 @@ async def test_a_refused_write_keeps_the_step_records_batched_beside_it(tmp_path
         assert "1" in await store.load_steps("r")
     finally:
         await store.close()
-    reopened = sw.runner.open_store(f"sqlite:///{tmp_path / 'g.db'}")
+    reopened = sw.stores.open_store(f"sqlite:///{tmp_path / 'g.db'}")
     assert reopened is not None
     await reopened.open()
     try:
@@ -79,9 +79,9 @@ async def test_a_run_whose_inputs_cannot_be_read_fails_alone(store_url: str) -> 
 async def test_a_dead_holders_run_is_found_among_many_live_ones(tmp_path: Path) -> None:
     import os
 
-    from stalwart.store.base import this_host
+    from stalwart.stores.base import this_host
 
-    store = sw.runner.open_store(f"sqlite:///{tmp_path / 'many.db'}")
+    store = sw.stores.open_store(f"sqlite:///{tmp_path / 'many.db'}")
     assert store is not None
     await store.open()
     try:

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 import stalwart as sw
+from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.core.policy import current_context
 from stalwart.flow import AsyncFlow, AsyncNode
-from stalwart.policy import current_context
-from stalwart.store.base import RunRecord, StepRecord
 
 PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 

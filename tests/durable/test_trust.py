@@ -16,7 +16,7 @@ import pytest
 
 import stalwart as sw
 from stalwart import llm
-from stalwart.store.base import RunRecord
+from stalwart.core.ledger import RunRecord
 
 PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 

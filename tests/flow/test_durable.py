@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 import stalwart as sw
-from stalwart.errors import NonDeterminismError, SerializationError
+from stalwart.core.errors import NonDeterminismError, SerializationError
+from stalwart.core.policy import as_policy, current_context
 from stalwart.flow import (
     AsyncBatchFlow,
     AsyncFlow,
@@ -39,7 +40,6 @@ from stalwart.flow import (
     durable,
 )
 from stalwart.flow.durable import NodeFailed, NodeFinished, NodeStarted, flow_name
-from stalwart.policy import as_policy, current_context
 
 # -- counting and hanging, outside the runners' memory ------------------------
 COUNTS: dict[str, Path] = {}

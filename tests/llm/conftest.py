@@ -20,8 +20,8 @@ import anthropic
 import openai
 import pytest
 
+from stalwart.core.message import Message
 from stalwart.llm import ToolSpec
-from stalwart.message import Message
 
 PAYLOADS = Path(__file__).parent / "payloads"
 

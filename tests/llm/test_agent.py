@@ -19,11 +19,11 @@ import pytest
 
 import stalwart as sw
 from stalwart import llm
+from stalwart.core.engine.execution import Execution
+from stalwart.core.message import Message, Text
+from stalwart.core.policy import as_policy
 from stalwart.llm._common import turns
-from stalwart.message import Message, Text
-from stalwart.policy import as_policy
-from stalwart.runner import open_store
-from stalwart.runtime import Execution
+from stalwart.stores import open_store
 from stalwart.testing import ScriptedLLM, call
 
 from .conftest import Replay

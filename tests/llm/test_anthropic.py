@@ -10,6 +10,7 @@ from typing import Any
 import anthropic
 import pytest
 
+from stalwart.core.message import ActionResult, Media, Message
 from stalwart.llm import Usage
 from stalwart.llm._common import ProviderStreamError
 from stalwart.llm._convert_anthropic import (
@@ -18,7 +19,6 @@ from stalwart.llm._convert_anthropic import (
     to_anthropic_messages,
     to_anthropic_tools,
 )
-from stalwart.message import ActionResult, Media, Message
 
 from .conftest import TOOLS, Answer, Replay, payload_json, sse_events, weather_conversation
 

@@ -9,11 +9,11 @@ import sys
 import pytest
 
 import stalwart as sw
+from stalwart.core.message import Message
 from stalwart.llm import ToolSpec, Usage, tool_specs
 from stalwart.llm._common import ProviderStreamError, turns
 from stalwart.llm._convert_openai import ChatStreamAccumulator, from_chat_completion
 from stalwart.llm._tools import parse_arguments
-from stalwart.message import Message
 
 from .conftest import payload_json, sse_events
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import stalwart as sw
 from stalwart import llm
-from stalwart.store.base import StepRecord
+from stalwart.core.ledger import StepRecord
 
 APP = str(Path(__file__).with_name("durable_agent_app.py"))
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from stalwart import llm
-from stalwart.message import Message
+from stalwart.core.message import Message
 from stalwart.testing import ScriptedLLM, call
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

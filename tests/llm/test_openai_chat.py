@@ -12,6 +12,7 @@ import openai
 import pydantic
 import pytest
 
+from stalwart.core.message import ActionResult, Media, Message
 from stalwart.llm import Usage
 from stalwart.llm._convert_openai import (
     ChatStreamAccumulator,
@@ -19,7 +20,6 @@ from stalwart.llm._convert_openai import (
     to_chat_messages,
     to_chat_tools,
 )
-from stalwart.message import ActionResult, Media, Message
 
 from .conftest import TOOLS, Answer, Replay, payload_json, weather_conversation
 

@@ -9,6 +9,7 @@ from typing import Any
 import openai
 import pytest
 
+from stalwart.core.message import ActionResult, Media, Message
 from stalwart.llm import Usage
 from stalwart.llm._common import ProviderStreamError
 from stalwart.llm._convert_openai import (
@@ -17,7 +18,6 @@ from stalwart.llm._convert_openai import (
     to_responses_input,
     to_responses_tools,
 )
-from stalwart.message import ActionResult, Media, Message
 
 from .conftest import TOOLS, Answer, Replay, payload_json, sse_events, weather_conversation
 

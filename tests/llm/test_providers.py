@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 import stalwart as sw
-from stalwart import codec, llm
-from stalwart.message import Message
-from stalwart.policy import as_policy
-from stalwart.runtime import error_from_json
+from stalwart import llm
+from stalwart.core import codec
+from stalwart.core.message import Message
+from stalwart.core.policy import as_policy
+from stalwart.core.recorded import error_from_json
 
 from .conftest import Answer, Replay, payload, payload_json
 from .weather import (

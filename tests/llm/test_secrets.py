@@ -19,8 +19,8 @@ import pytest
 
 import stalwart as sw
 from stalwart import llm
+from stalwart.core.redact import mask_url, redact
 from stalwart.llm import ProviderError, ProviderUnavailable
-from stalwart.redact import mask_url, redact
 
 from .conftest import http_module
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import stalwart as sw
 from stalwart import llm
-from stalwart.message import Message
+from stalwart.core.message import Message
 
 from .conftest import Replay
 

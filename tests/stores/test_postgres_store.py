@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 
 import stalwart as sw
-from stalwart.errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
-from stalwart.store.base import RunRecord, StepRecord
+from stalwart.core.errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
+from stalwart.core.ledger import RunRecord, StepRecord
 
 psycopg = pytest.importorskip("psycopg") if not os.environ.get("CI") else __import__("psycopg")
 
-from stalwart.store import postgres as pg  # noqa: E402
-from stalwart.store.postgres import PostgresStore  # noqa: E402
+from stalwart.stores import postgres as pg  # noqa: E402
+from stalwart.stores.postgres import PostgresStore  # noqa: E402
 
 PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 

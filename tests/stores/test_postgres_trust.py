@@ -24,16 +24,16 @@ from typing import Any
 
 import pytest
 
-from stalwart.errors import StaleLeaseError, StoreError, StoreUnavailable
-from stalwart.store.base import RunRecord, StepRecord
+from stalwart.core.errors import StaleLeaseError, StoreError, StoreUnavailable
+from stalwart.core.ledger import RunRecord, StepRecord
 
 psycopg = pytest.importorskip("psycopg") if not os.environ.get("CI") else __import__("psycopg")
 
 from psycopg import errors as pg_errors  # noqa: E402
 from psycopg_pool import PoolTimeout  # noqa: E402
 
-from stalwart.store import postgres as pg  # noqa: E402
-from stalwart.store.postgres import PostgresStore  # noqa: E402
+from stalwart.stores import postgres as pg  # noqa: E402
+from stalwart.stores.postgres import PostgresStore  # noqa: E402
 
 PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 A = "host-a:1:a"

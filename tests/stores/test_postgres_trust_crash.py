@@ -23,13 +23,13 @@ import pytest
 from tests.durable._pg_cluster import PrivateCluster, pg_cluster  # noqa: F401
 
 import stalwart as sw
-from stalwart.errors import StoreUnavailable
-from stalwart.store.base import RunRecord, StepRecord
+from stalwart.core.errors import StoreUnavailable
+from stalwart.core.ledger import RunRecord, StepRecord
 
 if not os.environ.get("CI"):
     pytest.importorskip("psycopg")
 
-from stalwart.store.postgres import PostgresStore
+from stalwart.stores.postgres import PostgresStore
 
 A = "host-a:1:a"
 

@@ -21,10 +21,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from stalwart.errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
-from stalwart.store import sqlite as sqlite_store
-from stalwart.store.base import CHILDREN_WAIT, RunRecord, StepRecord
-from stalwart.store.sqlite import SQLiteStore
+from stalwart.core.errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
+from stalwart.core.ledger import CHILDREN_WAIT, RunRecord, StepRecord
+from stalwart.stores import sqlite as sqlite_store
+from stalwart.stores.sqlite import SQLiteStore
 
 # Owners on another host: never judged dead here, only their leases count.
 A = "elsewhere:1:a"

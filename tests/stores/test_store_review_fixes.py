@@ -26,10 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from stalwart.errors import StoreError, StoreUnavailable
-from stalwart.runner import open_store
-from stalwart.store.base import RunRecord, StepRecord, Store
-from stalwart.store.sqlite import SQLiteStore
+from stalwart.core.errors import StoreError, StoreUnavailable
+from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.stores import open_store
+from stalwart.stores.base import Store
+from stalwart.stores.sqlite import SQLiteStore
 
 OWNER = "elsewhere:1:me"  # another host: never judged dead here
 

@@ -33,13 +33,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from ..redact import mask_url, printable, redact
+from ..core.redact import mask_url, printable, redact
 
 if TYPE_CHECKING:
-    from ..events import Event
-    from ..policy import Policy
+    from ..core.events import Event
+    from ..core.ledger import RunRecord
+    from ..core.policy import Policy
     from ..runner import Runner
-    from ..store.base import RunRecord, Store
+    from ..stores.base import Store
 
 __all__ = ["CLIError", "app", "parse_duration"]
 
@@ -109,7 +110,7 @@ def _fail(message: str, code: int) -> NoReturn:
 
 def _execute(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a command's coroutine; turn expected errors into one line and an exit code."""
-    from ..errors import StalwartError
+    from ..core.errors import StalwartError
 
     try:
         return asyncio.run(make())
@@ -121,8 +122,8 @@ def _execute(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 def _open(url: str, *, must_exist: bool = True) -> Store:
     """The store behind ``url``; a missing SQLite file is an error, not a new ledger."""
-    from ..runner import open_store
-    from ..store.sqlite import SQLiteStore
+    from ..stores import open_store
+    from ..stores.sqlite import SQLiteStore
 
     store = open_store(url)
     if store is None:
@@ -141,7 +142,7 @@ def _runner(url: str, policies: Sequence[Policy[Any, Any]] = ()) -> Runner:
 
 
 async def _get(runner: Runner, run_id: str) -> RunRecord:
-    from ..errors import RunNotFound
+    from ..core.errors import RunNotFound
 
     try:
         return await runner.get_run(run_id)
@@ -260,7 +261,7 @@ def _app_policies(spec: str) -> list[Policy[Any, Any]]:
     holds. The store never adds to this list: a run row naming a policy
     that is not here is refused, not imported.
     """
-    from ..policy import as_policy
+    from ..core.policy import as_policy
 
     module, _, attr = spec.partition(":")
     mod = _import_app(module)
@@ -282,8 +283,8 @@ def _policies_in(value: Any, *, nested: bool = False) -> list[Policy[Any, Any]]:
     """The policies ``value`` is or holds: a policy (or an object that carries
     one, like a model or an agent), an application Context subclass, and, when
     ``nested``, the items of a list, tuple, set or dict."""
-    from ..context import Context
-    from ..policy import Policy
+    from ..core.context import Context
+    from ..core.policy import Policy
 
     if isinstance(value, Policy):
         return [value]
@@ -330,7 +331,7 @@ def _recorded_inputs(pol: Policy[Any, Any], rec: RunRecord) -> tuple[list[Any], 
     runner finds them equal to the recorded ones. A row naming any other type
     is refused by the codec (nothing is imported).
     """
-    from .. import codec
+    from ..core import codec
 
     pol.declare_types()
     inputs = codec.loads(rec.inputs, f"inputs of run {rec.id!r}")
@@ -351,7 +352,7 @@ async def _drive(
     that suspends just goes quiet), so the store's record says when this
     execution is over: the claim taken here (a new fence) is gone.
     """
-    from ..store.base import owner_is_dead
+    from ..stores.base import owner_is_dead
 
     now = time.time()
     lease_live = (rec.lease_expires_at or 0) > now
@@ -394,7 +395,7 @@ def _held(rec: RunRecord) -> str:
 
 
 async def _print_events(events: AsyncIterator[Event], out: Console, quiet: bool) -> None:
-    from ..events import CallFailed, CallFinished
+    from ..core.events import CallFailed, CallFinished
     from .render import duration, short
 
     async for ev in events:

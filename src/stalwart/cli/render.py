@@ -6,7 +6,7 @@ an application type (S13): a tagged dataclass, model or enum shows as its
 type's name and its fields (``Point(x=1, y=2)``), and messages are rebuilt
 from their fields by hand, never through the codec, so inspecting a ledger
 imports nothing and works from anywhere. Every string that came from the
-ledger passes through :func:`~stalwart.redact.printable` before it reaches
+ledger passes through :func:`~stalwart.core.redact.printable` before it reaches
 the terminal, and is put in ``Text`` objects, never in markup.
 """
 
@@ -26,10 +26,10 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ..message import ActionCall, ActionResult, Media, Message
-from ..message import Text as TextPart
-from ..redact import printable
-from ..store.base import TERMINAL, RunRecord, StepRecord
+from ..core.ledger import TERMINAL, RunRecord, StepRecord
+from ..core.message import ActionCall, ActionResult, Media, Message
+from ..core.message import Text as TextPart
+from ..core.redact import printable
 
 __all__ = [
     "STATUS_STYLE",

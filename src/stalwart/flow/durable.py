@@ -27,7 +27,7 @@ for a run's root; keys follow S1, a parent's key plus a suffix):
 * ``V.post``: after ``post``, the action it returned and the change of the
   shared store since the previous record (values of the keys that changed,
   keys that were removed; each key's value encoded on its own with
-  `stalwart.codec`, so a value that cannot be recorded fails with a
+  `stalwart.core.codec`, so a value that cannot be recorded fails with a
   `SerializationError` naming the key). The chain of these changes is the
   snapshot of the store after every finished node.
 * ``V.prep`` for flows only: the result of a flow's own ``prep`` (for a batch
@@ -74,12 +74,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .. import codec
-from ..context import Context
-from ..errors import CorruptedRecord, NonDeterminismError, SerializationError
-from ..policy import Policy, _current
-from ..runtime import Execution, error_from_json
-from ..store.base import StepRecord
+from ..core import codec
+from ..core.context import Context
+from ..core.engine.execution import Execution
+from ..core.errors import CorruptedRecord, NonDeterminismError, SerializationError
+from ..core.ledger import StepRecord
+from ..core.policy import Policy, _current
+from ..core.recorded import error_from_json
 from ._seam import Phase, current_hook
 from .flow import BatchFlow, Flow
 from .node import AsyncNode, BaseNode, BatchNode
@@ -203,7 +204,8 @@ async def run_flow(ctx: Context, flow: BaseNode, shared: Any, root: Context | No
     flow's policy). Durable runs are journaled; in-memory ones run the flow
     as is, with a hook that emits events only when someone streams the run.
     """
-    x: Execution = ctx._x
+    x = ctx._x
+    assert isinstance(x, Execution), "a context always belongs to an Execution"
     if x.store is None and not x.listeners:
         if isinstance(flow, AsyncNode):
             return await flow._run_async(shared)

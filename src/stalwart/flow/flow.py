@@ -15,12 +15,12 @@ import copyreg
 import warnings
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..policy import current_context
+from ..core.policy import current_context
 from ._seam import invoke, invoke_async
 from .node import AsyncNode, BaseNode
 
 if TYPE_CHECKING:
-    from ..policy import Policy
+    from ..core.policy import Policy
 
 __all__ = [
     "AsyncBatchFlow",

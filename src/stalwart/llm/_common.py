@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..message import ActionCall, ActionResult, Media, Message, Text, plain, result_text
+from ..core.message import ActionCall, ActionResult, Media, Message, Text, plain, result_text
 from ._tools import parse_arguments
 
 __all__ = [

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..message import Media, Message, Text
+from ..core.message import Media, Message, Text
 from ._common import (
     ProviderStreamError,
     arguments_json,

@@ -13,9 +13,9 @@ into logs, and it often quotes the server's URL (``base_url`` may hold
 
 from __future__ import annotations
 
-from ..declared import register_type
-from ..errors import StalwartError
-from ..redact import redact
+from ..core.declared import register_type
+from ..core.errors import StalwartError
+from ..core.redact import redact
 
 __all__ = [
     "AuthenticationFailed",

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, ClassVar, Protocol
 
-from ..context import Context
-from ..message import Message
-from ..policy import Policy
-from ..redact import mask_url
+from ..core.context import Context
+from ..core.message import Message
+from ..core.policy import Policy
+from ..core.redact import mask_url
 from ._common import ProviderStreamError, get
 from ._errors import (
     AuthenticationFailed,

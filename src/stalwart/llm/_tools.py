@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ..policy import ToolSpec, as_policy
+from ..core.policy import ToolSpec, as_policy
 
 __all__ = ["ToolSpec", "parse_arguments", "tool_specs"]
 
@@ -17,7 +17,7 @@ __all__ = ["ToolSpec", "parse_arguments", "tool_specs"]
 def tool_specs(options: Iterable[Any]) -> list[ToolSpec]:
     """The specs of the options a model is offered, in the order offered.
 
-    Options are policies (anything :func:`~stalwart.policy.as_policy` takes);
+    Options are policies (anything :func:`~stalwart.core.policy.as_policy` takes);
     a :class:`ToolSpec` passes as it is, for callers that describe a tool the
     runtime will not run for them.
     """

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..message import Message
+from ..core.message import Message
 
 __all__ = ["Usage", "run_usage", "usage_of"]
 

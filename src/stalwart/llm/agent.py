@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import TypeAdapter, ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
-from ..context import Context
-from ..declared import declare_annotation
-from ..message import Message, Text, plain
-from ..policy import Policy, as_policy
+from ..core.context import Context
+from ..core.declared import declare_annotation
+from ..core.message import Message, Text, plain
+from ..core.policy import Policy, as_policy
 from ._errors import BudgetExceeded, MaxTurnsExceeded, OutputValidationError
 from ._usage import Usage, usage_of
 

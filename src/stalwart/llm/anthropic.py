@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..message import Message
+from ..core.message import Message
 from ._convert_anthropic import (
     AnthropicStreamAccumulator,
     from_anthropic_message,

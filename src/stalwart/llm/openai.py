@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from ..message import Message
+from ..core.message import Message
 from ._convert_openai import (
     ChatStreamAccumulator,
     ResponsesStreamAccumulator,

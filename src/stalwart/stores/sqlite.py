@@ -21,8 +21,8 @@ transaction open unless a commit of it is already scheduled, so this process
 never holds the file's write lock while it is idle.
 
 Errors are split by what a retry can do: a locked or busy file, or an I/O
-error that may pass, raises :class:`~stalwart.errors.StoreUnavailable`; a
-usage error or a broken file raises a plain :class:`~stalwart.errors.StoreError`.
+error that may pass, raises :class:`~stalwart.core.errors.StoreUnavailable`; a
+usage error or a broken file raises a plain :class:`~stalwart.core.errors.StoreError`.
 """
 
 from __future__ import annotations
@@ -38,17 +38,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
-from ..errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
+from ..core.errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
+from ..core.ledger import TERMINAL, RunRecord, StepRecord
 from .base import (
     _HOST,
     CANCELLED_ERROR,
     RUN_COLUMNS,
     SPILL_BYTES,
     SPILL_FIELDS,
-    TERMINAL,
     Beat,
-    RunRecord,
-    StepRecord,
     Store,
     children_prefix,
     owner_is_dead,

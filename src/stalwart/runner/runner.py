@@ -1,7 +1,7 @@
 """Runner: starts, awaits, resumes, signals, cancels and streams runs.
 
 ``Runner()`` runs in memory; ``Runner("sqlite:///agents.db")`` makes every run
-durable. Both drive the same :class:`~stalwart.runtime.Execution`; a durable
+durable. Both drive the same :class:`~stalwart.core.engine.execution.Execution`; a durable
 runner adds a claim on each run it executes (a lease with a fencing token),
 a heartbeat, and a background loop that wakes suspended runs and recovers
 runs a dead process left (S7, S8).
@@ -24,8 +24,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, ParamSpec, TypeVar, overload
 
-from . import codec
-from .errors import (
+from ..core import codec
+from ..core.context import SupportsPolicy
+from ..core.engine.control import as_exception, find_halt, find_suspend
+from ..core.engine.execution import Execution
+from ..core.engine.journal import Journal
+from ..core.errors import (
     CancelledRun,
     CorruptedRecord,
     DuplicatePolicy,
@@ -36,60 +40,19 @@ from .errors import (
     StoreError,
     StoreUnavailable,
 )
-from .events import Event, Hook, RunFinished
-from .policy import Policy, SupportsPolicy, as_policy, same_policy, where_defined
-from .runtime import (
-    Execution,
-    Suspend,
-    as_exception,
-    error_from_json,
-    error_to_json,
-    find_halt,
-    leaves_of,
-    recorded_outcome,
-)
-from .store.base import (
-    CHILDREN_WAIT,
-    TERMINAL,
-    RunRecord,
-    StepRecord,
-    Store,
-    check_run_id,
-    child_group,
-    this_host,
-)
+from ..core.events import Event, Hook, RunFinished
+from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord, check_run_id, child_group
+from ..core.policy import Policy, as_policy, same_policy, where_defined
+from ..core.recorded import error_from_json, error_to_json, recorded_outcome
+from ..stores import open_store
+from ..stores.base import Store, this_host
 
 _log = logging.getLogger("stalwart.runner")
 
-__all__ = ["RunHandle", "Runner", "open_store", "run_detached"]
+__all__ = ["RunHandle", "Runner"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def open_store(url: str | Store | None) -> Store | None:
-    """The store for a URL: None or "memory" for none, sqlite:///…, postgresql://…."""
-    if url is None or isinstance(url, Store):
-        return url
-    if url in ("memory", "memory://", ":memory:"):
-        return None
-    if url.startswith("sqlite://"):
-        from .store.sqlite import SQLiteStore
-
-        return SQLiteStore.from_url(url)
-    if url.startswith(("postgresql://", "postgres://")):
-        try:
-            from .store.postgres import PostgresStore  # type: ignore[import-not-found, unused-ignore]
-        except ImportError as exc:
-            raise StoreError(
-                f"the PostgreSQL store needs its extra: pip install 'stalwart[postgres]' ({exc})"
-            ) from exc
-        store: Store = PostgresStore.from_url(url)
-        return store
-    raise StoreError(
-        f"unknown store URL {url!r}: use 'memory', 'sqlite:///path/to/file.db' "
-        "or 'postgresql://user@host/db'"
-    )
 
 
 def _legacy_ref(pol: Policy[Any, Any]) -> str:
@@ -229,12 +192,6 @@ def _code_version(pol: Policy[Any, Any]) -> str:
         cached = hashlib.blake2b(src.encode(), digest_size=6).hexdigest()
         pol.__dict__["_code_version"] = cached
     return str(cached)
-
-
-def _find_suspend(exc: BaseException) -> Suspend | None:
-    """The Suspend that unwound the run, itself or inside a TaskGroup's group."""
-    leaves = leaves_of(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
-    return next((e for e in leaves if isinstance(e, Suspend)), None)
 
 
 @dataclass(eq=False)
@@ -742,7 +699,7 @@ class Runner:
                 halt = find_halt(exc)
                 if halt is not None:
                     raise halt.cause from None  # the run's problem: settled below
-                suspend = _find_suspend(exc)
+                suspend = find_suspend(exc)
                 if suspend is None:
                     if isinstance(exc, KeyboardInterrupt):
                         with contextlib.suppress(Exception):
@@ -798,7 +755,7 @@ class Runner:
     # -- child runs (the runtime's Host) ----------------------------------------
     async def spawn_children(
         self,
-        parent: Execution,
+        parent: Journal,
         pol: Policy[Any, Any],
         calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
         ids: list[str],
@@ -1203,9 +1160,3 @@ class Runner:
         await self.open()
         cutoff = None if older_than is None else time.time() - older_than
         return await self.store.prune(cutoff, keep)
-
-
-def run_detached(pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """A policy awaited outside any run: run it alone, in memory."""
-    execution = Execution(uuid.uuid4().hex)
-    return execution.run_root(pol, args, kwargs)

@@ -15,6 +15,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .codec import decode, dumps, encode, loads, register_core_type
+
 __all__ = ["ActionCall", "ActionResult", "Media", "Message", "Role", "Text", "plain", "result_text"]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -179,8 +181,6 @@ class Message:
     # -- JSON ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; :meth:`from_dict` gives back an equal message."""
-        from .codec import encode
-
         out: dict[str, Any] = {"id": self.id, "role": self.role, "actor": self.actor}
         if self.parts:
             out["parts"] = [_part_to_dict(p) for p in self.parts]
@@ -204,8 +204,6 @@ class Message:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Message:
-        from .codec import decode
-
         call = result = None
         if (c := data.get("call")) is not None:
             call = ActionCall(c["id"], c["name"], decode(c["arguments"]), c.get("invalid"))
@@ -224,14 +222,10 @@ class Message:
         return cls(data["role"], data["actor"], parts, call, result, msg_id, meta)
 
     def to_json(self) -> str:
-        from .codec import dumps
-
         return dumps(self)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Message:
-        from .codec import loads
-
         value = loads(text)
         if not isinstance(value, Message):
             raise TypeError("JSON text does not hold a Message")
@@ -254,8 +248,6 @@ def result_text(result: ActionResult) -> str:
 
 def plain(value: Any) -> Any:
     """``value`` as the plain JSON data a model reads: no codec tags."""
-    from .codec import encode
-
     return _plain(encode(value, "a value shown to a model", strict=False))
 
 
@@ -297,3 +289,6 @@ def _part_from_dict(d: dict[str, Any]) -> Part:
         return Text(d["text"])
     data = d.get("data")
     return Media(d["mime_type"], base64.b64decode(data) if data is not None else None, d.get("url"))
+
+
+register_core_type(Message, "msg", Message.to_dict, Message.from_dict)

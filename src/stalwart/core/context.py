@@ -16,17 +16,56 @@ from __future__ import annotations
 import random as _random
 import time
 import uuid as _uuid
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
-if TYPE_CHECKING:
-    from .policy import Policy, SupportsPolicy
-    from .runtime import Execution
+from .ledger import StepRecord
+from .recorded import recorded_outcome
 
-__all__ = ["Child", "Context"]
+__all__ = ["Child", "Context", "Engine", "SupportsPolicy"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class SupportsPolicy(Protocol[P, R_co]):
+    """Anything that can stand for a policy (a PocketFlow flow, an agent...)."""
+
+    @property
+    def __stalwart_policy__(self) -> Callable[P, Awaitable[R_co]]: ...
+
+
+class Engine(Protocol):
+    """What a context reaches: the execution of its run
+    (:class:`~stalwart.core.engine.execution.Execution`)."""
+
+    run_id: str
+    listeners: list[Any]
+    replay: dict[str, StepRecord]
+
+    def step(
+        self, key: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Coroutine[Any, Any, Any]: ...
+    def emit(
+        self, key: str, value: Any, *, replayed: bool = False, marked: bool = False
+    ) -> None: ...
+    def text_delta(self, key: str, text: str) -> None: ...
+    async def recorded(self, key: str, kind: str, make: Callable[[], Any]) -> Any: ...
+    async def sleep(self, key: str, seconds: float) -> None: ...
+    async def wait_for(
+        self, deadline_key: str, key: str, name: str, timeout: float | None
+    ) -> Any: ...
+    async def spawn(
+        self,
+        key: str,
+        target: Any,
+        calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
+        queue: str | None,
+        priority: int,
+    ) -> list[str]: ...
+    async def await_children(self, key: str, ids: list[str]) -> list[dict[str, Any]]: ...
+    async def patched(self, parent_key: str, ctx: Context, change: str) -> bool: ...
 
 
 class Context:
@@ -34,7 +73,7 @@ class Context:
 
     __slots__ = ("__dict__", "_seq", "_x", "key")
 
-    def __init__(self, execution: Execution, key: str) -> None:
+    def __init__(self, execution: Engine, key: str) -> None:
         self._x = execution
         self.key = key
         self._seq = 0
@@ -54,8 +93,6 @@ class Context:
         return f"{self.key}.{self._seq}" if self.key else str(self._seq)
 
     # -- calling -------------------------------------------------------------
-    @overload
-    def call(self, target: Policy[P, R], /, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]: ...
     @overload
     def call(
         self, target: SupportsPolicy[P, R], /, *args: P.args, **kwargs: P.kwargs
@@ -200,8 +237,6 @@ class Child:
 
 
 def _unwrap(run_id: str, outcome: dict[str, Any]) -> Any:
-    from .runtime import recorded_outcome
-
     if "value" in outcome:  # a child that ran in memory: the value itself
         return outcome["value"]
     if "exception" in outcome:

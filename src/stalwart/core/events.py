@@ -94,7 +94,7 @@ class CallInfo:
 class Hook:
     """Observe or veto calls. Override what you need; every method is optional.
 
-    ``before_call`` may raise :class:`~stalwart.errors.Veto` to refuse the call;
+    ``before_call`` may raise :class:`~stalwart.core.errors.Veto` to refuse the call;
     the call then fails with that error (in options dispatch, the model reads
     it as an error result). Hooks run on live calls only, not on replayed ones.
     """

@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from .context import Context
 from .declared import declare_hints, register_type
@@ -22,7 +22,6 @@ from .schema import Signature
 
 __all__ = [
     "Policy",
-    "SupportsPolicy",
     "ToolSpec",
     "as_policy",
     "current_context",
@@ -40,16 +39,28 @@ C = TypeVar("C", bound="Context")
 _current: ContextVar[Context | None] = ContextVar("stalwart_context", default=None)
 
 
+def _not_installed(pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    raise RuntimeError(f"{pol.name} was called outside a run before the engine was loaded")
+
+
+# How a policy awaited outside any run executes: alone, in memory. The engine
+# (stalwart.core.engine.execution), which builds on this module, installs it
+# when it loads, so that this module does not import the engine.
+_detached: Callable[[Policy[Any, Any], tuple[Any, ...], dict[str, Any]], Awaitable[Any]]
+_detached = _not_installed
+
+
+def on_detached_call(
+    run: Callable[[Policy[Any, Any], tuple[Any, ...], dict[str, Any]], Awaitable[Any]],
+) -> None:
+    """Install how a policy called outside any run executes (the engine does)."""
+    global _detached
+    _detached = run
+
+
 def current_context() -> Context | None:
     """The context of the step that is running here, if any."""
     return _current.get()
-
-
-class SupportsPolicy(Protocol[P, R]):
-    """Anything that can stand for a policy (a PocketFlow flow, an agent...)."""
-
-    @property
-    def __stalwart_policy__(self) -> Policy[P, R]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,9 +192,7 @@ class Policy(Generic[P, R]):
         ctx = _current.get()
         if ctx is not None:
             return ctx.call(self, *args, **kwargs)
-        from .runner import run_detached
-
-        return run_detached(self, args, kwargs)  # type: ignore[no-any-return]
+        return _detached(self, args, kwargs)
 
     def invoke(self, ctx: Context, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Awaitable[Any]:
         """Call the underlying function once, injecting ``ctx`` if it wants one."""

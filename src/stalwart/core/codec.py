@@ -4,14 +4,14 @@ Values are turned into a JSON tree that can be turned back into an equal value:
 plain JSON types pass through; tuples, sets, bytes, datetimes, UUIDs, enums,
 dataclasses, pydantic models and Messages are tagged with ``"$t"`` so that a
 replayed step returns the same type it returned live. Anything else is refused
-with a :class:`~stalwart.errors.SerializationError` naming the type, at record
+with a :class:`~stalwart.core.errors.SerializationError` naming the type, at record
 time rather than at recovery time.
 
 Reading back never imports anything (S13): a tagged class is looked up among
-the types the program declared (:mod:`stalwart.declared`), and a class is
+the types the program declared (:mod:`stalwart.core.declared`), and a class is
 only recorded if it is declared, so what was written can always be read back
 by the same program. A row that names anything else, or that is not what
-this module writes, raises :class:`~stalwart.errors.CorruptedRecord` naming
+this module writes, raises :class:`~stalwart.core.errors.CorruptedRecord` naming
 where it was found.
 """
 
@@ -23,6 +23,7 @@ import datetime as _dt
 import enum
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from .declared import is_declared, lookup, name_of
@@ -31,6 +32,19 @@ from .errors import CorruptedRecord, SerializationError
 __all__ = ["decode", "dumps", "encode", "loads"]
 
 _TAG = "$t"
+
+# The core's own tagged types (a Message): its tag, and how it becomes plain
+# data and back. The module that defines the type registers it, so the codec
+# imports none of them.
+_CORE_TYPES: dict[str, tuple[type, Callable[[Any], Any], Callable[[Any], Any]]] = {}
+
+
+def register_core_type(
+    cls: type, tag: str, to_data: Callable[[Any], Any], from_data: Callable[[Any], Any]
+) -> None:
+    """Encode values of ``cls`` as ``{"$t": tag, "v": to_data(value)}``,
+    read back with ``from_data``. For the core's own types (a :class:`Message`)."""
+    _CORE_TYPES[tag] = (cls, to_data, from_data)
 _PLAIN = (str, int, float, bool, type(None))
 _PLAIN_TYPES = frozenset(_PLAIN)
 
@@ -109,10 +123,9 @@ def _locate(container: Any, items: Any, where: str, strict: bool) -> None:
 
 
 def _encode_other(value: Any, where: str, strict: bool) -> Any:
-    from .message import Message
-
-    if isinstance(value, Message):
-        return {_TAG: "msg", "v": value.to_dict()}
+    for tag, (core_type, to_data, _) in _CORE_TYPES.items():
+        if isinstance(value, core_type):
+            return {_TAG: tag, "v": to_data(value)}
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return {_TAG: "tuple", "v": [_enc(v, where, strict) for v in value]}
     if isinstance(value, frozenset):
@@ -202,10 +215,8 @@ def _decode_tagged(tag: str, tree: dict[str, Any]) -> Any:
         return {k: _dec(x) for k, x in v.items()}
     if tag == "map":
         return {_dec(k): _dec(x) for k, x in v}
-    if tag == "msg":
-        from .message import Message
-
-        return Message.from_dict(v)
+    if tag in _CORE_TYPES:
+        return _CORE_TYPES[tag][2](v)
     if tag == "tuple":
         return tuple(_dec(x) for x in v)
     if tag == "set":

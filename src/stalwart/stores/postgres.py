@@ -1,6 +1,6 @@
 """The PostgreSQL store: any number of worker processes, on any number of machines.
 
-Same semantics as :class:`~stalwart.store.sqlite.SQLiteStore`, method by
+Same semantics as :class:`~stalwart.stores.sqlite.SQLiteStore`, method by
 method; what differs is how concurrency is handled:
 
 * **Connections.** A pool (psycopg_pool, ``pool_min``/``pool_max``) serves
@@ -23,13 +23,13 @@ method; what differs is how concurrency is handled:
   suffix (the WAL is ordered, S6); a crash of the worker loses nothing it was
   told was recorded. An execution that may have lost records in such a
   crash is stopped before it writes past them (its writes fail with
-  :class:`~stalwart.errors.StoreUnavailable`), and the run resumes by replay
+  :class:`~stalwart.core.errors.StoreUnavailable`), and the run resumes by replay
   from what survived; see ``PostgresStore._write_batch``.
 * **Fencing.** A step record checks the run's fence with ``FOR SHARE`` in the
   same statement, so a claim that bumps the fence and a stale write are
   serialized by the row lock: a write either lands before the takeover (and
   the new owner's replay sees it) or is refused. A record the statement
-  left out is refused with :class:`~stalwart.errors.StaleLeaseError` if its
+  left out is refused with :class:`~stalwart.core.errors.StaleLeaseError` if its
   fence is stale, even when its key has a record already: a replaced worker
   never gets the new owner's result as its own. Claims are atomic
   conditional ``UPDATE``s; ``claim_due`` picks candidates with ``SELECT ...
@@ -43,10 +43,10 @@ method; what differs is how concurrency is handled:
   out of connections, serialization failures, deadlocks, lock or statement
   timeouts, no pooled connection in time) are retried with bounded
   exponential backoff for up to ``retry_for`` seconds, then reported as
-  :class:`~stalwart.errors.StoreUnavailable` naming the server. Errors the
+  :class:`~stalwart.core.errors.StoreUnavailable` naming the server. Errors the
   server would give again (a value too large for an index, bad data, a
   broken constraint) are raised at once as a plain
-  :class:`~stalwart.errors.StoreError`, never retried (S14). Every
+  :class:`~stalwart.core.errors.StoreError`, never retried (S14). Every
   operation is safe to repeat: step records are idempotent by key (a retry
   whose first attempt did commit finds its own record and returns it),
   signals carry a client-made id, and a run left held by this owner by a
@@ -95,16 +95,14 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
-from ..errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
+from ..core.errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
+from ..core.ledger import TERMINAL, RunRecord, StepRecord
 from .base import (
     CANCELLED_ERROR,
     RUN_COLUMNS,
     SPILL_BYTES,
     SPILL_FIELDS,
-    TERMINAL,
     Beat,
-    RunRecord,
-    StepRecord,
     Store,
     children_prefix,
     owner_is_dead,

@@ -12,25 +12,22 @@ from __future__ import annotations
 import abc
 import os
 import socket
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from ..errors import CorruptedRecord
+from ..core.errors import CorruptedRecord
+from ..core.ledger import (
+    CHILDREN_WAIT,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+)
 
 __all__ = [
-    "CHILD_MARK",
-    "TERMINAL",
     "Beat",
-    "RunRecord",
-    "RunStatus",
     "SignalRecord",
-    "StepRecord",
     "Store",
-    "check_run_id",
-    "child_group",
-    "child_run_id",
     "children_prefix",
     "owner_is_dead",
     "run_from_row",
@@ -80,54 +77,6 @@ def _is_zombie(pid: int) -> bool:
         return False
 
 
-RunStatus = Literal["pending", "running", "suspended", "succeeded", "failed", "cancelled"]
-TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
-
-
-@dataclass(slots=True)
-class StepRecord:
-    """One finished step: its identity (S1), and its output or error (S4).
-
-    ``output`` and ``error`` are JSON text; exactly one is set. ``kind`` tells
-    a policy call from the runtime's own records (sleep, signal, now, ...).
-    """
-
-    key: str
-    name: str
-    args_hash: str
-    args: str | None
-    output: str | None
-    error: str | None
-    attempts: int = 1
-    started_at: float = 0.0
-    finished_at: float = 0.0
-    kind: str = "call"
-
-
-@dataclass(slots=True)
-class RunRecord:
-    """A run: its inputs, where it stands, and who holds it."""
-
-    id: str
-    policy: str
-    inputs: str
-    status: RunStatus = "pending"
-    result: str | None = None
-    error: str | None = None
-    created_at: float = field(default_factory=time.time)
-    updated_at: float = field(default_factory=time.time)
-    code_version: str = ""
-    wake_at: float | None = None
-    waiting_for: str | None = None
-    owner: str | None = None
-    lease_expires_at: float | None = None
-    fence: int = 0
-    cancel_requested: bool = False
-    queue: str = "default"
-    priority: int = 0
-    parent_id: str | None = None
-
-
 # What every store shares: the column order of a run's row (RunRecord's field
 # order), how large a value may be before it leaves the hot table, and the
 # error a cancelled run records.
@@ -140,41 +89,6 @@ _RUN_FIELDS = tuple(c.strip() for c in RUN_COLUMNS.split(","))
 SPILL_BYTES = 16 * 1024
 SPILL_FIELDS = (("args", 1), ("output", 2), ("error", 4))
 CANCELLED_ERROR = '{"type":"stalwart.errors.CancelledRun","message":"run was cancelled"}'
-
-
-CHILDREN_WAIT = "stalwart.children:"
-
-# Child run ids: the parent's id, "~", the spawning step's key, "/", the index.
-# Run ids a user chooses may not contain "~" (see check_run_id), so a user's
-# run can never be taken for a child, nor a child for a user's run.
-CHILD_MARK = "~"
-MAX_RUN_ID = 512
-
-
-def child_run_id(parent_id: str, step_key: str, index: int) -> str:
-    return f"{parent_id}{CHILD_MARK}{step_key}/{index}"
-
-
-def child_group(child_id: str) -> str:
-    """The id prefix shared by the children one step started."""
-    return child_id.rsplit("/", 1)[0] + "/"
-
-
-def check_run_id(run_id: object) -> str:
-    """A run id a user may choose: why not, as a ValueError naming it."""
-    if not isinstance(run_id, str):
-        raise TypeError(f"a run id is a string, not {type(run_id).__name__}")
-    if not run_id:
-        raise ValueError("a run id cannot be empty (leave it out to get a random one)")
-    if len(run_id) > MAX_RUN_ID:
-        raise ValueError(f"a run id has at most {MAX_RUN_ID} characters, not {len(run_id)}")
-    if CHILD_MARK in run_id:
-        raise ValueError(
-            f"run id {run_id[:80]!r} contains {CHILD_MARK!r}, which is kept for child runs"
-        )
-    if not run_id.isprintable():
-        raise ValueError(f"run id {run_id[:80]!r} contains control characters")
-    return run_id
 
 
 def children_prefix(waiting_for: str | None) -> str | None:
@@ -192,7 +106,7 @@ def run_from_row(row: Sequence[Any]) -> RunRecord:
     """A RunRecord from a row selected with :data:`RUN_COLUMNS`.
 
     A row edited by hand into the wrong shape (text where a number belongs)
-    is a :class:`~stalwart.errors.CorruptedRecord` naming the run and field,
+    is a :class:`~stalwart.core.errors.CorruptedRecord` naming the run and field,
     not a TypeError deep inside whoever reads it.
     """
     record = RunRecord(*row)
@@ -253,7 +167,7 @@ class Store(abc.ABC):
     """A durable ledger of runs, steps and signals.
 
     Every method that writes for a run being executed takes the ``fence`` its
-    claim returned and raises :class:`~stalwart.errors.StaleLeaseError` when
+    claim returned and raises :class:`~stalwart.core.errors.StaleLeaseError` when
     another owner has claimed the run since.
     """
 
@@ -380,7 +294,7 @@ class Store(abc.ABC):
 
         Every call checks the fence, the no-op case included: a writer whose
         fence is stale (or whose run is no longer running) gets
-        :class:`~stalwart.errors.StaleLeaseError`, never the existing record,
+        :class:`~stalwart.core.errors.StaleLeaseError`, never the existing record,
         so a replaced worker learns it lost the run at its next step.
         """
 

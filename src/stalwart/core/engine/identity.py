@@ -1,0 +1,100 @@
+"""A step's identity as recorded and compared on replay (S1, S5): its
+arguments (offered options by name), their JSON and hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from .. import codec
+from ..errors import DuplicatePolicy, SerializationError
+from ..message import Message
+from ..policy import Policy, as_policy, same_policy, where_defined
+from ..recorded import SCALARS
+
+__all__ = ["args_for_record", "identity_json", "is_option", "option_policies", "step_hash"]
+
+
+def args_for_record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Arguments as recorded: offered options by name, since policies are code."""
+
+    def tidy(v: Any) -> Any:
+        if isinstance(v, Policy):
+            return f"<policy {v.name}>"
+        if isinstance(v, list | tuple) and v and all(is_option(x) for x in v):
+            return [f"<policy {as_policy(x).name}>" for x in v]
+        return v
+
+    out: dict[str, Any] = {}
+    if args:
+        out["*"] = [tidy(a) for a in args]
+    for k, v in kwargs.items():
+        if k == "options" and isinstance(v, list | tuple):
+            option_policies(v)  # a clear error for anything that is not an option
+            out[k] = [f"<policy {as_policy(x).name}>" for x in v]
+        else:
+            out[k] = tidy(v)
+    return out
+
+
+def option_policies(options: Any) -> list[Policy[Any, Any]]:
+    """The policies offered as options; a TypeError naming any that is not one."""
+    out: dict[str, Policy[Any, Any]] = {}
+    for i, opt in enumerate(options or ()):
+        if not is_option(opt):
+            raise TypeError(
+                f"options[{i}] is {opt!r} ({type(opt).__name__}), which is not a policy; "
+                "offer policies or async functions"
+            )
+        pol = as_policy(opt)
+        other = out.setdefault(pol.name, pol)
+        if other is not pol and not same_policy(other, pol):
+            raise DuplicatePolicy(
+                f"two different options are named {pol.name!r}: {where_defined(other)} and "
+                f"{where_defined(pol)}; a model could not tell them apart"
+            )
+    return list(out.values())
+
+
+def identity_json(args: tuple[Any, ...], kwargs: dict[str, Any], key: str) -> str:
+    """The arguments as recorded and compared on replay (S5).
+
+    Message ids are left out: they are random per execution, so a history
+    rebuilt on replay (``Message.user(question)`` inside a policy) would never
+    match its record otherwise. What a message says is compared; its id is not.
+    """
+    if all(type(v) in SCALARS for v in args) and all(
+        type(v) in SCALARS for v in kwargs.values()
+    ):  # the common case: plain arguments give the same bytes without the tree walk
+        out: dict[str, Any] = {"*": list(args)} if args else {}
+        out.update(kwargs)
+        try:
+            return json.dumps(out, separators=(",", ":"), allow_nan=False)
+        except ValueError as exc:
+            raise SerializationError(f"arguments of step {key}: {exc}") from exc
+    where = f"arguments of step {key}"
+    tree = _strip_ids(codec.encode(args_for_record(args, kwargs), where))
+    try:
+        return json.dumps(tree, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:
+        raise SerializationError(f"{where}: {exc}") from exc
+
+
+def _strip_ids(tree: Any) -> Any:
+    if isinstance(tree, list):
+        return [_strip_ids(v) for v in tree]
+    if isinstance(tree, dict):
+        if tree.get("$t") == "msg":
+            inner = {k: _strip_ids(v) for k, v in tree["v"].items() if k != "id"}
+            return {"$t": "msg", "v": inner}
+        return {k: _strip_ids(v) for k, v in tree.items()}
+    return tree
+
+
+def is_option(x: Any) -> bool:
+    return isinstance(x, Policy) or (callable(x) and not isinstance(x, type | Message))
+
+
+def step_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()

@@ -1,0 +1,225 @@
+"""The journal of one execution: its state, its ledger writes, and what
+listeners see.
+
+:class:`Journal` holds what every part of the engine shares: the run, the
+ledger and the fencing token of its claim, the replay map loaded when the run
+resumed (S2), hooks and listeners. Every ledger write goes through
+:meth:`Journal.write`, so the first one a store refuses halts the execution
+(S6, S8, S14); :meth:`Journal.replayed_value` answers a recorded step after
+checking its identity (S5), raising its recorded error (S4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from .. import codec
+from ..errors import CorruptedRecord, NonDeterminismError, StalwartError, StoreError
+from ..events import CallFailed, CallFinished, Emitted, Hook, TextDelta
+from ..ledger import Ledger, StepRecord
+from ..policy import Policy
+from ..recorded import error_from_json
+from .control import Halt
+
+T = TypeVar("T")
+
+__all__ = ["Host", "Journal"]
+
+
+class Host(Protocol):
+    """What an execution needs from its runner to start and await child runs."""
+
+    async def spawn_children(
+        self,
+        parent: Journal,
+        pol: Policy[Any, Any],
+        calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
+        ids: list[str],
+        queue: str | None,
+        priority: int,
+    ) -> None: ...
+
+    async def await_memory_children(self, ids: list[str]) -> list[dict[str, Any]]: ...
+
+
+class Journal:
+    """The state of one run being executed in this process, and its ledger."""
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        store: Ledger | None = None,
+        fence: int = 0,
+        replay: dict[str, StepRecord] | None = None,
+        hooks: Sequence[Hook] = (),
+        max_parallel: int | None = None,
+        inline_sleep: float = 1.0,
+    ) -> None:
+        self.run_id = run_id
+        self.host: Host | None = None
+        self.parent_id: str | None = None
+        self.queue = "default"
+        self.store = store
+        self.fence = fence
+        self.replay = replay or {}
+        self.hooks = tuple(hooks)
+        self.listeners: list[asyncio.Queue[Any]] = []
+        self.max_parallel = max_parallel
+        self.inline_sleep = inline_sleep
+        self.halted: StalwartError | None = None
+        self.live_steps = 0  # steps that executed for real in this execution
+        self.replayed_steps = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._mailbox: dict[str, deque[Any]] = {}
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.plain = self.store is None and not self.hooks and not self.listeners
+
+    def listen(self, queue: asyncio.Queue[Any]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.listeners.append(queue)
+        self._refresh()
+
+    def unlisten(self, queue: asyncio.Queue[Any]) -> None:
+        if queue in self.listeners:
+            self.listeners.remove(queue)
+        self._refresh()
+
+    def publish(self, event: Any) -> None:
+        if self._loop is not None and not _in_loop(self._loop):
+            # emit() from a sync policy's worker thread: hand over to the loop.
+            self._loop.call_soon_threadsafe(self.publish, event)
+            return
+        for q in self.listeners:
+            q.put_nowait(event)
+
+    def emit(self, key: str, value: Any, *, replayed: bool = False, marked: bool = False) -> None:
+        """Deliver ``value`` to listeners, unless it is a ``replayed`` emit.
+
+        ``marked``: the value says itself whether it is a replay (a flow's
+        node events do), so it is delivered either way.
+        """
+        if self.listeners and (marked or not replayed):
+            self.publish(Emitted(self.run_id, key, value))
+
+    def text_delta(self, key: str, text: str) -> None:
+        if self.listeners:  # only a live call streams text: a replayed one has its result
+            self.publish(TextDelta(self.run_id, key, text))
+
+    async def record_step(self, rec: StepRecord) -> StepRecord:
+        """Record a step's outcome; the first refused write halts the run.
+
+        :meth:`write`, inlined: this is on every durable step's path.
+        """
+        assert self.store is not None
+        if self.halted is not None:
+            raise Halt(self.halted)
+        try:
+            won = await self.store.record_step(self.run_id, self.fence, rec)
+        except StoreError as exc:
+            raise self.halt(exc) from exc
+        self.live_steps += 1
+        return won
+
+    async def write(self, write: Awaitable[T]) -> T:
+        """A store call for this run; the first one that fails halts it."""
+        if self.halted is not None:
+            close = getattr(write, "close", None)
+            if close is not None:
+                close()  # never awaited: say so to the coroutine, not to the GC
+            raise Halt(self.halted)
+        try:
+            return await write
+        except StoreError as exc:
+            raise self.halt(exc) from exc
+
+    def halt(self, cause: StalwartError) -> Halt:
+        """Stop this execution for good: every later step raises the same."""
+        if self.halted is None:
+            self.halted = cause
+        return Halt(self.halted)
+
+    def replayed_value(
+        self,
+        rec: StepRecord,
+        key: str,
+        name: str,
+        args_json: str,
+        args_hash: str,
+        publish: bool = True,
+    ) -> Any:
+        if rec.name != name or rec.args_hash != args_hash:
+            raise self.halt(NonDeterminismError(
+                f"step {key} of run {self.run_id} does not match its record:\n"
+                f"  recorded: {rec.name}({rec.args})\n"
+                f"  now:      {name}({args_json})\n"
+                "The policy's code changed, or it is not deterministic; "
+                "guard changed code with `await ctx.patched(...)`."
+            ))
+        self.replayed_steps += 1
+        if rec.error is not None:
+            try:
+                exc = error_from_json(rec.error, f"error of step {key} of run {self.run_id!r}")
+            except CorruptedRecord as bad:
+                raise self.halt(bad) from None
+            if self.listeners and publish:
+                self.publish(
+                    CallFailed(self.run_id, key, name, type(exc).__name__, str(exc), True)
+                )
+            raise exc
+        value = self.decode_output(rec, key)
+        if self.listeners and publish:
+            self.publish(CallFinished(self.run_id, key, name, value, 0.0, True))
+        return value
+
+    def decode_output(self, rec: StepRecord, key: str) -> Any:
+        where = f"step {key} of run {self.run_id!r}: the recorded output cannot be read back"
+        try:
+            return codec.loads(rec.output or "null", where)
+        except CorruptedRecord as bad:
+            raise self.halt(bad) from None
+
+
+    async def recorded(self, key: str, kind: str, make: Callable[[], Any]) -> Any:
+        if self.store is None:
+            return make()
+        rec = self.replay.get(key)
+        if rec is not None:
+            return self.replayed_value(rec, key, f"stalwart.{kind}", "{}", "", publish=False)
+        value = make()
+        await self.record_value(key, kind, value)
+        return value
+
+    async def record_value(
+        self, key: str, kind: str, value: Any, error: str | None = None
+    ) -> None:
+        assert self.store is not None
+        now = time.time()
+        rec = StepRecord(
+            key,
+            f"stalwart.{kind}",
+            "",
+            None,
+            None if error else codec.dumps(value, f"step {key}"),
+            error,
+            1,
+            now,
+            now,
+            kind,
+        )
+        await self.write(self.store.record_step(self.run_id, self.fence, rec))
+        self.live_steps += 1
+
+
+def _in_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False

@@ -1,0 +1,162 @@
+"""Waits: durable sleep, signals, patch markers and child runs (S7).
+
+A wait that cannot end now raises :class:`~.control.Suspend`: the runner
+records the wake time (or the signal awaited) and lets the run go; it
+resumes by replay when the time comes or the signal arrives. In memory
+(no ledger) a wait simply awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from .. import codec
+from ..errors import StoreError
+from ..ledger import CHILDREN_WAIT, TERMINAL, child_group, child_run_id
+from ..policy import as_policy
+from ..recorded import error_to_json
+from .control import Suspend
+from .journal import Journal
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+__all__ = ["Waits"]
+
+
+class Waits(Journal):
+    """Durable sleep, signals, patch markers and child runs of an execution."""
+
+    async def sleep(self, key: str, seconds: float) -> None:
+        if self.store is None:
+            await asyncio.sleep(seconds)
+            return
+        wake_at = await self.recorded(key, "sleep", lambda: time.time() + seconds)
+        remaining = wake_at - time.time()
+        if remaining <= 0:
+            return
+        if remaining <= self.inline_sleep:
+            await asyncio.sleep(remaining)
+            return
+        raise Suspend(wake_at, None)
+
+    async def wait_for(self, deadline_key: str, key: str, name: str, timeout: float | None) -> Any:
+        if self.store is None:
+            return await self._wait_in_memory(name, timeout)
+        deadline = await self.recorded(
+            deadline_key, "deadline", lambda: None if timeout is None else time.time() + timeout
+        )
+        rec = self.replay.get(key)
+        if rec is not None:
+            return self.replayed_value(rec, key, f"stalwart.signal:{name}", "{}", "", publish=False)
+        payload = await self.write(self.store.take_signal(self.run_id, name, key))
+        if payload is not None:
+            value = codec.loads(payload, f"signal {name!r} of run {self.run_id!r}")
+            await self.record_value(key, f"signal:{name}", value)
+            return value
+        if deadline is not None and time.time() >= deadline:
+            exc = TimeoutError(f"no signal {name!r} within {timeout} s")
+            await self.record_value(key, f"signal:{name}", None, error_to_json(exc))
+            raise exc
+        raise Suspend(deadline, name)
+
+    async def _wait_in_memory(self, name: str, timeout: float | None) -> Any:
+        box = self._mailbox.setdefault(name, deque())
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                while not box:
+                    fut: asyncio.Future[None] = loop.create_future()
+                    self._waiters.setdefault(name, []).append(fut)
+                    await fut
+        except TimeoutError:
+            raise TimeoutError(f"no signal {name!r} within {timeout} s") from None
+        return box.popleft()
+
+    def deliver(self, name: str, payload: Any) -> None:
+        """Hand a signal to a run waiting in memory."""
+        self._mailbox.setdefault(name, deque()).append(payload)
+        for fut in self._waiters.pop(name, []):
+            if not fut.done():
+                fut.set_result(None)
+
+    async def patched(self, parent_key: str, ctx: Context, change: str) -> bool:
+        key = f"{parent_key}.{ctx._seq + 1}" if parent_key else str(ctx._seq + 1)
+        rec = self.replay.get(key)
+        marker = f"stalwart.patch:{change}"
+        if rec is not None and rec.name != marker:
+            return False  # this run passed here on code without the change
+        ctx._seq += 1
+        if self.store is not None and rec is None:
+            await self.record_value(key, f"patch:{change}", True)
+        return True
+
+    # -- child runs ------------------------------------------------------------
+    async def spawn(
+        self,
+        key: str,
+        target: Any,
+        calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
+        queue: str | None,
+        priority: int,
+    ) -> list[str]:
+        """Start child runs (idempotently: their ids derive from the step key)."""
+        pol = as_policy(target)
+        pol.declare_types()  # the children's results are read back here
+        name = f"stalwart.spawn:{pol.name}"
+        if self.store is not None:
+            rec = self.replay.get(key)
+            if rec is not None:
+                ids: list[str] = self.replayed_value(rec, key, name, "{}", "", publish=False)
+                return ids
+        if self.host is None:
+            raise RuntimeError("child runs need a Runner (this run has none)")
+        ids = [child_run_id(self.run_id, key, i) for i in range(len(calls))]
+        await self.write(self.host.spawn_children(self, pol, calls, ids, queue, priority))
+        if self.store is not None:
+            await self.record_value(key, f"spawn:{pol.name}", ids)
+        return ids
+
+    async def await_children(self, key: str, ids: list[str]) -> list[dict[str, Any]]:
+        """The outcomes of child runs, suspending this run until all are done.
+
+        The last child to finish wakes this run; a timer that backs off with
+        the children's age covers any wake-up lost to a race or a crash.
+        """
+        if self.store is None:
+            assert self.host is not None
+            return await self.host.await_memory_children(ids)
+        rec = self.replay.get(key)
+        if rec is not None:
+            out: list[dict[str, Any]] = self.replayed_value(
+                rec, key, "stalwart.children", "{}", "", publish=False
+            )
+            return out
+        runs = {r.id: r for r in await self.write(self.store.get_runs(ids))}
+        missing = [i for i in ids if i not in runs]
+        if missing:
+            # Pruned (or deleted by hand): waiting would never end. Say so.
+            raise self.halt(
+                StoreError(
+                    f"run {self.run_id!r}, step {key}: child run {missing[0]!r} is not in the "
+                    f"store ({len(missing)} of {len(ids)} missing); it was deleted before this "
+                    "run read it"
+                )
+            )
+        if all(r.status in TERMINAL for r in runs.values()):
+            outcomes = [
+                {"status": runs[i].status, "result": runs[i].result, "error": runs[i].error}
+                for i in ids
+            ]
+            await self.record_value(key, "children", outcomes)
+            return outcomes
+        # The last child to finish wakes this run, and suspending re-checks
+        # the children, so the timer is only a safety net (a worker that died
+        # between finishing a child and waking us): it backs off to 30 s.
+        now = time.time()
+        oldest = min((r.created_at for r in runs.values()), default=now)
+        backoff = min(30.0, max(0.5, now - oldest))
+        raise Suspend(now + backoff, f"{CHILDREN_WAIT}{child_group(ids[0]) if ids else ''}")

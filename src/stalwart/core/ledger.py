@@ -1,0 +1,129 @@
+"""The ledger's record format: what a run and a step look like once recorded.
+
+The engine writes :class:`StepRecord`s and reads :class:`RunRecord`s through
+the small :class:`Ledger` protocol; a store (``stalwart.stores``) keeps them.
+Values are JSON text already, so every store keeps the same bytes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+__all__ = [
+    "CHILDREN_WAIT",
+    "CHILD_MARK",
+    "MAX_RUN_ID",
+    "TERMINAL",
+    "Ledger",
+    "RunRecord",
+    "RunStatus",
+    "StepRecord",
+    "check_run_id",
+    "child_group",
+    "child_run_id",
+]
+
+RunStatus = Literal["pending", "running", "suspended", "succeeded", "failed", "cancelled"]
+TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One finished step: its identity (S1), and its output or error (S4).
+
+    ``output`` and ``error`` are JSON text; exactly one is set. ``kind`` tells
+    a policy call from the runtime's own records (sleep, signal, now, ...).
+    """
+
+    key: str
+    name: str
+    args_hash: str
+    args: str | None
+    output: str | None
+    error: str | None
+    attempts: int = 1
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    kind: str = "call"
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """A run: its inputs, where it stands, and who holds it."""
+
+    id: str
+    policy: str
+    inputs: str
+    status: RunStatus = "pending"
+    result: str | None = None
+    error: str | None = None
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    code_version: str = ""
+    wake_at: float | None = None
+    waiting_for: str | None = None
+    owner: str | None = None
+    lease_expires_at: float | None = None
+    fence: int = 0
+    cancel_requested: bool = False
+    queue: str = "default"
+    priority: int = 0
+    parent_id: str | None = None
+
+
+CHILDREN_WAIT = "stalwart.children:"
+
+# Child run ids: the parent's id, "~", the spawning step's key, "/", the index.
+# Run ids a user chooses may not contain "~" (see check_run_id), so a user's
+# run can never be taken for a child, nor a child for a user's run.
+CHILD_MARK = "~"
+MAX_RUN_ID = 512
+
+
+def child_run_id(parent_id: str, step_key: str, index: int) -> str:
+    return f"{parent_id}{CHILD_MARK}{step_key}/{index}"
+
+
+def child_group(child_id: str) -> str:
+    """The id prefix shared by the children one step started."""
+    return child_id.rsplit("/", 1)[0] + "/"
+
+
+def check_run_id(run_id: object) -> str:
+    """A run id a user may choose: why not, as a ValueError naming it."""
+    if not isinstance(run_id, str):
+        raise TypeError(f"a run id is a string, not {type(run_id).__name__}")
+    if not run_id:
+        raise ValueError("a run id cannot be empty (leave it out to get a random one)")
+    if len(run_id) > MAX_RUN_ID:
+        raise ValueError(f"a run id has at most {MAX_RUN_ID} characters, not {len(run_id)}")
+    if CHILD_MARK in run_id:
+        raise ValueError(
+            f"run id {run_id[:80]!r} contains {CHILD_MARK!r}, which is kept for child runs"
+        )
+    if not run_id.isprintable():
+        raise ValueError(f"run id {run_id[:80]!r} contains control characters")
+    return run_id
+
+
+class Ledger(Protocol):
+    """What the engine needs from a store while it executes a run.
+
+    Every write carries the ``fence`` of the run's claim; a store refuses a
+    stale one (S8). :class:`~stalwart.stores.base.Store` is the full interface.
+    """
+
+    async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
+        """Record ``step`` unless its key is taken; return the record that won (S3)."""
+        ...
+
+    async def take_signal(self, run_id: str, name: str, step_key: str) -> str | None:
+        """Consume the oldest unconsumed signal ``name`` for ``step_key``, if any."""
+        ...
+
+    async def get_runs(self, run_ids: Sequence[str]) -> list[RunRecord]:
+        """The runs with these ids that exist."""
+        ...
