@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import inspect
-import json
 import logging
 import os
 import time
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, ParamSpec, TypeVar, overload
 
@@ -46,6 +41,8 @@ from ..core.policy import Policy, as_policy, same_policy, where_defined
 from ..core.recorded import error_from_json, error_to_json, recorded_outcome
 from ..stores import open_store
 from ..stores.base import Store, this_host
+from .handle import EventBuffer, Live, RunHandle
+from .identity import check_same_run, code_version, legacy_ref, read_inputs, run_inputs, same_inputs
 
 _log = logging.getLogger("stalwart.runner")
 
@@ -53,233 +50,6 @@ __all__ = ["RunHandle", "Runner"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def _legacy_ref(pol: Policy[Any, Any]) -> str:
-    """How version 0.1 named a run's policy (``module:qualname``), still
-    recognised in old rows; it depends on how the module was loaded
-    (``__main__`` as a script), so runs are recorded by policy name now."""
-    fn = pol.fn
-    module = getattr(fn, "__module__", None)
-    qual = getattr(fn, "__qualname__", None)
-    if module and qual and "<locals>" not in qual and inspect.isroutine(fn):
-        return f"{module}:{qual}"
-    return pol.name
-
-
-def _inputs(
-    pol: Policy[Any, Any], run_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> str:
-    """A run's inputs as recorded: arguments bound to the policy's parameters,
-    so that passing one by keyword or by position records the same thing."""
-    pol.declare_types()
-    sig = _binding(pol)
-    if sig is not None:
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError:
-            pass  # the call itself will say what is wrong
-        else:
-            args, kwargs = bound.args, bound.kwargs
-    return codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {run_id!r}")
-
-
-def _binding(pol: Policy[Any, Any]) -> inspect.Signature | None:
-    """The parameters a caller passes (the injected context left out)."""
-    if "_binding" not in pol.__dict__:
-        fn: Any = pol.fn
-        try:
-            sig: inspect.Signature | None = inspect.signature(
-                fn if inspect.isroutine(fn) else type(fn).__call__.__get__(fn)
-            )
-        except (TypeError, ValueError):
-            sig = None
-        if sig is not None and pol.takes_ctx:
-            sig = sig.replace(parameters=list(sig.parameters.values())[1:])
-        pol.__dict__["_binding"] = sig
-    result: inspect.Signature | None = pol.__dict__["_binding"]
-    return result
-
-
-def _same_inputs(pol: Policy[Any, Any], stored: str, given: str) -> bool:
-    """Whether two recorded inputs are the same call, compared as values:
-    keyword or positional, key order, set order and message ids aside."""
-    if stored == given:
-        return True
-    try:
-        a, b = json.loads(stored), json.loads(given)
-    except ValueError:
-        return False
-    sig = _binding(pol)
-    if sig is not None:
-        try:
-            x = sig.bind(*a["args"], **a["kwargs"])
-            y = sig.bind(*b["args"], **b["kwargs"])
-        except (TypeError, KeyError):
-            pass
-        else:
-            x.apply_defaults()
-            y.apply_defaults()
-            a, b = x.arguments, y.arguments
-    return _canonical_text(a) == _canonical_text(b)
-
-
-def _canonical_text(tree: Any) -> str:
-    return json.dumps(_canonical(tree), sort_keys=True, separators=(",", ":"))
-
-
-def _canonical(tree: Any) -> Any:
-    """One spelling of a recorded value: sets and maps in a fixed order,
-    message ids left out, 2.0 written as 2 (True stays true, not 1)."""
-    if isinstance(tree, list):
-        return [_canonical(v) for v in tree]
-    if isinstance(tree, dict):
-        tag, inner = tree.get("$t"), tree.get("v")
-        if tag in ("set", "frozenset") and isinstance(inner, list):
-            return {"$t": tag, "v": sorted((_canonical(v) for v in inner), key=_canonical_text)}
-        if tag == "map" and isinstance(inner, list):
-            pairs = [_canonical(p) for p in inner]
-            return {"$t": tag, "v": sorted(pairs, key=_canonical_text)}
-        if tag == "msg" and isinstance(inner, dict):
-            return {"$t": tag, "v": {k: _canonical(v) for k, v in inner.items() if k != "id"}}
-        return {k: _canonical(v) for k, v in tree.items()}
-    if type(tree) is float and tree.is_integer():
-        return int(tree)
-    return tree
-
-
-def _read_inputs(run_id: str, inputs: str) -> dict[str, Any]:
-    """A run's recorded inputs, or CorruptedRecord naming the run and field."""
-    data = codec.loads(inputs, f"inputs of run {run_id!r}")
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("args"), list)
-        or not isinstance(data.get("kwargs"), dict)
-        or not all(isinstance(k, str) for k in data["kwargs"])
-    ):
-        raise CorruptedRecord(
-            f"inputs of run {run_id!r}: not a record of arguments "
-            '({"args": [...], "kwargs": {...}})'
-        )
-    return data
-
-
-def _check_same_run(
-    pol: Policy[Any, Any], stored: RunRecord, given: RunRecord, same_policy: bool
-) -> None:
-    """Starting a run id that exists is idempotent only for the same call."""
-    if stored.parent_id is not None:
-        raise InputMismatchError(f"run {given.id!r} is a child run of {stored.parent_id!r}")
-    if not same_policy:
-        raise InputMismatchError(
-            f"run {given.id!r} exists as a run of another policy:\n"
-            f"  stored: {stored.policy}\n  given:  {given.policy}"
-        )
-    if not _same_inputs(pol, stored.inputs, given.inputs):
-        raise InputMismatchError(
-            f"run {given.id!r} exists with other inputs:\n  stored: {stored.inputs}\n"
-            f"  given:  {given.inputs}"
-        )
-
-
-def _code_version(pol: Policy[Any, Any]) -> str:
-    cached = pol.__dict__.get("_code_version")
-    if cached is None:
-        try:
-            src = inspect.getsource(pol.fn if inspect.isroutine(pol.fn) else type(pol.fn))
-        except (OSError, TypeError):
-            src = pol.name
-        cached = hashlib.blake2b(src.encode(), digest_size=6).hexdigest()
-        pol.__dict__["_code_version"] = cached
-    return str(cached)
-
-
-@dataclass(eq=False)
-class _Live:
-    """A run executing in this process."""
-
-    execution: Execution
-    task: asyncio.Task[None] | None = None
-    done: asyncio.Future[tuple[str, Any]] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
-    cancel_requested: bool = False
-    lost: bool = False  # a heartbeat found another owner: stop, write nothing
-
-
-class _EventBuffer(asyncio.Queue[Any]):
-    """The events of a run kept for its handle's first :meth:`RunHandle.events`.
-
-    Bounded: past ``limit`` unread events, later ones are dropped (the run
-    never blocks on a reader that may never come), except the last one,
-    :class:`RunFinished`, so a late reader still sees how the run ended.
-    """
-
-    limit = 10_000
-
-    def put_nowait(self, item: Any) -> None:
-        if self.qsize() < self.limit or isinstance(item, RunFinished):
-            super().put_nowait(item)
-
-
-class RunHandle:
-    """A run you started or found: await its result, stream it, cancel it."""
-
-    def __init__(
-        self, runner: Runner, run_id: str, queue: asyncio.Queue[Any] | None = None
-    ) -> None:
-        self.runner = runner
-        self.run_id = run_id
-        # Events since start(), kept for the first events() call; let go of
-        # (unsubscribed) when the handle is dropped without reading them.
-        self._queue = queue
-        self._unsubscribe = (
-            None if queue is None else weakref.finalize(self, runner._drop_listener, run_id, queue)
-        )
-
-    async def result(self, timeout: float | None = None) -> Any:
-        """The run's result (or its error, raised), waiting as long as needed.
-
-        A handle awaited for its result stops keeping the run's events for a
-        later :meth:`events` call (they would hold every step's value).
-        """
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = self._queue = None
-        self._check_open()
-        async with asyncio.timeout(timeout):
-            return await self.runner._await_outcome(self.run_id)
-
-    async def status(self) -> str:
-        self._check_open()
-        return (await self.runner.get_run(self.run_id)).status
-
-    def _check_open(self) -> None:
-        # Awaiting through a closed runner would quietly reopen its store, and
-        # nothing would close it again (a leaked pool). Say so instead.
-        if self.runner._closed:
-            raise RuntimeError(
-                f"the runner of run {self.run_id!r} is closed; await the run through an "
-                f"open runner: RunHandle(runner, {self.run_id!r})"
-            )
-
-    async def cancel(self) -> None:
-        await self.runner.cancel(self.run_id)
-
-    def events(self) -> AsyncIterator[Event]:
-        """Live events of the run, ending with :class:`RunFinished`.
-
-        The first call on a handle from :meth:`Runner.start` begins at the
-        run's start; later calls (and other handles) begin now.
-        """
-        queue, self._queue = self._queue, None
-        if self._unsubscribe is not None:
-            self._unsubscribe.detach()  # the stream owns the queue now
-            self._unsubscribe = None
-        return self.runner._events(self.run_id, queue)
-
-    def __repr__(self) -> str:
-        return f"<RunHandle {self.run_id}>"
 
 
 class Runner:
@@ -334,7 +104,7 @@ class Runner:
         self._retry_after: dict[str, tuple[float, float]] = {}
         for p in policies:
             self.register(p)
-        self._live: dict[str, _Live] = {}
+        self._live: dict[str, Live] = {}
         self._memory_runs: dict[str, tuple[str, Any, str]] = {}  # id -> status, outcome, inputs
         self._listeners: dict[str, list[asyncio.Queue[Any]]] = {}
         self._opened = False
@@ -401,7 +171,7 @@ class Runner:
             )
         if known is None:
             self._policies[pol.name] = pol
-            self._legacy.setdefault(_legacy_ref(pol), pol)
+            self._legacy.setdefault(legacy_ref(pol), pol)
         return known or pol
 
     def find_policy(self, name: str) -> Policy[Any, Any] | None:
@@ -480,7 +250,7 @@ class Runner:
         even those that happened before it was called.
         """
         run_id = uuid.uuid4().hex if run_id is None else check_run_id(run_id)
-        queue: asyncio.Queue[Any] = _EventBuffer()
+        queue: asyncio.Queue[Any] = EventBuffer()
         self._listeners.setdefault(run_id, []).append(queue)
         try:
             await self._start(target, args, kwargs, run_id)
@@ -505,7 +275,7 @@ class Runner:
         await self.open()
         pol = self.register(target)
         try:
-            inputs = _inputs(pol, run_id, args, kwargs)
+            inputs = run_inputs(pol, run_id, args, kwargs)
         except SerializationError:
             if self.store is not None:
                 raise
@@ -513,11 +283,11 @@ class Runner:
         if self.store is None:
             self._start_memory(run_id, pol, args, kwargs, inputs)
             return
-        version = self.code_version if self.code_version is not None else _code_version(pol)
+        version = self.code_version if self.code_version is not None else code_version(pol)
         rec = RunRecord(run_id, pol.name, inputs, code_version=version)
         stored, created = await self.store.create_run(rec)
         if not created:
-            _check_same_run(pol, stored, rec, self.find_policy(stored.policy) is pol)
+            check_same_run(pol, stored, rec, self.find_policy(stored.policy) is pol)
         if (
             run_id not in self._live
             and run_id not in self._claiming
@@ -546,7 +316,7 @@ class Runner:
     ) -> RunHandle:
         known = self._memory_runs.get(run_id)
         if known is not None or run_id in self._live:
-            if known is not None and not _same_inputs(pol, known[2], inputs):
+            if known is not None and not same_inputs(pol, known[2], inputs):
                 raise InputMismatchError(f"run {run_id!r} exists with other inputs")
             return RunHandle(self, run_id)
         execution = Execution(
@@ -556,7 +326,7 @@ class Runner:
             inline_sleep=self.inline_sleep,
         )
         execution.host = self
-        live = _Live(execution)
+        live = Live(execution)
         for q in self._listeners.get(run_id, ()):
             execution.listen(q)
         self._live[run_id] = live
@@ -566,7 +336,7 @@ class Runner:
         return RunHandle(self, run_id)
 
     async def _drive_memory(
-        self, live: _Live, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, live: Live, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> None:
         run_id = live.execution.run_id
         inputs = self._memory_runs[run_id][2]
@@ -581,7 +351,7 @@ class Runner:
         self._memory_runs[run_id] = (outcome[0], outcome[1], inputs)
         self._finish_live(live, outcome)
 
-    def _finish_live(self, live: _Live, outcome: tuple[str, Any]) -> None:
+    def _finish_live(self, live: Live, outcome: tuple[str, Any]) -> None:
         run_id = live.execution.run_id
         if self._live.get(run_id) is live:
             del self._live[run_id]
@@ -626,12 +396,12 @@ class Runner:
         execution.queue = rec.queue
         for q in self._listeners.get(rec.id, ()):
             execution.listen(q)
-        live = _Live(execution)
+        live = Live(execution)
         self._live[rec.id] = live
         live.task = asyncio.create_task(self._drive(live, pol, rec.inputs), name=f"run:{rec.id}")
         live.task.add_done_callback(partial(self._task_done, live))
 
-    def _task_done(self, live: _Live, task: asyncio.Task[None]) -> None:
+    def _task_done(self, live: Live, task: asyncio.Task[None]) -> None:
         """A run task cancelled before its first step never ran its own cleanup."""
         if live.done.done():
             return
@@ -646,7 +416,7 @@ class Runner:
         self._cleanups.add(cleanup)
         cleanup.add_done_callback(self._cleanups.discard)
 
-    async def _settle_unstarted(self, live: _Live) -> None:
+    async def _settle_unstarted(self, live: Live) -> None:
         assert self.store is not None
         x = live.execution
         outcome: tuple[str, Any] = ("released", None)
@@ -664,7 +434,7 @@ class Runner:
         finally:
             self._finish_live(live, outcome)
 
-    async def _drive(self, live: _Live, pol: Policy[Any, Any], inputs: str) -> None:
+    async def _drive(self, live: Live, pol: Policy[Any, Any], inputs: str) -> None:
         """Execute one claimed run to its end, its suspension, or its loss.
 
         Where an error belongs decides what happens (S14): a transient store
@@ -677,7 +447,7 @@ class Runner:
         outcome: tuple[str, Any] = ("lost", None)
         try:
             pol.declare_types()
-            data = _read_inputs(x.run_id, inputs)  # a bad row fails this run, not the worker
+            data = read_inputs(x.run_id, inputs)  # a bad row fails this run, not the worker
             if x.fence > 1:  # a first claim has no steps to replay: skip the query
                 x.replay = await store.load_steps(x.run_id)
             try:
@@ -767,13 +537,13 @@ class Runner:
             for run_id, (args, kwargs) in zip(ids, calls, strict=True):
                 self._start_memory(run_id, pol, args, kwargs, "")
             return
-        version = self.code_version if self.code_version is not None else _code_version(pol)
+        version = self.code_version if self.code_version is not None else code_version(pol)
         ref = pol.name
         runs = [
             RunRecord(
                 run_id,
                 ref,
-                _inputs(pol, run_id, args, kwargs),
+                run_inputs(pol, run_id, args, kwargs),
                 code_version=version,
                 queue=queue or parent.queue,
                 priority=priority,
@@ -820,8 +590,8 @@ class Runner:
         await self.open()
         run_id = uuid.uuid4().hex if run_id is None else check_run_id(run_id)
         pol = self.register(target)
-        inputs = _inputs(pol, run_id, args, kwargs)
-        version = self.code_version if self.code_version is not None else _code_version(pol)
+        inputs = run_inputs(pol, run_id, args, kwargs)
+        version = self.code_version if self.code_version is not None else code_version(pol)
         rec = RunRecord(
             run_id,
             pol.name,
@@ -833,7 +603,7 @@ class Runner:
         )
         stored, created = await self.store.create_run(rec)
         if not created:
-            _check_same_run(pol, stored, rec, self.find_policy(stored.policy) is pol)
+            check_same_run(pol, stored, rec, self.find_policy(stored.policy) is pol)
         if self._poke is not None:
             self._poke.set()
         return RunHandle(self, run_id)
