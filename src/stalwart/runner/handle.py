@@ -6,13 +6,25 @@ import asyncio
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..core.engine.execution import Execution
 from ..core.events import Event, RunFinished
+from ..core.ledger import RunRecord
 
-if TYPE_CHECKING:
-    from .runner import Runner
+
+class Runs(Protocol):
+    """What a handle needs of its runner (a :class:`~stalwart.Runner`)."""
+
+    _closed: bool
+
+    async def _await_outcome(self, run_id: str) -> Any: ...
+    async def get_run(self, run_id: str) -> RunRecord: ...
+    async def cancel(self, run_id: str) -> None: ...
+    def _events(
+        self, run_id: str, queue: asyncio.Queue[Any] | None = None
+    ) -> AsyncIterator[Event]: ...
+    def _drop_listener(self, run_id: str, queue: asyncio.Queue[Any]) -> None: ...
 
 __all__ = ["EventBuffer", "Live", "RunHandle"]
 
@@ -49,7 +61,7 @@ class RunHandle:
     """A run you started or found: await its result, stream it, cancel it."""
 
     def __init__(
-        self, runner: Runner, run_id: str, queue: asyncio.Queue[Any] | None = None
+        self, runner: Runs, run_id: str, queue: asyncio.Queue[Any] | None = None
     ) -> None:
         self.runner = runner
         self.run_id = run_id
