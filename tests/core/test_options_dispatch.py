@@ -176,7 +176,7 @@ async def test_with_no_options_offered_nothing_may_run() -> None:
 
 
 async def test_options_are_matched_by_policy_name_not_function_name() -> None:
-    renamed = add.with_options(name="plus")
+    renamed = add.with_settings(name="plus")
     out = await dispatch(model(call("plus", a=2, b=2), call("add", a=1, b=1)), [renamed])
     plus, original = results(out)
     assert plus.value == 4
@@ -403,7 +403,7 @@ def gauged(gauge: Gauge) -> sw.Policy[..., Any]:
 async def test_the_dispatching_policy_limits_concurrent_calls() -> None:
     gauge = Gauge()
     turn = [call("measured", i=i) for i in range(7)]
-    limited = model(*turn).with_options(max_parallel=2)
+    limited = model(*turn).with_settings(max_parallel=2)
     out = await dispatch(limited, [gauged(gauge)])
     assert gauge.peak == 2 and gauge.finished == 7
     assert [r.value for r in results(out)] == list(range(7))
@@ -428,7 +428,7 @@ async def test_the_runner_limits_concurrent_calls() -> None:
 
 async def test_the_policy_limit_wins_over_the_runner_limit() -> None:
     gauge = Gauge()
-    limited = model(*(call("measured", i=i) for i in range(6))).with_options(max_parallel=4)
+    limited = model(*(call("measured", i=i) for i in range(6))).with_settings(max_parallel=4)
     await dispatch(limited, [gauged(gauge)], max_parallel=1)
     assert gauge.peak == 4
 
@@ -467,7 +467,7 @@ class InFlight:
     def agent(self, calls: int | None = None, **settings: Any) -> sw.Policy[..., Any]:
         llm = model(*(call("block", i=i) for i in range(calls or self.n)))
         if settings:
-            llm = llm.with_options(**settings)
+            llm = llm.with_settings(**settings)
         option = self.option
 
         @sw.policy

@@ -222,8 +222,8 @@ def test_settings_are_kept_and_checked() -> None:
         sw.policy(timeout=0)(f.fn)
 
 
-def test_with_options_copies_with_changes() -> None:
-    g = google.with_options(timeout=2.0, name="search")
+def test_with_settings_copies_with_changes() -> None:
+    g = google.with_settings(timeout=2.0, name="search")
     assert (g.name, g.timeout, g.description) == ("search", 2.0, google.description)
     assert (google.name, google.timeout) == ("google", None)
     assert g.parameters == google.parameters

@@ -421,12 +421,12 @@ async def flaky() -> str:
 
 
 async def test_the_policy_given_to_start_is_the_one_that_runs(sqlite_url: str) -> None:
-    """S13, one name one policy: ``p.with_options(retries=2)`` is another
+    """S13, one name one policy: ``p.with_settings(retries=2)`` is another
     policy under p's name. Started on a runner that knows p, it is neither
     refused (DuplicatePolicy) nor run: p runs, without the retries."""
     FLAKY.clear()
     async with sw.Runner(sqlite_url, policies=[flaky]) as runner:
-        patient = flaky.with_options(retries=2, backoff=0)
+        patient = flaky.with_settings(retries=2, backoff=0)
         try:
             outcome = await runner.run(patient, run_id="patient")
         except sw.DuplicatePolicy:

@@ -183,7 +183,7 @@ class Policy(Generic[P, R]):
             "max_parallel": self.max_parallel,
         }
 
-    def with_options(self, **changes: Any) -> Policy[P, R]:
+    def with_settings(self, **changes: Any) -> Policy[P, R]:
         """A copy with other settings (``timeout``, ``retries``, ``name``...)."""
         return Policy(self.fn, **{**self.settings(), **changes})
 

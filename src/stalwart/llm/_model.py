@@ -27,14 +27,14 @@ COMPATIBLE: dict[str, tuple[str, str | None]] = {
 }
 
 
-def model(spec: str, **options: Any) -> Provider:
+def model(spec: str, **settings: Any) -> Provider:
     """The model ``spec`` names, as a policy: ``"provider:model-id"``.
 
     Providers: ``openai`` (Chat Completions), ``openai-responses``,
     ``anthropic``, and the OpenAI-compatible ``ollama``, ``lmstudio``,
     ``vllm``, ``llamacpp`` and ``openrouter`` (``OPENROUTER_API_KEY``). The
     model id is everything after the first colon, so ids with colons of their
-    own work. ``options`` go to :func:`openai` or :func:`anthropic`.
+    own work. ``settings`` go to :func:`openai` or :func:`anthropic`.
     """
     provider, sep, model_id = spec.partition(":")
     if not sep or not provider or not model_id:
@@ -42,23 +42,23 @@ def model(spec: str, **options: Any) -> Provider:
             f"a model string is 'provider:model', e.g. 'openai:gpt-4.1-mini', not {spec!r}"
         )
     if provider == "openai":
-        return openai(model_id, **options)
+        return openai(model_id, **settings)
     if provider == "openai-responses":
-        return openai(model_id, **{"api": "responses", **options})
+        return openai(model_id, **{"api": "responses", **settings})
     if provider == "anthropic":
-        return anthropic(model_id, **options)
+        return anthropic(model_id, **settings)
     if provider in COMPATIBLE:
         base_url, env_var = COMPATIBLE[provider]
-        options.setdefault("base_url", base_url)
-        options.setdefault("name", spec)
-        if "api_key" not in options and "client" not in options:
+        settings.setdefault("base_url", base_url)
+        settings.setdefault("name", spec)
+        if "api_key" not in settings and "client" not in settings:
             key = os.environ.get(env_var) if env_var else "none"
             if not key:
                 raise MissingAPIKey(
                     f"{provider} needs an API key: set the {env_var} environment variable "
                     f"(export {env_var}=...), or pass api_key=..."
                 )
-            options["api_key"] = key
-        return openai(model_id, **options)
+            settings["api_key"] = key
+        return openai(model_id, **settings)
     known = ", ".join(["openai", "openai-responses", "anthropic", *COMPATIBLE])
     raise ValueError(f"unknown provider {provider!r} in {spec!r}; known providers: {known}")
