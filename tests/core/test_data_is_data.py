@@ -9,6 +9,7 @@ import enum
 import json
 import math
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -87,27 +88,32 @@ def test_an_undeclared_class_is_refused_at_record_time_not_at_recovery() -> None
         codec.dumps(Undeclared.X, "result of step 2")
 
 
-@dataclasses.dataclass
-class Verdict:
-    ok: bool
-
-
-@dataclasses.dataclass
-class Report:
-    title: str
-    verdicts: list[Verdict]
+def _fresh_types() -> tuple[type, type]:
+    """A Report holding Verdicts, as new module-level classes (the registry
+    is per process: a test that runs twice must not find them declared)."""
+    tag = uuid.uuid4().hex[:8]
+    verdict = dataclasses.make_dataclass(f"Verdict_{tag}", [("ok", bool)])
+    report = dataclasses.make_dataclass(f"Report_{tag}", [("title", str), ("verdicts", list)])
+    report.__annotations__["verdicts"] = list[verdict]  # type: ignore[valid-type]
+    for cls in (verdict, report):
+        cls.__module__ = __name__
+    globals().update({verdict.__name__: verdict, report.__name__: report})
+    return verdict, report
 
 
 def test_a_policys_hints_declare_its_types_and_their_fields() -> None:
-    @sw.policy
-    async def review(draft: str) -> Report | None:
+    verdict, report = _fresh_types()
+
+    async def review(draft: str) -> Any:
         return None
 
-    value = Report("t", [Verdict(True)])
+    review.__annotations__["return"] = report | None
+    pol = sw.policy(review)
+    value = report("t", [verdict(True)])
     with pytest.raises(sw.SerializationError):
         codec.dumps(value)
-    review.declare_types()
-    assert codec.loads(codec.dumps(value)) == value  # Verdict came with Report's fields
+    pol.declare_types()
+    assert codec.loads(codec.dumps(value)) == value  # the Verdict came with Report's fields
 
 
 def test_a_recorded_error_naming_a_module_imports_nothing(evil_module: tuple[str, Path]) -> None:
@@ -160,8 +166,9 @@ def test_a_corrupted_recorded_error_is_a_corrupted_record(row: str) -> None:
 
 
 def test_error_args_are_recorded_only_as_plain_json() -> None:
-    data = json.loads(error_to_json(ValueError(Verdict(True), "x")))
-    assert "args" not in data and data["message"] == str(ValueError(Verdict(True), "x"))
+    verdict, _ = _fresh_types()
+    data = json.loads(error_to_json(ValueError(verdict(True), "x")))
+    assert "args" not in data and data["message"] == str(ValueError(verdict(True), "x"))
 
 
 # -- values nested too deeply, recursive, or not numbers -----------------------------------
