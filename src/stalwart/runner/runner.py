@@ -52,6 +52,11 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+def _run_id(run_id: str | None) -> str:
+    """The id a run is started under: a random one, or the caller's, checked."""
+    return uuid.uuid4().hex if run_id is None else check_run_id(run_id)
+
+
 class Runner:
     """Runs policies: in memory by default, durably given a store URL.
 
@@ -179,7 +184,6 @@ class Runner:
         this runner was given it; never an import (S13)."""
         return self._policies.get(name) or self._legacy.get(name)
 
-
     # -- starting ------------------------------------------------------------
     @overload
     async def run(
@@ -216,7 +220,7 @@ class Runner:
             )
             execution.host = self
             return await execution.run_root(pol, args, kwargs)
-        run_id = uuid.uuid4().hex if run_id is None else check_run_id(run_id)
+        run_id = _run_id(run_id)
         await self._start(target, args, kwargs, run_id)
         return await RunHandle(self, run_id).result()
 
@@ -249,15 +253,26 @@ class Runner:
         :meth:`~RunHandle.events` yields every event from the run's start,
         even those that happened before it was called.
         """
-        run_id = uuid.uuid4().hex if run_id is None else check_run_id(run_id)
+        run_id = _run_id(run_id)
         queue: asyncio.Queue[Any] = EventBuffer()
+        await self._start_listened(target, args, kwargs, run_id, queue)
+        return RunHandle(self, run_id, queue)
+
+    async def _start_listened(
+        self,
+        target: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        run_id: str,
+        queue: asyncio.Queue[Any],
+    ) -> None:
+        """Start the run with ``queue`` listening from its very first event."""
         self._listeners.setdefault(run_id, []).append(queue)
         try:
             await self._start(target, args, kwargs, run_id)
         except BaseException:
             self._drop_listener(run_id, queue)
             raise
-        return RunHandle(self, run_id, queue)
 
     def _drop_listener(self, run_id: str, queue: asyncio.Queue[Any]) -> None:
         listeners = self._listeners.get(run_id)
@@ -588,7 +603,7 @@ class Runner:
         if self.store is None:
             raise StoreError("enqueue needs a durable store; in memory, use start()")
         await self.open()
-        run_id = uuid.uuid4().hex if run_id is None else check_run_id(run_id)
+        run_id = _run_id(run_id)
         pol = self.register(target)
         inputs = run_inputs(pol, run_id, args, kwargs)
         version = self.code_version if self.code_version is not None else code_version(pol)
@@ -846,14 +861,9 @@ class Runner:
         self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any
     ) -> AsyncIterator[Event]:
         """Start a run and yield its events as they happen, ending with RunFinished."""
-        run_id = uuid.uuid4().hex if run_id is None else check_run_id(run_id)
+        run_id = _run_id(run_id)
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        self._listeners.setdefault(run_id, []).append(queue)
-        try:
-            await self._start(target, args, kwargs, run_id)
-        except BaseException:
-            self._drop_listener(run_id, queue)
-            raise
+        await self._start_listened(target, args, kwargs, run_id, queue)
         async for ev in self._events(run_id, queue):  # the same queue: nothing is lost
             yield ev
 
