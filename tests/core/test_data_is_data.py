@@ -8,12 +8,12 @@ import dataclasses
 import enum
 import json
 import math
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.hostile import Evil, evil_module
 
 import stalwart as sw
 from stalwart.core import codec
@@ -22,24 +22,9 @@ from stalwart.testing import ScriptedLLM, call
 
 
 @pytest.fixture
-def evil_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
-    """A module on sys.path whose import leaves a marker: importing it is the bug."""
-    marker = tmp_path / "imported"
-    name = f"evil_{tmp_path.name.replace('-', '_')}"
-    (tmp_path / f"{name}.py").write_text(
-        f"open({str(marker)!r}, 'w').write('x')\n"
-        "import enum, dataclasses\n"
-        "class Boom(Exception):\n    pass\n"
-        "class E(enum.Enum):\n    A = 'a'\n"
-        "@dataclasses.dataclass\nclass D:\n    x: int = 0\n"
-    )
+def evil(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Evil:
     monkeypatch.syspath_prepend(str(tmp_path))
-    return name, marker
-
-
-def _never_imported(name: str, marker: Path) -> None:
-    assert not marker.exists(), "a module named in a record was imported"
-    assert name not in sys.modules
+    return evil_module(tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -51,14 +36,11 @@ def _never_imported(name: str, marker: Path) -> None:
         [1, {"deep": {"$t": "dc", "c": "{mod}:D", "v": {}}}],
     ],
 )
-def test_a_class_named_in_a_record_is_never_imported(
-    tree: Any, evil_module: tuple[str, Path]
-) -> None:
-    name, marker = evil_module
-    text = json.dumps(tree).replace("{mod}", name)
+def test_a_class_named_in_a_record_is_never_imported(tree: Any, evil: Evil) -> None:
+    text = json.dumps(tree).replace("{mod}", evil.name)
     with pytest.raises(sw.CorruptedRecord, match=r"^output of step 3: .*not declared"):
         codec.loads(text, "output of step 3")
-    _never_imported(name, marker)
+    evil.untouched()
 
 
 def test_the_documented_exploit_runs_nothing(tmp_path: Path) -> None:
@@ -116,13 +98,12 @@ def test_a_policys_hints_declare_its_types_and_their_fields() -> None:
     assert codec.loads(codec.dumps(value)) == value  # the Verdict came with Report's fields
 
 
-def test_a_recorded_error_naming_a_module_imports_nothing(evil_module: tuple[str, Path]) -> None:
-    name, marker = evil_module
-    text = json.dumps({"type": f"{name}.Boom", "message": "touch /tmp/x", "args": ["touch"]})
+def test_a_recorded_error_naming_a_module_imports_nothing(evil: Evil) -> None:
+    text = json.dumps({"type": f"{evil.name}.Boom", "message": "touch /tmp/x", "args": ["touch"]})
     exc = error_from_json(text)
     assert isinstance(exc, sw.StepError)
     assert exc.error_type == "Boom" and exc.error_message == "touch /tmp/x"
-    _never_imported(name, marker)
+    evil.untouched()
 
 
 class AppError(Exception):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sqlite3
 import subprocess
 import sys
@@ -19,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.hostile import write_row
 
 import stalwart as sw
 from stalwart.core.ledger import RunRecord, StepRecord
 from stalwart.core.policy import current_context
 from stalwart.flow import AsyncFlow, AsyncNode
-
-PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 EXECUTED: list[str] = []
 
@@ -34,26 +32,6 @@ EXECUTED: list[str] = []
 def _reset() -> None:
     EXECUTED.clear()
     OUTAGE.reset()
-
-
-def execute(store_url: str, sql: str, *params: Any) -> None:
-    """Write a row behind the runtime's back (an attacker, or a careless admin)."""
-    if store_url.startswith("sqlite"):
-        db = sqlite3.connect(_sqlite_path(store_url))
-        with db:
-            db.execute(sql, params)
-        db.close()
-        return
-    import psycopg
-
-    schema = store_url.split("schema=")[1].split("&")[0]
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'SET search_path TO "{schema}"')
-        conn.execute(sql.replace("?", "%s"), params)
-
-
-def _sqlite_path(url: str) -> str:
-    return url.removeprefix("sqlite:///").split("?")[0]
 
 
 async def _status(runner: sw.Runner, run_id: str, wanted: str) -> None:
@@ -66,7 +44,7 @@ async def _status(runner: sw.Runner, run_id: str, wanted: str) -> None:
 # -- S8: a refused write stops the execution, even under `except Exception` -------------------
 async def _take_over(url: str, run_id: str) -> None:
     """Another worker claims the run now (its holder's lease looked expired)."""
-    execute(url, "UPDATE runs SET lease_expires_at = 0 WHERE id = ?", run_id)
+    write_row(url, "UPDATE runs SET lease_expires_at = 0 WHERE id = ?", run_id)
     async with sw.Runner(url, recover=False) as thief:
         assert thief.store is not None
         assert await thief.store.claim(run_id, "elsewhere:1:thief", 30.0) is not None
@@ -361,7 +339,7 @@ async def test_a_recorded_error_cannot_make_every_worker_spin(store_url: str, ki
         await runner.start(waits_then_reads, run_id="spin")
         await _status(runner, "spin", "suspended")
     hostile = f'{{"type":"stalwart.errors.{kind}","message":"edited row"}}'
-    execute(
+    write_row(
         store_url, "UPDATE steps SET error = ? WHERE run_id = ? AND key = ?", hostile, "spin", "1"
     )
     async with sw.Runner(store_url, poll_interval=0.02, policies=[waits_then_reads]) as runner:
@@ -553,7 +531,7 @@ async def test_run_inputs_of_the_wrong_shape_are_a_corrupted_record(
     run with a bare TypeError or KeyError ("list indices must be integers")."""
     async with sw.Runner(sqlite_url, recover=False) as runner:
         await runner.enqueue(doubles, 1, run_id="shape")
-    execute(sqlite_url, "UPDATE runs SET inputs = ? WHERE id = 'shape'", inputs)
+    write_row(sqlite_url, "UPDATE runs SET inputs = ? WHERE id = 'shape'", inputs)
     async with sw.Runner(sqlite_url, poll_interval=0.02, policies=[doubles]) as runner:
         with pytest.raises(sw.CorruptedRecord, match=r"inputs of run 'shape'"):
             await sw.RunHandle(runner, "shape").result(timeout=10)
@@ -703,7 +681,7 @@ async def test_a_corrupted_flow_record_is_a_corrupted_record(sqlite_url: str) ->
     async with sw.Runner(sqlite_url, poll_interval=0.02) as runner:
         await runner.start(flow, shared={}, run_id="fl")
         await _status(runner, "fl", "suspended")
-    execute(sqlite_url, "UPDATE steps SET output = '[]' WHERE name = 'stalwart.flow.post'")
+    write_row(sqlite_url, "UPDATE steps SET output = '[]' WHERE name = 'stalwart.flow.post'")
     async with sw.Runner(sqlite_url, poll_interval=0.02, policies=[flow]) as runner:
         await runner.signal("fl", "go", 5)
         with pytest.raises(sw.CorruptedRecord) as info:

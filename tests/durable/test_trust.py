@@ -5,20 +5,16 @@ where they belong and nothing loops."""
 from __future__ import annotations
 
 import asyncio
-import os
-import sqlite3
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.hostile import Evil, evil_module, write_row
 
 import stalwart as sw
 from stalwart import llm
 from stalwart.core.ledger import RunRecord
-
-PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 EXECUTED: list[str] = []
 
@@ -28,40 +24,10 @@ def _reset() -> None:
     EXECUTED.clear()
 
 
-def execute(store_url: str, sql: str, *params: Any) -> None:
-    """Write a row as an attacker (or a careless admin) would: straight SQL."""
-    if store_url.startswith("sqlite"):
-        db = sqlite3.connect(store_url.removeprefix("sqlite:///").split("?")[0])
-        with db:
-            db.execute(sql, params)
-        db.close()
-        return
-    import psycopg
-
-    schema = store_url.split("schema=")[1].split("&")[0]
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'SET search_path TO "{schema}"')
-        conn.execute(sql.replace("?", "%s"), params)
-
-
 @pytest.fixture
-def evil(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
-    """A module whose import leaves a marker; rows below name it."""
-    marker = tmp_path / "imported"
-    name = f"evil_{tmp_path.name.replace('-', '_')}"
-    (tmp_path / f"{name}.py").write_text(
-        f"open({str(marker)!r}, 'w').write('x')\n"
-        "import enum\nclass E(enum.Enum):\n    A = 'a'\n"
-        "class Boom(Exception):\n    pass\n"
-        "async def pol():\n    return 'hijacked'\n"
-    )
+def evil(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Evil:
     monkeypatch.syspath_prepend(str(tmp_path))
-    return name, marker
-
-
-def untouched(evil: tuple[str, Path]) -> None:
-    name, marker = evil
-    assert not marker.exists() and name not in sys.modules, "a name read from a row was imported"
+    return evil_module(tmp_path)
 
 
 @sw.policy
@@ -85,26 +51,24 @@ async def _suspended(runner: sw.Runner, run_id: str) -> None:
 
 
 # -- S13: rows are data ---------------------------------------------------------------------
-async def test_a_hostile_step_output_fails_the_run_naming_it(
-    store_url: str, evil: tuple[str, Path]
-) -> None:
+async def test_a_hostile_step_output_fails_the_run_naming_it(store_url: str, evil: Evil) -> None:
     async with sw.Runner(store_url, poll_interval=0.05) as runner:
         await runner.start(waits, x=1, run_id="r")
         await _suspended(runner, "r")
     hostile = f'{{"$t":"enum","c":"{evil[0]}:E","v":"a"}}'
     sql = "UPDATE steps SET output = ? WHERE run_id = ? AND key = ?"
-    execute(store_url, sql, hostile, "r", "1")
+    write_row(store_url, sql, hostile, "r", "1")
     async with sw.Runner(store_url, poll_interval=0.05, policies=[waits]) as runner:
         await runner.signal("r", "go", 2)
         with pytest.raises(sw.CorruptedRecord, match=r"step 1 of run 'r'.*not declared"):
             await sw.RunHandle(runner, "r").result(timeout=10)
         assert (await runner.get_run("r")).status == "failed"
         assert len(await runner.steps("r")) >= 2  # every recorded step survives
-    untouched(evil)
+    evil.untouched()
 
 
 async def test_a_run_naming_an_unknown_policy_stays_put_and_imports_nothing(
-    store_url: str, evil: tuple[str, Path], caplog: pytest.LogCaptureFixture
+    store_url: str, evil: Evil, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with sw.Runner(store_url, recover=False) as client:
         assert client.store is not None
@@ -113,12 +77,12 @@ async def test_a_run_naming_an_unknown_policy_stays_put_and_imports_nothing(
         assert await worker.recover() == []
         await asyncio.sleep(0.2)  # a few polls of the background loop
         assert (await worker.get_run("h")).status == "pending"
-    untouched(evil)
+    evil.untouched()
     assert "needs policy" in caplog.text and f"{evil[0]}:pol" in caplog.text
 
 
 async def test_a_hostile_signal_payload_fails_the_run_naming_the_signal(
-    store_url: str, evil: tuple[str, Path]
+    store_url: str, evil: Evil
 ) -> None:
     async with sw.Runner(store_url, poll_interval=0.05) as runner:
         await runner.start(waits, x=1, run_id="s")
@@ -127,20 +91,20 @@ async def test_a_hostile_signal_payload_fails_the_run_naming_the_signal(
         await runner.store.send_signal("s", "go", f'{{"$t":"dc","c":"{evil[0]}:E","v":{{}}}}')
         with pytest.raises(sw.CorruptedRecord, match=r"signal 'go' of run 's'"):
             await sw.RunHandle(runner, "s").result(timeout=10)
-    untouched(evil)
+    evil.untouched()
 
 
 async def test_a_hostile_recorded_error_is_raised_as_a_step_error(
-    store_url: str, evil: tuple[str, Path]
+    store_url: str, evil: Evil
 ) -> None:
     async with sw.Runner(store_url) as runner:
         assert await runner.run(note, 1, run_id="e") == 1
     error = f'{{"type":"{evil[0]}.Boom","message":"boom","args":["rm -rf"]}}'
-    execute(store_url, "UPDATE runs SET status = 'failed', error = ? WHERE id = ?", error, "e")
+    write_row(store_url, "UPDATE runs SET status = 'failed', error = ? WHERE id = ?", error, "e")
     async with sw.Runner(store_url) as runner:
         with pytest.raises(sw.StepError, match="Boom: boom"):
             await sw.RunHandle(runner, "e").result()
-    untouched(evil)
+    evil.untouched()
 
 
 @sw.policy
@@ -166,7 +130,7 @@ async def test_a_corrupted_recorded_error_fails_the_run_instead_of_taking_a_bran
     async with sw.Runner(store_url, poll_interval=0.05) as runner:
         await runner.start(careful, run_id="c")
         await _suspended(runner, "c")
-    execute(store_url, "UPDATE steps SET error = '{broken' WHERE run_id = 'c' AND key = '1'")
+    write_row(store_url, "UPDATE steps SET error = '{broken' WHERE run_id = 'c' AND key = '1'")
     async with sw.Runner(store_url, poll_interval=0.05, policies=[careful]) as runner:
         await runner.signal("c", "go")
         with pytest.raises(sw.CorruptedRecord, match=r"step 1 of run 'c'"):
@@ -384,7 +348,7 @@ async def test_a_parent_whose_child_vanished_fails_clearly_instead_of_waiting(
         await runner.start(fan_elsewhere, run_id="p")
         await _suspended(runner, "p")
         assert (await runner.prune(older_than=0)) == 0  # retention keeps what "p" needs
-    execute(store_url, "DELETE FROM runs WHERE id = ?", "p~1/1")  # deleted by hand
+    write_row(store_url, "DELETE FROM runs WHERE id = ?", "p~1/1")  # deleted by hand
     async with sw.Runner(store_url, poll_interval=0.02, policies=[fan_elsewhere, double]) as runner:
         with pytest.raises(sw.StoreError, match=r"child run 'p~1/1' is not in the store"):
             await sw.RunHandle(runner, "p").result(timeout=20)
@@ -394,7 +358,7 @@ async def test_a_parent_whose_child_vanished_fails_clearly_instead_of_waiting(
 async def test_a_row_of_the_wrong_shape_is_a_corrupted_record(sqlite_url: str) -> None:
     async with sw.Runner(sqlite_url) as runner:
         await runner.run(double, 1, run_id="w")
-    execute(sqlite_url, "UPDATE runs SET created_at = 'yesterday' WHERE id = 'w'")
+    write_row(sqlite_url, "UPDATE runs SET created_at = 'yesterday' WHERE id = 'w'")
     async with sw.Runner(sqlite_url) as runner:
         with pytest.raises(sw.CorruptedRecord, match="run 'w': field 'created_at' holds str"):
             await runner.get_run("w")
