@@ -308,7 +308,7 @@ class _Index:
         self.by_flow: dict[str, list[dict[str, Any]]] = {}
         for key, rec in x.replay.items():
             if rec.name == _POST_NAME or rec.name == _PREP_NAME:
-                value = _journal_entry(x, key, _read(x, key, rec))
+                value = _journal_entry(x, key, x.decode_output(rec, key))
                 self.values[key] = value
                 self.by_flow.setdefault(value["flow"], []).append(value)
 
@@ -344,14 +344,6 @@ def _index(x: Execution) -> _Index:
     return index
 
 
-def _read(x: Execution, key: str, rec: StepRecord) -> Any:
-    where = f"step {key} of run {x.run_id!r}: the recorded output cannot be read back"
-    try:
-        return codec.loads(rec.output or "null", where)
-    except CorruptedRecord as bad:
-        raise x.halt(bad) from None
-
-
 def _mismatch(x: Execution, key: str, recorded: str, now: str) -> NonDeterminismError:
     return NonDeterminismError(
         f"step {key} of run {x.run_id} does not match its record:\n"
@@ -369,7 +361,7 @@ def _answer(x: Execution, key: str, rec: StepRecord, name: str, kwargs: dict[str
     x.replayed_steps += 1
     if rec.error is not None:
         raise error_from_json(rec.error, f"error of step {key} of run {x.run_id!r}")
-    return _read(x, key, rec)
+    return x.decode_output(rec, key)
 
 
 def _items(shared: Any) -> list[tuple[Any, Any]]:
