@@ -45,6 +45,9 @@ class FakeClock:
     def time(self) -> float:
         return self.now
 
+    def monotonic(self) -> float:
+        return self.now
+
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
@@ -197,6 +200,30 @@ async def test_a_transient_store_failure_leaves_the_run_to_be_resumed(tmp_path: 
         handle = await runner.start(quick_root, 1, run_id="t")
         assert await handle.result(timeout=10) == 2  # resumed by replay, not failed
     assert EVENTS == ["quick 1"]
+
+
+async def test_a_run_dropped_on_an_unavailable_store_waits_before_it_is_retried(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """S14: nothing loops. A store that keeps refusing a run's writes is asked
+    again after a backoff, not at every turn of the background loop."""
+    store = CountingStore(tmp_path / "ledger.db")
+    store.fail_finish = [sw.StoreUnavailable("the store is busy") for _ in range(50)]
+
+    def attempts() -> int:
+        return 50 - len(store.fail_finish)
+
+    async with sw.Runner(store, poll_interval=0.01, policies=[quick_root]) as runner:
+        handle = await runner.start(quick_root, 1, run_id="b")
+        await _turns(store, 30)  # many chances to re-claim at once: the clock stands still
+        assert attempts() == 1
+        clock.now += 60.0  # past any backoff
+        await _turns(store, 30)
+        assert attempts() == 2  # retried once, then waiting again
+        store.fail_finish.clear()
+        clock.now += 60.0
+        assert await handle.result(timeout=10) == 2
+    assert EVENTS == ["quick 1"]  # the step ran once; the retries replayed it
 
 
 async def test_a_permanent_store_error_fails_the_run_with_its_message(tmp_path: Path) -> None:
