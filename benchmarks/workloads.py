@@ -529,7 +529,7 @@ def _b7(url: str, n: int) -> Result:
             while len(await runner.list_runs("running", limit=1)):
                 await asyncio.sleep(0.05)
             suspend_s = time.perf_counter() - start
-            live = len(runner._live)
+            live = len(runner.executing)
             gc.collect()
             rss1 = rss_mb()
             t = time.perf_counter()

@@ -69,7 +69,9 @@ async def main(store: str) -> Triage:
                 break
     print("first runner closed; the run waits in the store:", await _status(store, run_id))
 
-    async with sw.Runner(store, policies=[triage]) as second:
+    # A worker (recover=True): it resumes runs it did not start, here the
+    # triage the first runner left waiting. Signalling alone executes nothing.
+    async with sw.Runner(store, policies=[triage], recover=True) as second:
         await second.signal(run_id, "approve", "dana@oncall")
         result: Triage = await sw.RunHandle(second, run_id).result(timeout=30)
     print("resumed and finished:", result)

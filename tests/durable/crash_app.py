@@ -89,7 +89,15 @@ async def main() -> None:
     url, COUNTER, mode, action, run_id = sys.argv[1:6]
     n = int(sys.argv[6]) if len(sys.argv) > 6 else 20
     pol = POLICIES[mode]
-    runner = sw.Runner(url, inline_sleep=0.05, poll_interval=0.05, policies=list(POLICIES.values()))
+    # A process started to recover is a worker: it also resumes, when they
+    # wake, the runs a dead process left sleeping or waiting.
+    runner = sw.Runner(
+        url,
+        inline_sleep=0.05,
+        poll_interval=0.05,
+        policies=list(POLICIES.values()),
+        recover=action != "run",
+    )
     async with runner:
         if action == "run":
             handle = await runner.start(pol, n=n, run_id=run_id)

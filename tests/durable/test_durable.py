@@ -163,7 +163,7 @@ async def test_durable_sleep_suspends_and_wakes(store_url: str) -> None:
         handle = await runner.start(sleeper, seconds=0.4, run_id="s")
         rec = await _until(runner, "s", "suspended")
         assert rec.wake_at is not None and rec.wake_at > time.time()
-        assert "s" not in runner._live  # nothing held while it waits
+        assert "s" not in runner.executing  # nothing held while it waits
         slept = await handle.result(timeout=10)
     assert slept >= 0.4
 
@@ -415,7 +415,9 @@ async def test_corrupted_step_row_gives_a_clear_error(tmp_path: Any) -> None:
     db.execute("UPDATE steps SET output = '{not json' WHERE key = '1'")
     db.commit()
     db.close()
-    async with sw.Runner(url, poll_interval=0.05, policies=[wait_then_double]) as runner:
+    async with sw.Runner(
+        url, poll_interval=0.05, policies=[wait_then_double], recover=True
+    ) as runner:
         await runner.signal("cor", "go", 1)
         with pytest.raises(sw.StoreError, match=r"step 1 of run .cor.*cannot be read back"):
             await sw.RunHandle(runner, "cor").result(timeout=10)

@@ -1,7 +1,7 @@
 """Runner mechanisms pinned because a mutation pass found them unguarded.
 
 Each test fails when the mechanism it names is removed from
-``stalwart.runner.runner`` (docs/mutation.md says how the pass is run). Timing is
+``stalwart.runner`` (its worker loop and run table) (docs/mutation.md says how the pass is run). Timing is
 pinned through counts, never through durations: the runner's clock is a
 fake one the test moves, and a store wrapper counts the runner's calls.
 
@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 import stalwart as sw
-import stalwart.runner.runner as runner_module
+import stalwart.runner.table as table_module
+import stalwart.runner.worker as worker_module
 from stalwart.stores.base import Beat
 from stalwart.stores.sqlite import SQLiteStore
 
@@ -52,7 +53,8 @@ class FakeClock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     fake = FakeClock()
-    monkeypatch.setattr(runner_module, "time", fake)
+    monkeypatch.setattr(worker_module, "time", fake)
+    monkeypatch.setattr(table_module, "time", fake)
     return fake
 
 

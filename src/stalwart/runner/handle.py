@@ -16,15 +16,15 @@ from ..core.ledger import RunRecord
 class Runs(Protocol):
     """What a handle needs of its runner (a :class:`~stalwart.Runner`)."""
 
-    _closed: bool
-
-    async def _await_outcome(self, run_id: str) -> Any: ...
+    @property
+    def closed(self) -> bool: ...
+    async def outcome(self, run_id: str) -> Any: ...
     async def get_run(self, run_id: str) -> RunRecord: ...
     async def cancel(self, run_id: str) -> None: ...
-    def _events(
+    def events(
         self, run_id: str, queue: asyncio.Queue[Any] | None = None
     ) -> AsyncIterator[Event]: ...
-    def _drop_listener(self, run_id: str, queue: asyncio.Queue[Any]) -> None: ...
+    def unlisten(self, run_id: str, queue: asyncio.Queue[Any]) -> None: ...
 
 __all__ = ["EventBuffer", "Live", "RunHandle"]
 
@@ -69,7 +69,7 @@ class RunHandle:
         # (unsubscribed) when the handle is dropped without reading them.
         self._queue = queue
         self._unsubscribe = (
-            None if queue is None else weakref.finalize(self, runner._drop_listener, run_id, queue)
+            None if queue is None else weakref.finalize(self, runner.unlisten, run_id, queue)
         )
 
     async def result(self, timeout: float | None = None) -> Any:
@@ -83,7 +83,7 @@ class RunHandle:
             self._unsubscribe = self._queue = None
         self._check_open()
         async with asyncio.timeout(timeout):
-            return await self.runner._await_outcome(self.run_id)
+            return await self.runner.outcome(self.run_id)
 
     async def status(self) -> str:
         self._check_open()
@@ -92,7 +92,7 @@ class RunHandle:
     def _check_open(self) -> None:
         # Awaiting through a closed runner would quietly reopen its store, and
         # nothing would close it again (a leaked pool). Say so instead.
-        if self.runner._closed:
+        if self.runner.closed:
             raise RuntimeError(
                 f"the runner of run {self.run_id!r} is closed; await the run through an "
                 f"open runner: RunHandle(runner, {self.run_id!r})"
@@ -111,7 +111,7 @@ class RunHandle:
         if self._unsubscribe is not None:
             self._unsubscribe.detach()  # the stream owns the queue now
             self._unsubscribe = None
-        return self.runner._events(self.run_id, queue)
+        return self.runner.events(self.run_id, queue)
 
     def __repr__(self) -> str:
         return f"<RunHandle {self.run_id}>"

@@ -1,6 +1,7 @@
 """Stores: where runs, steps and signals are kept (see :mod:`stalwart.stores.base`).
 
-A store is picked by URL: None or "memory" for none, ``sqlite:///path``,
+A store is picked by URL: None or "memory" for the in-process
+:class:`~stalwart.stores.memory.MemoryStore`, ``sqlite:///path``,
 ``postgresql://...``; the drivers load only when their URL is used.
 """
 
@@ -8,16 +9,17 @@ from __future__ import annotations
 
 from ..core.errors import StoreError
 from .base import SignalRecord, Store
+from .memory import MemoryStore
 
-__all__ = ["SignalRecord", "Store", "open_store"]
+__all__ = ["MemoryStore", "SignalRecord", "Store", "open_store"]
 
 
-def open_store(url: str | Store | None) -> Store | None:
-    """The store for a URL: None or "memory" for none, sqlite:///…, postgresql://…."""
-    if url is None or isinstance(url, Store):
+def open_store(url: str | Store | None) -> Store:
+    """The store for a URL: None or "memory" (in this process), sqlite:///…, postgresql://…."""
+    if isinstance(url, Store):
         return url
-    if url in ("memory", "memory://", ":memory:"):
-        return None
+    if url is None or url in ("memory", "memory://", ":memory:"):
+        return MemoryStore()
     if url.startswith("sqlite://"):
         from .sqlite import SQLiteStore
 

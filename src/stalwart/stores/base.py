@@ -172,6 +172,9 @@ class Store(abc.ABC):
     """
 
     url: str = ""
+    #: Nothing in the store outlives the process (the memory store): the
+    #: engine records no steps there and waits inline instead of suspending.
+    ephemeral: bool = False
 
     async def open(self) -> None:  # noqa: B027 - optional for stores
         """Connect and create or migrate the schema."""

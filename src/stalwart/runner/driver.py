@@ -1,0 +1,223 @@
+"""Executing one claimed run: launch it, drive it to an outcome, write that outcome.
+
+Every run, in memory or durable, goes through here after its claim. Where an
+error belongs decides what happens to the run (S14): a transient store
+failure or a lost lease leaves it to be resumed (here or by another worker);
+anything the policy's own code raised fails it, once; a suspension parks it
+in the store until its timer, signal or children wake it (S7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from ..core import codec
+from ..core.engine.control import as_exception, find_halt, find_suspend
+from ..core.engine.execution import Execution
+from ..core.engine.journal import Host
+from ..core.errors import CancelledRun, SerializationError, StaleLeaseError, StoreError
+from ..core.errors import StoreUnavailable
+from ..core.events import Hook
+from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, child_group
+from ..core.policy import Policy
+from ..core.recorded import error_to_json
+from ..stores.base import Store
+from .handle import Live
+from .identity import read_inputs
+from .table import RunTable
+
+__all__ = ["Call", "Driver"]
+
+#: The arguments of a run given as Python values (an ephemeral store's runs,
+#: whose inputs need not be JSON), instead of read back from its row.
+Call = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+class Driver:
+    """Launches claimed runs as tasks and settles each one's outcome in the store."""
+
+    def __init__(
+        self,
+        store: Store,
+        table: RunTable,
+        host: Host,
+        *,
+        hooks: Sequence[Hook],
+        max_parallel: int | None,
+        inline_sleep: float,
+    ) -> None:
+        self.store = store
+        self.table = table
+        self.host = host
+        self.hooks = tuple(hooks)
+        self.max_parallel = max_parallel
+        self.inline_sleep = inline_sleep
+        self._cleanups: set[asyncio.Future[None]] = set()
+
+    def launch(self, rec: RunRecord, pol: Policy[Any, Any], call: Call | None = None) -> None:
+        """Execute the claimed run ``rec`` in a task of its own.
+
+        It is registered as live before any await, so the worker loop never
+        mistakes a run this runner is starting for one it abandoned.
+        """
+        if rec.id in self.table.live:
+            return  # already executing here; its claim is the one that counts
+        durable = not self.store.ephemeral
+        execution = Execution(
+            rec.id,
+            store=self.store if durable else None,
+            fence=rec.fence,
+            hooks=self.hooks,
+            max_parallel=self.max_parallel,
+            inline_sleep=self.inline_sleep,
+        )
+        execution.host = self.host
+        execution.parent_id = rec.parent_id
+        execution.queue = rec.queue
+        for q in self.table.listeners.get(rec.id, ()):
+            execution.listen(q)
+        live = Live(execution)
+        self.table.live[rec.id] = live
+        self.table.mine.add(rec.id)  # executed here: resumed here when it wakes
+        live.task = asyncio.create_task(self._drive(live, pol, rec, call), name=f"run:{rec.id}")
+        live.task.add_done_callback(partial(self._task_done, live))
+
+    async def drain(self) -> None:
+        """Wait for the settling of runs cancelled before their first step."""
+        if self._cleanups:
+            await asyncio.wait(list(self._cleanups))
+
+    def _task_done(self, live: Live, task: asyncio.Task[None]) -> None:
+        """A run task cancelled before its first step never ran its own cleanup."""
+        if live.done.done():
+            return
+        cleanup = asyncio.ensure_future(self._settle_unstarted(live))
+        self._cleanups.add(cleanup)
+        cleanup.add_done_callback(self._cleanups.discard)
+
+    async def _settle_unstarted(self, live: Live) -> None:
+        x = live.execution
+        outcome: tuple[str, Any] = ("released", None)
+        try:
+            if live.cancel_requested or self.store.ephemeral:
+                err = CancelledRun(f"run {x.run_id!r} was cancelled")
+                await self.store.finish_run(
+                    x.run_id, x.fence, "cancelled", None, error_to_json(err)
+                )
+                outcome = ("cancelled", err)
+            else:
+                await self.store.release(x.run_id, x.fence)
+        except StoreError as exc:
+            outcome = ("lost", exc)
+        finally:
+            self._settled(live, outcome)
+
+    async def _drive(
+        self, live: Live, pol: Policy[Any, Any], rec: RunRecord, call: Call | None
+    ) -> None:
+        x = live.execution
+        outcome: tuple[str, Any] = ("lost", None)
+        try:
+            outcome = await self._execute(live, pol, rec, call)
+        except (StaleLeaseError, StoreUnavailable) as exc:
+            # Fenced out (another worker owns the run and will finish it), or
+            # the store is down: a worker resumes the run by replay once its
+            # lease can be taken again.
+            outcome = ("lost", exc)
+        except Exception as exc:
+            try:
+                await self._finish(x, "failed", exc)
+                outcome = ("failed", exc)
+            except StoreError as store_exc:
+                outcome = ("lost", store_exc)
+        finally:
+            self._settled(live, outcome)
+            if x.parent_id is not None and outcome[0] in TERMINAL:
+                await self._wake_parent(x.parent_id, x.run_id)
+
+    async def _execute(
+        self, live: Live, pol: Policy[Any, Any], rec: RunRecord, call: Call | None
+    ) -> tuple[str, Any]:
+        """Run the policy from the top (replaying what is recorded) and write
+        how it ended; the outcome for this process's waiters."""
+        x = live.execution
+        pol.declare_types()
+        if call is None:
+            data = read_inputs(x.run_id, rec.inputs)  # a bad row fails this run, not the worker
+            call = (tuple(data["args"]), data["kwargs"])
+        if x.fence > 1 and x.store is not None:  # a first claim has nothing to replay
+            x.replay = await self.store.load_steps(x.run_id)
+        try:
+            result = await x.run_root(pol, call[0], call[1])
+        except asyncio.CancelledError:
+            return await self._cancelled(live)
+        except BaseException as exc:
+            return await self._raised(x, exc)
+        try:
+            output = codec.dumps(result, f"result of run {x.run_id!r}")
+        except SerializationError as exc:
+            if not self.store.ephemeral:
+                await self._finish(x, "failed", exc)
+                return ("failed", exc)
+            output = None  # in memory, a result need not be JSON
+        await self.store.finish_run(x.run_id, x.fence, "succeeded", output, None)
+        self._keep(x.run_id, ("succeeded", result))
+        return ("succeeded", result)
+
+    async def _cancelled(self, live: Live) -> tuple[str, Any]:
+        x = live.execution
+        if live.lost:
+            return ("lost", None)  # another worker holds the run now; it writes, not us
+        if not live.cancel_requested and not self.store.ephemeral:
+            # Shutdown, not a cancel: hand the run back for someone else.
+            with contextlib.suppress(Exception):
+                await self.store.release(x.run_id, x.fence)
+            return ("released", None)
+        err = CancelledRun(f"run {x.run_id!r} was cancelled")
+        await self._finish(x, "cancelled", err)
+        return ("cancelled", err)
+
+    async def _raised(self, x: Execution, exc: BaseException) -> tuple[str, Any]:
+        halt = find_halt(exc)
+        if halt is not None:
+            raise halt.cause from None  # the store's problem: settled by _drive
+        suspend = find_suspend(exc)
+        if suspend is None:
+            if isinstance(exc, KeyboardInterrupt):
+                with contextlib.suppress(Exception):
+                    await self.store.release(x.run_id, x.fence)
+                raise exc
+            # What the policy's own code raised: the run fails with it, once.
+            failure = as_exception(exc)
+            await self._finish(x, "failed", failure)
+            return ("failed", failure)
+        # If what it waits for is already there, the store leaves the run
+        # ready; settling wakes the worker loop, which resumes it or
+        # recomputes the next wake time.
+        await self.store.suspend_run(x.run_id, x.fence, suspend.wake_at, suspend.waiting_for)
+        return ("suspended", None)
+
+    async def _finish(self, x: Execution, status: str, err: BaseException) -> None:
+        await self.store.finish_run(x.run_id, x.fence, status, None, error_to_json(err))  # type: ignore[arg-type]
+        self._keep(x.run_id, (status, err))
+
+    def _keep(self, run_id: str, outcome: tuple[str, Any]) -> None:
+        if self.store.ephemeral:  # the only copy of a memory run's result
+            self.table.kept[run_id] = outcome
+
+    def _settled(self, live: Live, outcome: tuple[str, Any]) -> None:
+        if outcome[0] in TERMINAL:
+            self._keep(live.execution.run_id, outcome)
+        self.table.finish(live, outcome)
+
+    async def _wake_parent(self, parent_id: str, child_id: str) -> None:
+        """The last child of a group to finish makes its waiting parent ready."""
+        prefix = child_group(child_id)
+        with contextlib.suppress(StoreError):
+            if await self.store.unfinished_children(parent_id, prefix) == 0:
+                await self.store.wake(parent_id, f"{CHILDREN_WAIT}{prefix}")
+                self.table.wake_worker()

@@ -1,0 +1,68 @@
+"""The policies a runner was given, by the name its run rows record (S13).
+
+A run row names its policy; a runner resumes it only with a policy it was
+handed (``Runner(policies=...)``, ``register``, or by starting it), never by
+importing what a row says.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..core.errors import DuplicatePolicy
+from ..core.ledger import RunRecord
+from ..core.policy import Policy, as_policy, same_policy, where_defined
+from .identity import legacy_ref
+
+__all__ = ["Registry"]
+
+_log = logging.getLogger("stalwart.runner")
+
+
+class Registry:
+    """Policies by name; one name means one policy."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, Policy[Any, Any]] = {}
+        self._legacy: dict[str, Policy[Any, Any]] = {}  # 0.1 rows: module:qualname
+        self._unknown: set[str] = set()
+
+    def register(self, target: Any) -> Policy[Any, Any]:
+        """Make ``target`` known; a different policy under a taken name is refused."""
+        pol = as_policy(target)
+        known = self._by_name.get(pol.name)
+        if known is not None and known is not pol and not same_policy(known, pol):
+            raise DuplicatePolicy(
+                f"two different policies are named {pol.name!r}: "
+                f"{where_defined(known)} and {where_defined(pol)}; "
+                "give one of them another name (@policy(name=...), Agent(name=...))"
+            )
+        if known is None:
+            self._by_name[pol.name] = pol
+            self._legacy.setdefault(legacy_ref(pol), pol)
+        return known or pol
+
+    def find(self, name: str) -> Policy[Any, Any] | None:
+        """The policy a run row names, if registered; never an import."""
+        return self._by_name.get(name) or self._legacy.get(name)
+
+    def can_run(self, rec: RunRecord) -> bool:
+        """Whether this runner has the run's policy; says once per name when not."""
+        if self.find(rec.policy) is not None:
+            return True
+        if rec.policy not in self._unknown:  # said once per name, not every poll
+            self._unknown.add(rec.policy)
+            _log.warning(
+                "run %r needs policy %r, which this runner was not given "
+                "(Runner(policies=[...]) or --app); it stays for a runner that has it",
+                rec.id,
+                rec.policy,
+            )
+        return False
+
+    def declare_for(self, rec: RunRecord) -> None:
+        """Declare the types of the run's policy, if registered, to read its result."""
+        pol = self._by_name.get(rec.policy)
+        if pol is not None:
+            pol.declare_types()

@@ -1,0 +1,108 @@
+"""The runs of one runner: which it executes now, which are its own, who listens.
+
+One object holds this state so that the parts of a runner (the driver that
+executes a run, the worker loop that claims runs, the child-run host, the
+streams) share it through one documented surface instead of reaching into
+each other. Everything here is bookkeeping in this process; what the store
+says is the truth about a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from ..core.errors import StoreUnavailable
+from ..core.events import RunFinished
+from ..core.ledger import TERMINAL
+from .handle import Live
+
+__all__ = ["RunTable"]
+
+
+class RunTable:
+    """State shared by a runner's parts. Fields are public on purpose: each
+    names who writes it.
+
+    * ``live``: runs executing in this process (the driver adds and removes).
+    * ``mine``: runs this runner started or spawned, which it resumes by
+      itself when they wake, serving or not (the runner and the child host
+      add; :meth:`finish` removes on a final outcome).
+    * ``listeners``: event queues per run id (streams and ``start()``).
+    * ``watchers``: per run id, an event set when the run settles here, so an
+      awaiting caller looks at the store again at once.
+    * ``claiming``: ids with a claim in flight, which neither ``start()`` nor
+      the worker loop may claim a second time meanwhile.
+    * ``kept``: outcomes of runs in an ephemeral (memory) store, as Python
+      values, since such a run's result need not be JSON.
+    * ``retry_after``: run id -> (not before, last delay) for runs dropped on
+      ``StoreUnavailable`` (the worker loop backs off from them, S14).
+    """
+
+    def __init__(self, poll_interval: float) -> None:
+        self.poll_interval = poll_interval
+        self.live: dict[str, Live] = {}
+        self.mine: set[str] = set()
+        self.listeners: dict[str, list[asyncio.Queue[Any]]] = {}
+        self.watchers: dict[str, asyncio.Event] = {}
+        self.claiming: set[str] = set()
+        self.kept: dict[str, tuple[str, Any]] = {}
+        self.retry_after: dict[str, tuple[float, float]] = {}
+        self.poke: asyncio.Event | None = None  # the worker loop's wake-up, when it runs
+        self._claim_lock: asyncio.Lock | None = None
+
+    def claims(self) -> asyncio.Lock:
+        """Held around every claim, so ``start()``, ``recover()`` and the
+        worker loop never claim the same run twice in one process."""
+        if self._claim_lock is None:
+            self._claim_lock = asyncio.Lock()
+        return self._claim_lock
+
+    def wake_worker(self) -> None:
+        """Make the worker loop look at the store now, not at its next poll."""
+        if self.poke is not None:
+            self.poke.set()
+
+    def listen(self, run_id: str, queue: asyncio.Queue[Any]) -> None:
+        self.listeners.setdefault(run_id, []).append(queue)
+        live = self.live.get(run_id)
+        if live is not None and queue not in live.execution.listeners:
+            live.execution.listen(queue)
+
+    def unlisten(self, run_id: str, queue: asyncio.Queue[Any]) -> None:
+        listeners = self.listeners.get(run_id)
+        if listeners is not None and queue in listeners:
+            listeners.remove(queue)
+            if not listeners:
+                del self.listeners[run_id]
+        live = self.live.get(run_id)
+        if live is not None:
+            live.execution.unlisten(queue)
+
+    def finish(self, live: Live, outcome: tuple[str, Any]) -> None:
+        """The run stopped executing here: settle its waiters and listeners."""
+        run_id = live.execution.run_id
+        if self.live.get(run_id) is live:
+            del self.live[run_id]
+        status, value = outcome
+        if status == "lost" and isinstance(value, StoreUnavailable):
+            # Not straight back: a store that refuses this run's writes now
+            # would be asked again a hundred times a second (S14).
+            last = self.retry_after.get(run_id, (0.0, self.poll_interval / 2))[1]
+            delay = min(30.0, 2 * last)
+            self.retry_after[run_id] = (time.monotonic() + delay, delay)
+        else:
+            self.retry_after.pop(run_id, None)
+        if not live.done.done():
+            live.done.set_result(outcome)
+        self.wake_worker()  # room for another run: claim now, not at the next poll
+        if status in TERMINAL:
+            self.mine.discard(run_id)
+            err = None if status == "succeeded" else f"{type(value).__name__}: {value}"
+            event = RunFinished(run_id, status, value if status == "succeeded" else None, err)
+            for q in self.listeners.pop(run_id, []):
+                q.put_nowait(event)
+        watcher = self.watchers.pop(run_id, None)
+        if watcher is not None:
+            watcher.set()

@@ -1,0 +1,197 @@
+"""A durable runner's loop: heartbeats, wake-ups, and claiming ready runs.
+
+One loop per runner over a durable store. It renews the leases of the runs
+executing here (S8), stops at once the runs another worker took over or that
+were asked to cancel (S8, S9), and claims runs that are ready: its own runs
+whose timer, signal or children woke them (S7), always; and, only when the
+runner serves (``serve()``, ``recover()``, ``Runner(recover=True)``), any
+ready run it has the policy for, including those a dead process left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+
+from ..core.errors import StoreUnavailable
+from ..core.ledger import TERMINAL, RunRecord
+from ..stores.base import Store, owner_is_dead
+from .driver import Driver
+from .registry import Registry
+from .table import RunTable
+
+__all__ = ["Worker"]
+
+_log = logging.getLogger("stalwart.runner")
+
+#: Most runs claimed in one query: a worker with room for many takes them in
+#: batches, so one turn never holds the store for long.
+CLAIM_BATCH = 64
+
+
+class Worker:
+    """Claims and keeps runs for one runner (its ``owner`` in the store)."""
+
+    def __init__(
+        self,
+        store: Store,
+        table: RunTable,
+        registry: Registry,
+        driver: Driver,
+        *,
+        owner: str,
+        lease: float,
+        poll_interval: float,
+        queues: Sequence[str] | None,
+        concurrency: int | None,
+        serving: bool,
+    ) -> None:
+        self.store = store
+        self.table = table
+        self.registry = registry
+        self.driver = driver
+        self.owner = owner
+        self.lease = lease
+        self.poll_interval = poll_interval
+        self.queues = None if queues is None else tuple(queues)
+        self.concurrency = concurrency
+        #: Claims any ready run it has the policy for, not only its own.
+        self.serving = serving
+        #: Shutting down: claim nothing more.
+        self.draining = False
+
+    async def loop(self) -> None:
+        """Heartbeats, timers, signals from elsewhere, and recovery, in one loop."""
+        poke = self.table.poke
+        assert poke is not None
+        next_beat = 0.0
+        while True:
+            try:
+                now = time.time()
+                if now >= next_beat:
+                    await self.beat()
+                    next_beat = now + self.lease / 3
+                claimed = await self.claim_ready(everyone=self.serving)
+                delay = min(self.poll_interval, max(0.0, next_beat - time.time()))
+                wake = await self.store.next_wake()
+                if wake is not None and (wake > time.time() or claimed):
+                    # A wake time already past that we did not claim belongs to
+                    # a run we cannot take (other queue, unknown policy, no
+                    # room): waiting for it would spin; poll instead.
+                    delay = min(delay, max(0.0, wake - time.time()))
+            except StoreUnavailable:
+                delay = self.poll_interval  # the store is down; try again later
+            except Exception:  # never let one bad row stop heartbeats and recovery
+                _log.exception("stalwart runner %s: background loop error", self.owner)
+                delay = self.poll_interval
+            poke.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await poke.wait()
+
+    async def beat(self) -> None:
+        """Extend our leases; stop the runs asked to cancel, and at once the
+        runs another worker has taken over (S8: a replaced worker stops)."""
+        beat = await self.store.heartbeat(self.owner, self.lease, list(self.table.live))
+        for run_id in beat.lost:
+            live = self.table.live.get(run_id)
+            if live is not None and live.task is not None and not live.task.done():
+                _log.warning("run %r: another worker took it over; stopping here", run_id)
+                live.lost = True
+                live.task.cancel()
+        for run_id in beat.cancel:
+            live = self.table.live.get(run_id)
+            if live is not None and live.task is not None and not live.lost:
+                live.cancel_requested = True
+                live.task.cancel()
+
+    async def claim_ready(self, everyone: bool) -> list[str]:
+        """Claim and launch ready runs until none is left or there is no room.
+
+        Always this runner's own runs (started or spawned here) that are
+        ready; with ``everyone``, also any ready run it has the policy for.
+        """
+        claimed: list[str] = []
+        async with self.table.claims():  # recover(), start() and this loop, one at a time
+            # A worker serving every queue finds its own runs among all the
+            # ready ones; otherwise they are looked up by id.
+            if self.table.mine and not (everyone and self.queues is None):
+                claimed += await self._claim_own()
+            if everyone:
+                claimed += await self._claim_due()
+        return claimed
+
+    def _room(self) -> int:
+        if self.draining:
+            return 0
+        if self.concurrency is None:
+            return CLAIM_BATCH
+        return min(CLAIM_BATCH, self.concurrency - len(self.table.live))
+
+    async def _claim_own(self) -> list[str]:
+        """This runner's runs that are ready again, found by id: a store full
+        of other ready runs can never crowd them out."""
+        table = self.table
+        ids = [i for i in table.mine if i not in table.live and i not in table.claiming]
+        if not ids:
+            return []
+        now = time.time()
+        found = {rec.id: rec for rec in await self.store.get_runs(ids)}
+        claimed: list[str] = []
+        for run_id in ids:
+            rec = found.get(run_id)
+            if rec is None or rec.status in TERMINAL:
+                table.mine.discard(run_id)  # pruned, or finished elsewhere (a cancel)
+                continue
+            if self._room() <= 0:
+                break
+            if not _ready(rec, now, self.owner) or not self._acceptable(rec, everyone=False):
+                continue
+            pol = self.registry.find(rec.policy)
+            got = await self.store.claim(run_id, self.owner, self.lease)
+            if got is not None and pol is not None:
+                self.driver.launch(got, pol)
+                claimed.append(run_id)
+        return claimed
+
+    async def _claim_due(self) -> list[str]:
+        def accept(rec: RunRecord) -> bool:
+            return self._acceptable(rec, everyone=True)
+
+        claimed: list[str] = []
+        while (room := self._room()) > 0:
+            batch = await self.store.claim_due(self.owner, self.lease, room, accept, self.queues)
+            for rec in batch:
+                pol = self.registry.find(rec.policy)
+                if pol is None:
+                    await self.store.release(rec.id, rec.fence)
+                    continue
+                self.driver.launch(rec, pol)
+                claimed.append(rec.id)
+            if len(batch) < room:
+                break  # nothing more is ready; a full batch may have more behind it
+        return claimed
+
+    def _acceptable(self, rec: RunRecord, everyone: bool) -> bool:
+        if rec.id in self.table.live or rec.id in self.table.claiming:
+            return False
+        retry = self.table.retry_after.get(rec.id)
+        if retry is not None and time.monotonic() < retry[0]:
+            return False
+        return self.registry.can_run(rec)
+
+
+def _ready(rec: RunRecord, now: float, owner: str) -> bool:
+    """Whether a claim of ``rec`` could succeed now (the store decides for sure)."""
+    if rec.cancel_requested:
+        return False
+    if rec.status == "pending":
+        return rec.wake_at is None or rec.wake_at <= now
+    if rec.status == "suspended":
+        return rec.wake_at is not None and rec.wake_at <= now
+    # Running: abandoned by a dead holder, by a lapsed lease, or by this
+    # runner itself (dropped when the store was down; it is not live here).
+    return rec.owner == owner or (rec.lease_expires_at or 0) < now or owner_is_dead(rec.owner)

@@ -1,0 +1,394 @@
+"""The memory store: the Store interface kept in this process's dicts.
+
+``Runner()`` with no URL uses one, so a runner has one path for every run:
+create, claim, execute, finish. It is *ephemeral*: nothing in it outlives the
+process, so the engine records no steps into it (there is no later process to
+replay them for, and an in-memory call stays a bare ``await``: B1), and waits
+happen inline instead of suspending the run. Everything else (claims and
+fences, signals, cancellation, queue limits, pruning) behaves as the SQL stores
+do, which keeps the runner's memory and durable behaviour the same.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..core.errors import RunNotFound, StaleLeaseError, StoreError
+from ..core.ledger import TERMINAL, RunRecord, RunStatus, StepRecord
+from .base import CANCELLED_ERROR, Beat, SignalRecord, Store, children_prefix, owner_is_dead
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore(Store):
+    """Runs, steps and signals in dicts, with the SQL stores' rules.
+
+    Records are copied in and out, so a caller holding a ``RunRecord`` never
+    sees it change under it, as with a database.
+    """
+
+    url = "memory"
+    ephemeral = True
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunRecord] = {}
+        self._steps: dict[str, dict[str, StepRecord]] = {}
+        self._signals: dict[str, list[SignalRecord]] = {}
+        # queue name -> [concurrency, rate, tokens, updated_at]
+        self._queues: dict[str, list[Any]] = {}
+
+    # -- runs --------------------------------------------------------------
+    async def create_run(self, run: RunRecord) -> tuple[RunRecord, bool]:
+        known = self._runs.get(run.id)
+        if known is not None:
+            return replace(known), False
+        self._runs[run.id] = replace(run)
+        return replace(run), True
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        rec = self._runs.get(run_id)
+        return None if rec is None else replace(rec)
+
+    async def list_runs(
+        self,
+        status: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        *,
+        queue: str | None = None,
+        policy: str | None = None,
+        id_contains: str | None = None,
+        created_after: float | None = None,
+        created_before: float | None = None,
+        before: tuple[float, str] | None = None,
+    ) -> list[RunRecord]:
+        def wanted(r: RunRecord) -> bool:
+            return (
+                (status is None or r.status == status)
+                and (queue is None or r.queue == queue)
+                and (policy is None or r.policy == policy)
+                and (id_contains is None or id_contains in r.id)
+                and (created_after is None or r.created_at >= created_after)
+                and (created_before is None or r.created_at < created_before)
+                and (before is None or (r.created_at, r.id) < before)
+            )
+
+        found = sorted(
+            (r for r in self._runs.values() if wanted(r)),
+            key=lambda r: (r.created_at, r.id),
+            reverse=True,
+        )
+        return [replace(r) for r in found[offset : offset + limit]]
+
+    async def count_runs(
+        self, *, queue: str | None = None, policy: str | None = None
+    ) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {}
+        for r in self._runs.values():
+            if (queue is None or r.queue == queue) and (policy is None or r.policy == policy):
+                by_queue = counts.setdefault(r.status, {})
+                by_queue[r.queue] = by_queue.get(r.queue, 0) + 1
+        return counts
+
+    async def waiting_for_signals(self, limit: int = 100) -> list[RunRecord]:
+        waiting = sorted(
+            (
+                r
+                for r in self._runs.values()
+                if r.status == "suspended"
+                and r.waiting_for is not None
+                and children_prefix(r.waiting_for) is None
+            ),
+            key=lambda r: (r.updated_at, r.id),
+        )
+        return [replace(r) for r in waiting[:limit]]
+
+    def _claimable(self, rec: RunRecord, owner: str, now: float, dead: bool) -> bool:
+        if rec.cancel_requested:
+            return False
+        if rec.status == "pending":
+            return rec.wake_at is None or rec.wake_at <= now
+        if rec.status == "suspended":
+            return rec.wake_at is not None and rec.wake_at <= now
+        if rec.status == "running":
+            return (rec.lease_expires_at or 0) < now or rec.owner == owner or dead
+        return False
+
+    def _take(self, rec: RunRecord, owner: str, lease: float, now: float) -> RunRecord:
+        rec.owner = owner
+        rec.lease_expires_at = now + lease
+        rec.fence += 1
+        rec.status = "running"
+        rec.wake_at = None
+        rec.waiting_for = None
+        rec.updated_at = now
+        return replace(rec)
+
+    async def claim(self, run_id: str, owner: str, lease: float) -> RunRecord | None:
+        rec = self._runs.get(run_id)
+        now = time.time()
+        if rec is None:
+            return None
+        dead = rec.status == "running" and owner_is_dead(rec.owner)
+        if not self._claimable(rec, owner, now, dead):
+            return None
+        return self._take(rec, owner, lease, now)
+
+    async def claim_due(
+        self,
+        owner: str,
+        lease: float,
+        limit: int,
+        accept: Callable[[RunRecord], bool],
+        queues: Sequence[str] | None = None,
+    ) -> list[RunRecord]:
+        now = time.time()
+        wanted = None if queues is None else set(queues)
+        candidates = [
+            r
+            for r in self._runs.values()
+            if (wanted is None or r.queue in wanted) and r.status not in TERMINAL
+        ]
+        # Abandoned runs first, then ready ones by priority, oldest first.
+        candidates.sort(key=lambda r: (r.status != "running", -r.priority, r.created_at))
+        claimed: list[RunRecord] = []
+        for rec in candidates:
+            if len(claimed) >= limit:
+                break
+            dead = rec.status == "running" and rec.owner != owner and owner_is_dead(rec.owner)
+            if rec.status == "running" and rec.cancel_requested and (
+                dead or (rec.lease_expires_at or 0) < now
+            ):
+                # Cancelled, and its holder died before it could stop: finish it.
+                self._end(rec, "cancelled", None, CANCELLED_ERROR, now)
+                continue
+            if not self._claimable(rec, owner, now, dead) or not accept(replace(rec)):
+                continue
+            if rec.status != "running" and not self._queue_admits(rec, now):
+                continue
+            claimed.append(self._take(rec, owner, lease, now))
+        return claimed
+
+    def _queue_admits(self, rec: RunRecord, now: float) -> bool:
+        """The queue's concurrency and rate limits (a token bucket) allow one more start."""
+        limits = self._queues.get(rec.queue)
+        if limits is None:
+            return True
+        concurrency, rate, tokens, updated = limits
+        if concurrency is not None:
+            busy = sum(
+                1 for r in self._runs.values() if r.queue == rec.queue and r.status == "running"
+            )
+            if busy >= concurrency:
+                return False
+        if rate is not None and rec.status == "pending":
+            tokens = min(max(rate, 1.0), tokens + (now - updated) * rate)
+            limits[2], limits[3] = tokens, now
+            if tokens < 1:
+                return False
+            limits[2] = tokens - 1
+        return True
+
+    async def set_queue(
+        self, name: str, *, concurrency: int | None = None, rate: float | None = None
+    ) -> None:
+        if concurrency is not None and concurrency < 1:
+            raise ValueError("a queue's concurrency must be at least 1")
+        if rate is not None and rate <= 0:
+            raise ValueError("a queue's rate must be > 0 runs per second")
+        known = self._queues.get(name)
+        tokens = known[2] if known is not None else max(rate or 0.0, 1.0)
+        self._queues[name] = [concurrency, rate, tokens, time.time()]
+
+    async def create_runs(self, runs: Sequence[RunRecord]) -> None:
+        for run in runs:
+            self._runs.setdefault(run.id, replace(run))
+
+    async def get_runs(self, run_ids: Sequence[str]) -> list[RunRecord]:
+        return [replace(self._runs[i]) for i in dict.fromkeys(run_ids) if i in self._runs]
+
+    async def wake(self, run_id: str, waiting_for: str) -> None:
+        rec = self._runs.get(run_id)
+        if rec is not None and rec.status == "suspended" and rec.waiting_for == waiting_for:
+            self._ready(rec, time.time())
+
+    def _ready(self, rec: RunRecord, now: float) -> None:
+        rec.status = "pending"
+        rec.wake_at = None
+        rec.waiting_for = None
+        rec.updated_at = now
+
+    def _unfinished(self, parent_id: str, prefix: str) -> int:
+        return sum(
+            1
+            for r in self._runs.values()
+            if r.parent_id == parent_id and r.id.startswith(prefix) and r.status not in TERMINAL
+        )
+
+    async def unfinished_children(self, parent_id: str, prefix: str) -> int:
+        return self._unfinished(parent_id, prefix)
+
+    async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> Beat:
+        now = time.time()
+        beat = Beat()
+        for run_id in run_ids:
+            rec = self._runs.get(run_id)
+            if rec is None or rec.owner != owner or rec.status != "running":
+                beat.lost.append(run_id)
+                continue
+            rec.lease_expires_at = now + lease
+            if rec.cancel_requested:
+                beat.cancel.append(run_id)
+        return beat
+
+    def _fenced(self, run_id: str, fence: int, running_only: bool = False) -> RunRecord:
+        """The run a fenced write may change, or why not (S8)."""
+        rec = self._runs.get(run_id)
+        if rec is None:
+            raise StoreError(f"run {run_id!r} is not in the store")
+        if rec.fence != fence:
+            raise StaleLeaseError(
+                f"run {run_id!r}: fencing token {fence} is stale (now {rec.fence}); "
+                "another worker has taken the run over"
+            )
+        if rec.status in TERMINAL:
+            raise StaleLeaseError(f"run {run_id!r} has already finished ({rec.status})")
+        if running_only and rec.status != "running":
+            raise StaleLeaseError(f"run {run_id!r} is {rec.status}, not running here")
+        return rec
+
+    def _end(
+        self, rec: RunRecord, status: RunStatus, result: str | None, error: str | None, now: float
+    ) -> None:
+        rec.status = status
+        rec.result = result
+        rec.error = error
+        rec.owner = None
+        rec.lease_expires_at = None
+        rec.wake_at = None
+        rec.waiting_for = None
+        rec.updated_at = now
+
+    async def finish_run(
+        self, run_id: str, fence: int, status: RunStatus, result: str | None, error: str | None
+    ) -> None:
+        rec = self._fenced(run_id, fence)
+        self._end(rec, status, result, error, time.time())
+
+    async def suspend_run(
+        self, run_id: str, fence: int, wake_at: float | None, waiting_for: str | None
+    ) -> bool:
+        rec = self._fenced(run_id, fence, running_only=True)
+        now = time.time()
+        ready = waiting_for is not None and any(
+            s.name == waiting_for and s.consumed_by is None for s in self._signals.get(run_id, ())
+        )
+        prefix = children_prefix(waiting_for)
+        if prefix is not None and not ready:
+            ready = self._unfinished(run_id, prefix) == 0  # they may all be done by now
+        rec.owner = None
+        rec.lease_expires_at = None
+        if ready:
+            self._ready(rec, now)
+            return False
+        rec.status = "suspended"
+        rec.wake_at = wake_at
+        rec.waiting_for = waiting_for
+        rec.updated_at = now
+        return True
+
+    async def release(self, run_id: str, fence: int) -> None:
+        rec = self._runs.get(run_id)
+        if rec is not None and rec.fence == fence and rec.status == "running":
+            rec.status = "pending"
+            rec.owner = None
+            rec.lease_expires_at = None
+            rec.updated_at = time.time()
+
+    async def request_cancel(self, run_id: str) -> RunRecord | None:
+        rec = self._runs.get(run_id)
+        if rec is None:
+            return None
+        now = time.time()
+        abandoned = rec.status == "running" and (
+            (rec.lease_expires_at or 0) < now or owner_is_dead(rec.owner)
+        )
+        if rec.status in ("pending", "suspended") or abandoned:
+            self._end(rec, "cancelled", None, CANCELLED_ERROR, now)
+            rec.cancel_requested = True
+        elif rec.status == "running":
+            rec.cancel_requested = True
+            rec.updated_at = now
+        return replace(rec)
+
+    async def next_wake(self) -> float | None:
+        times = [
+            r.wake_at
+            for r in self._runs.values()
+            if r.status in ("suspended", "pending") and r.wake_at is not None
+        ]
+        return min(times, default=None)
+
+    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+        if older_than is None and keep is None:
+            raise ValueError("prune needs older_than or keep")
+
+        def needed(rec: RunRecord) -> bool:
+            # A finished child of an unfinished parent: the parent reads it on resume.
+            parent = self._runs.get(rec.parent_id) if rec.parent_id else None
+            return parent is not None and parent.status not in TERMINAL
+
+        done = sorted(
+            (r for r in self._runs.values() if r.status in TERMINAL and not needed(r)),
+            key=lambda r: r.updated_at,
+            reverse=True,
+        )
+        gone: set[str] = set()
+        if older_than is not None:
+            gone.update(r.id for r in done if r.updated_at < older_than)
+        if keep is not None:
+            gone.update(r.id for r in done[keep:])
+        for run_id in gone:
+            del self._runs[run_id]
+            self._steps.pop(run_id, None)
+            self._signals.pop(run_id, None)
+        return len(gone)
+
+    # -- steps -------------------------------------------------------------
+    async def load_steps(self, run_id: str) -> dict[str, StepRecord]:
+        return {k: replace(s) for k, s in self._steps.get(run_id, {}).items()}
+
+    async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
+        self._fenced(run_id, fence, running_only=True)
+        steps = self._steps.setdefault(run_id, {})
+        winner = steps.setdefault(step.key, replace(step))
+        return replace(winner)
+
+    # -- signals -----------------------------------------------------------
+    async def send_signal(self, run_id: str, name: str, payload: str) -> RunRecord:
+        rec = self._runs.get(run_id)
+        if rec is None:
+            raise RunNotFound(f"no run {run_id!r}")
+        if rec.status in TERMINAL:
+            raise StoreError(f"run {run_id!r} has finished ({rec.status}); it takes no signals")
+        self._signals.setdefault(run_id, []).append(SignalRecord(run_id, name, payload))
+        if rec.status == "suspended" and rec.waiting_for == name:
+            self._ready(rec, time.time())
+        return replace(rec)
+
+    async def take_signal(self, run_id: str, name: str, step_key: str) -> str | None:
+        mailbox = self._signals.get(run_id, [])
+        for sig in mailbox:
+            if sig.consumed_by == step_key:
+                return sig.payload
+        for sig in mailbox:
+            if sig.name == name and sig.consumed_by is None:
+                sig.consumed_by = step_key
+                return sig.payload
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {"url": self.url, "runs": len(self._runs)}
