@@ -25,6 +25,10 @@ APP = str(HERE / "served_app.py")
 pytestmark = pytest.mark.timeout(90)
 
 
+# The real command: `stalwart mcp serve --app served_app.py --store URL`.
+SERVE = ["-m", "stalwart.cli", "mcp", "serve", "--app", APP, "--store"]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -36,15 +40,13 @@ async def served(transport: str, tmp: Path, env: dict[str, str]) -> AsyncIterato
     """A fresh server process on the same store, and an SDK client on it."""
     store = f"sqlite:///{tmp / 'tools.db'}"
     if transport == "stdio":
-        params = StdioServerParameters(
-            command=sys.executable, args=[APP, "--store", store], env=env
-        )
+        params = StdioServerParameters(command=sys.executable, args=[*SERVE, store], env=env)
         async with Client(params, read_timeout_seconds=30) as client:
             yield client
         return
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, APP, "--store", store, "--http", f"127.0.0.1:{port}"], env=env
+        [sys.executable, *SERVE, store, "--http", f"127.0.0.1:{port}"], env=env
     )
     try:
         for _ in range(300):

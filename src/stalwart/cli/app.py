@@ -16,9 +16,11 @@ from __future__ import annotations
 import typer
 
 from .demo import demo
+from .mcp_serve import mcp_serve
 from .resume import resume_run
 from .runs import cancel_run, list_runs, prune_runs, show_run
 from .signals import send_signal
+from .ui import ui
 from .worker import worker
 
 __all__ = ["app"]
@@ -41,3 +43,7 @@ runs_app.command("prune")(prune_runs)
 app.command("signal")(send_signal)
 app.command("demo")(demo)
 app.command("worker")(worker)
+app.command("ui")(ui)
+mcp_app = typer.Typer(help="Serve policies as MCP tools.", no_args_is_help=True)
+app.add_typer(mcp_app, name="mcp")
+mcp_app.command("serve")(mcp_serve)

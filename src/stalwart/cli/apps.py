@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..core.policy import Policy
     from ..runner import Runner
 
-__all__ = ["AppOption", "app_policies", "policy_for"]
+__all__ = ["AppOption", "app_policies", "load_app", "policy_for"]
 
 AppOption = Annotated[
     str,
@@ -60,6 +60,19 @@ def _import_app(module: str) -> ModuleType:
         raise CLIError(
             f"importing the app module {module!r} failed: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def load_app(spec: str) -> Any:
+    """What ``--app`` names, as it is: the module, or its attribute ``attr``
+    (``module:attr``), for commands that read marks on it (``mcp serve``)."""
+    module, _, attr = spec.partition(":")
+    mod = _import_app(module)
+    if not attr:
+        return mod
+    try:
+        return getattr(mod, attr)
+    except AttributeError:
+        raise CLIError(f"the app module {module!r} has no attribute {attr!r}") from None
 
 
 def app_policies(spec: str) -> list[Policy[Any, Any]]:
