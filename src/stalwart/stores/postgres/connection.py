@@ -12,7 +12,8 @@ import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Self, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -20,6 +21,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool
 
 from ...core.errors import StoreError, StoreUnavailable
+from ...core.ledger import StepRecord
 from ..base import Store
 from ..sql import fence_refusal, quoted
 from .schema import (
@@ -36,12 +38,24 @@ from .schema import (
 )
 from .statements import PgStatements
 
-if TYPE_CHECKING:
-    from .steps import Pending
-
-__all__ = ["Conn", "PostgresBase"]
+__all__ = ["Conn", "Pending", "PostgresBase"]
 
 T = TypeVar("T")
+
+
+@dataclass(slots=True, eq=False)
+class Pending:
+    """A step record waiting for the step writer (``durability=group``)."""
+
+    run_id: str
+    fence: int
+    step: StepRecord
+    args: str | None
+    output: str | None
+    error: str | None
+    spilled: int
+    future: asyncio.Future[StepRecord] = field(repr=False)
+    rounds: int = 0  # batches it went out in without a verdict
 
 
 class PostgresBase(Store):

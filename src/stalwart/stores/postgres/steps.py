@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -20,11 +20,11 @@ import psycopg
 from ...core.errors import StaleLeaseError, StoreError, StoreUnavailable
 from ...core.ledger import StepRecord
 from ..sql import STEP, merge_payloads, quoted, spilled_values, split_spill, step_from_row
-from .connection import Conn, PostgresBase
+from .connection import Conn, Pending, PostgresBase
 from .schema import refused_for_good
 from .statements import MAX_BATCH, MAX_ROUNDS, SMALL_BATCH, columns
 
-__all__ = ["Pending", "PostgresSteps"]
+__all__ = ["PostgresSteps"]
 
 _SPILLED = STEP["spilled"]
 
@@ -36,21 +36,6 @@ class _Limit:
     left: float  # runs it may start (concurrency minus running)
     rate: float | None
     tokens: float  # starts of pending runs the rate allows now
-
-
-@dataclass(slots=True, eq=False)
-class Pending:
-    """A step record waiting for the step writer."""
-
-    run_id: str
-    fence: int
-    step: StepRecord
-    args: str | None
-    output: str | None
-    error: str | None
-    spilled: int
-    future: asyncio.Future[StepRecord] = field(repr=False)
-    rounds: int = 0  # batches it went out in without a verdict
 
 
 class PostgresSteps(PostgresBase):
