@@ -45,9 +45,7 @@ async def served(transport: str, tmp: Path, env: dict[str, str]) -> AsyncIterato
             yield client
         return
     port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, *SERVE, store, "--http", f"127.0.0.1:{port}"], env=env
-    )
+    proc = subprocess.Popen([sys.executable, *SERVE, store, "--http", f"127.0.0.1:{port}"], env=env)
     try:
         for _ in range(300):
             try:

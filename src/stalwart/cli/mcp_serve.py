@@ -23,7 +23,9 @@ def mcp_serve(
     ],
     http: Annotated[
         str | None,
-        typer.Option("--http", help="serve streamable HTTP at HOST:PORT (endpoint /mcp); default stdio"),
+        typer.Option(
+            "--http", help="serve streamable HTTP at HOST:PORT (endpoint /mcp); default stdio"
+        ),
     ] = None,
     store: Annotated[
         str | None,
