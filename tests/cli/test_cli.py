@@ -20,8 +20,9 @@ import pytest
 from typer.testing import CliRunner, Result
 
 import stalwart as sw
-from stalwart.cli.app import app, parse_duration
-from stalwart.cli.render import parent_key
+from stalwart.cli.app import app
+from stalwart.cli.render.steps import parent_key
+from stalwart.cli.runs import parse_duration
 from stalwart.core.ledger import RunRecord
 from stalwart.stores.sqlite import SQLiteStore
 

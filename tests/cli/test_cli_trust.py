@@ -425,12 +425,12 @@ BY_NAME = {"a": a, "c": c}
 def test_app_collects_every_policy_it_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, attr: str, names: set[str]
 ) -> None:
-    from stalwart.cli.app import _app_policies
+    from stalwart.cli.apps import app_policies
 
     (tmp_path / "ctx_app.py").write_text(CONTEXT_APP)
     monkeypatch.chdir(tmp_path)
     try:
-        assert {p.name for p in _app_policies(f"ctx_app{attr}")} == names
+        assert {p.name for p in app_policies(f"ctx_app{attr}")} == names
     finally:
         sys.modules.pop("ctx_app", None)
 

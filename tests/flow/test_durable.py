@@ -39,7 +39,7 @@ from stalwart.flow import (
     Node,
     durable,
 )
-from stalwart.flow.durable import NodeFailed, NodeFinished, NodeStarted, flow_name
+from stalwart.flow.events import NodeFailed, NodeFinished, NodeStarted, flow_name
 
 # -- counting and hanging, outside the runners' memory ------------------------
 COUNTS: dict[str, Path] = {}
@@ -251,12 +251,12 @@ async def test_no_hook_in_memory_unless_someone_streams(
 ) -> None:
     journals: list[Any] = []
 
-    class Journal(durable._Journal):
+    class Journal(durable.FlowJournal):
         def __init__(self, *args: Any) -> None:
             super().__init__(*args)
             journals.append(self)
 
-    monkeypatch.setattr(durable, "_Journal", Journal)
+    monkeypatch.setattr(durable, "FlowJournal", Journal)
     await sw.Runner().run(achain(), shared={"x": 0})
     assert journals == []  # in memory, nobody watching: the flow runs as is
     [_ async for _ in sw.Runner().stream(achain(), shared={"x": 0})]

@@ -23,6 +23,7 @@ from stalwart.core.engine.execution import Execution
 from stalwart.core.message import Message, Text
 from stalwart.core.policy import as_policy
 from stalwart.llm._common import turns
+from stalwart.llm._compaction import SUMMARY_HEADER, transcript
 from stalwart.stores import open_store
 from stalwart.testing import ScriptedLLM, call
 
@@ -509,7 +510,7 @@ async def test_compaction_never_splits_a_call_from_its_results(seed: int) -> Non
     notes = [m for m in kept if m.actor == "summary"]
     if asked:
         (note,) = notes
-        assert note.text == llm.agent.SUMMARY_HEADER + "The agent called tool a few times."
+        assert note.text == SUMMARY_HEADER + "The agent called tool a few times."
         assert asked[0][0].text == compaction.prompt
     assert_well_formed(original, kept)
     assert all(m in kept for m in original[-3:])
@@ -580,7 +581,7 @@ async def test_compaction_by_tokens_uses_the_recorded_usage() -> None:
 
 def test_the_transcript_shows_calls_and_results() -> None:
     c = Message.call("get_time", {"timezone": "UTC"}, actor="m")
-    text = llm.agent.transcript(
+    text = transcript(
         [
             Message.user("Time?"),
             c,

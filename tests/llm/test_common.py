@@ -12,7 +12,7 @@ import stalwart as sw
 from stalwart.core.message import Message
 from stalwart.llm import ToolSpec, Usage, tool_specs
 from stalwart.llm._common import ProviderStreamError, turns
-from stalwart.llm._convert_openai import ChatStreamAccumulator, from_chat_completion
+from stalwart.llm._convert_openai_chat import ChatStreamAccumulator, from_chat_completion
 from stalwart.llm._tools import parse_arguments
 
 from .conftest import payload_json, sse_events
@@ -153,7 +153,8 @@ def test_llm_imports_without_the_sdks() -> None:
         "import sys\n"
         "sys.modules['openai'] = None\n"
         "sys.modules['anthropic'] = None\n"
-        "import stalwart.llm, stalwart.llm._convert_openai, stalwart.llm._convert_anthropic\n"
+        "import stalwart.llm, stalwart.llm._convert_openai_chat, stalwart.llm._convert_anthropic\n"
+        "import stalwart.llm._convert_openai_responses\n"
         "from stalwart.llm import Agent, ToolSpec, Usage\n"
         "for build, args in ((stalwart.llm.openai, ('gpt-4.1-mini',)),\n"
         "                    (stalwart.llm.anthropic, ('claude-haiku-4-5',))):\n"

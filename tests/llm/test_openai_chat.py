@@ -14,7 +14,7 @@ import pytest
 
 from stalwart.core.message import ActionResult, Media, Message
 from stalwart.llm import Usage
-from stalwart.llm._convert_openai import (
+from stalwart.llm._convert_openai_chat import (
     ChatStreamAccumulator,
     from_chat_completion,
     to_chat_messages,

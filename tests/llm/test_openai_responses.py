@@ -12,7 +12,7 @@ import pytest
 from stalwart.core.message import ActionResult, Media, Message
 from stalwart.llm import Usage
 from stalwart.llm._common import ProviderStreamError
-from stalwart.llm._convert_openai import (
+from stalwart.llm._convert_openai_responses import (
     ResponsesStreamAccumulator,
     from_response,
     to_responses_input,

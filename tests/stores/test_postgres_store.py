@@ -28,7 +28,9 @@ from stalwart.core.ledger import RunRecord, StepRecord
 psycopg = pytest.importorskip("psycopg") if not os.environ.get("CI") else __import__("psycopg")
 
 from stalwart.stores import postgres as pg  # noqa: E402
+from stalwart.stores.base import SPILL_BYTES  # noqa: E402
 from stalwart.stores.postgres import PostgresStore  # noqa: E402
+from stalwart.stores.postgres.statements import PgStatements  # noqa: E402
 
 PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -346,22 +348,22 @@ async def test_queue_rate_limit(store: PostgresStore) -> None:
 async def test_concurrent_steps_share_commits(store: PostgresStore) -> None:
     run = await _running(store)
     statements = 0
-    original = pg._Sql.record
+    original = PgStatements.record
 
-    def counting(self: pg._Sql, n: int, big: bool) -> str:
+    def counting(self: PgStatements, n: int, big: bool) -> str:
         nonlocal statements
         statements += 1
         return original(self, n, big)
 
-    big = '"' + "x" * (pg.SPILL_BYTES + 1) + '"'
+    big = '"' + "x" * (SPILL_BYTES + 1) + '"'
     outputs = [big if i % 100 == 7 else str(i) for i in range(500)]  # some spill
-    pg._Sql.record = counting  # type: ignore[method-assign]
+    PgStatements.record = counting  # type: ignore[method-assign]
     try:
         won = await asyncio.gather(
             *(store.record_step(run.id, run.fence, _step(str(i), outputs[i])) for i in range(500))
         )
     finally:
-        pg._Sql.record = original  # type: ignore[method-assign]
+        PgStatements.record = original  # type: ignore[method-assign]
     assert [w.output for w in won] == outputs
     steps = await store.load_steps(run.id)
     assert [steps[str(i)].output for i in range(500)] == outputs
@@ -381,7 +383,7 @@ async def test_large_values_are_kept_out_of_the_hot_table(
     store: PostgresStore, schema: str
 ) -> None:
     run = await _running(store)
-    big = '"' + "x" * (pg.SPILL_BYTES + 10) + '"'
+    big = '"' + "x" * (SPILL_BYTES + 10) + '"'
     step = StepRecord("1", "p", "h", big, big, None, 1, 1.0, 2.0)
     assert (await store.record_step(run.id, run.fence, step)) is step
     loser = StepRecord("1", "p", "h", big, '"other"', None, 1, 1.0, 2.0)

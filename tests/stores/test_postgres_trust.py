@@ -34,6 +34,7 @@ from psycopg_pool import PoolTimeout  # noqa: E402
 
 from stalwart.stores import postgres as pg  # noqa: E402
 from stalwart.stores.postgres import PostgresStore  # noqa: E402
+from stalwart.stores.postgres import schema as pg_schema  # noqa: E402
 
 PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 A = "host-a:1:a"
@@ -319,8 +320,8 @@ async def test_a_store_down_past_the_retries_is_unavailable(
 def test_errors_are_told_apart_by_what_a_retry_would_do(
     exc: psycopg.Error, transient: bool
 ) -> None:
-    assert pg._transient(exc) is transient
-    assert isinstance(pg._classified(exc, "doing it"), StoreUnavailable) is transient
+    assert pg_schema.transient(exc) is transient
+    assert isinstance(pg_schema.classified(exc, "doing it"), StoreUnavailable) is transient
 
 
 async def test_a_long_run_id_is_cut_short_in_messages(store: PostgresStore) -> None:
@@ -365,7 +366,7 @@ async def test_a_schema_of_the_previous_version_is_migrated(fresh_schema: str) -
             f"CREATE TABLE {s}.stalwart_schema (version INTEGER PRIMARY KEY, "
             "applied_at DOUBLE PRECISION NOT NULL)"
         )
-        for statement in pg._MIGRATIONS[1]:
+        for statement in pg_schema.MIGRATIONS[1]:
             conn.execute(statement.format(s=s))
         conn.execute(f"INSERT INTO {s}.stalwart_schema VALUES (1, 0)")
     store = PostgresStore.from_url(_url(fresh_schema, durability="group"))

@@ -45,6 +45,8 @@ def register_core_type(
     """Encode values of ``cls`` as ``{"$t": tag, "v": to_data(value)}``,
     read back with ``from_data``. For the core's own types (a :class:`Message`)."""
     _CORE_TYPES[tag] = (cls, to_data, from_data)
+
+
 _PLAIN = (str, int, float, bool, type(None))
 _PLAIN_TYPES = frozenset(_PLAIN)
 

@@ -19,6 +19,7 @@ import uuid as _uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
+from .errors import StalwartError
 from .ledger import StepRecord
 from .recorded import recorded_outcome
 
@@ -38,15 +39,57 @@ class SupportsPolicy(Protocol[P, R_co]):
 
 class Engine(Protocol):
     """What a context reaches: the execution of its run
-    (:class:`~stalwart.core.engine.execution.Execution`)."""
+    (:class:`~stalwart.core.engine.execution.Execution`).
+
+    Besides what :class:`Context` needs, it is the public journaling API
+    (``docs/journaling.md``): what a layer above the core (``stalwart.flow``,
+    journeys, mailboxes) uses to run its own units of work durably inside a
+    run, without reaching into the engine's private state.
+    """
 
     run_id: str
     listeners: list[Any]
     replay: dict[str, StepRecord]
 
+    @property
+    def durable(self) -> bool:
+        """Whether this run records its steps (a ledger), so units must be keyed."""
+        ...
+
+    @property
+    def watched(self) -> bool:
+        """Whether someone streams this run, so events are worth building."""
+        ...
+
+    def context(self, key: str) -> Context:
+        """A context of this run for the unit of work at ``key`` (S1 below it)."""
+        ...
+
     def step(
         self, key: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Coroutine[Any, Any, Any]: ...
+    def run_unit(
+        self,
+        key: str,
+        name: str,
+        work: Callable[[Context], Awaitable[Any]],
+        args: dict[str, Any] | None = None,
+    ) -> Coroutine[Any, Any, Any]:
+        """Replay the unit at ``key``, or run ``work`` once and record its outcome."""
+        ...
+
+    def replayed_unit(self, key: str, name: str, args: dict[str, Any]) -> tuple[bool, Any]:
+        """A unit's recorded outcome read back without the event loop."""
+        ...
+
+    def replayed_values(self, kind: str) -> dict[str, Any]:
+        """The decoded values of every replayed record of ``kind``, by key."""
+        ...
+
+    def halt(self, cause: StalwartError) -> BaseException:
+        """Stop the run: a record that does not fit is the run's problem."""
+        ...
+
     def emit(
         self, key: str, value: Any, *, replayed: bool = False, marked: bool = False
     ) -> None: ...
@@ -65,7 +108,8 @@ class Engine(Protocol):
         priority: int,
     ) -> list[str]: ...
     async def await_children(self, key: str, ids: list[str]) -> list[dict[str, Any]]: ...
-    async def patched(self, parent_key: str, ctx: Context, change: str) -> bool: ...
+    def takes_patch(self, key: str, change: str) -> bool: ...
+    async def mark_patch(self, key: str, change: str) -> None: ...
 
 
 class Context:
@@ -88,9 +132,22 @@ class Context:
         """This step's key in the ledger ("" for the run's root)."""
         return self.key
 
-    def _next_key(self) -> str:
+    @property
+    def engine(self) -> Engine:
+        """The execution this context belongs to: the journaling API for
+        layers that run their own units of work durably (docs/journaling.md)."""
+        return self._x
+
+    def next_key(self) -> str:
+        """Take the key of this step's next child (S1): the parent's key, a
+        dot, the next number. Take it synchronously, before any await, so that
+        units started together keep their keys on every execution."""
         self._seq += 1
         return f"{self.key}.{self._seq}" if self.key else str(self._seq)
+
+    def _peek_key(self) -> str:
+        # The key next_key() would take, without taking it.
+        return f"{self.key}.{self._seq + 1}" if self.key else str(self._seq + 1)
 
     # -- calling -------------------------------------------------------------
     @overload
@@ -124,8 +181,7 @@ class Context:
         """
         x = self._x
         if x.listeners:
-            after = f"{self.key}.{self._seq + 1}" if self.key else str(self._seq + 1)
-            x.emit(self.key, value, replayed=after in x.replay)
+            x.emit(self.key, value, replayed=self._peek_key() in x.replay)
 
     def stream_text(self, text: str) -> None:
         """Send a piece of text a model is producing (a token delta) to listeners.
@@ -137,15 +193,15 @@ class Context:
     # -- recorded services -----------------------------------------------------
     async def now(self) -> float:
         """The wall clock as a Unix timestamp, recorded so replay sees the same."""
-        return float(await self._x.recorded(self._next_key(), "now", time.time))
+        return float(await self._x.recorded(self.next_key(), "now", time.time))
 
     async def uuid(self) -> str:
         """A random UUID (hex string), recorded so replay sees the same."""
-        return str(await self._x.recorded(self._next_key(), "uuid", lambda: str(_uuid.uuid4())))
+        return str(await self._x.recorded(self.next_key(), "uuid", lambda: str(_uuid.uuid4())))
 
     async def random(self) -> float:
         """A float in [0, 1), recorded so replay sees the same."""
-        return float(await self._x.recorded(self._next_key(), "random", _random.random))
+        return float(await self._x.recorded(self.next_key(), "random", _random.random))
 
     async def sleep(self, seconds: float) -> None:
         """Sleep durably: a long sleep suspends the run and frees everything.
@@ -153,7 +209,7 @@ class Context:
         The wake time is recorded the first time, so a run resumed after a
         crash wakes when it was meant to, not ``seconds`` after the restart.
         """
-        await self._x.sleep(self._next_key(), seconds)
+        await self._x.sleep(self.next_key(), seconds)
 
     async def wait_for(self, signal: str, timeout: float | None = None) -> Any:
         """Wait for ``runner.signal(run_id, signal, payload)`` and return the payload.
@@ -161,8 +217,8 @@ class Context:
         Signals queue up: one sent before the run waits is not lost. With a
         ``timeout`` (seconds), raise :class:`TimeoutError` when none arrives.
         """
-        deadline_key = self._next_key()
-        key = self._next_key()
+        deadline_key = self.next_key()
+        key = self.next_key()
         return await self._x.wait_for(deadline_key, key, signal, timeout)
 
     async def ask(self, prompt: str, *, signal: str = "input", timeout: float | None = None) -> Any:
@@ -186,7 +242,7 @@ class Context:
         child is done. The child's id derives from this step, so a replay
         finds the same child instead of starting another.
         """
-        key = self._next_key()
+        key = self.next_key()
         ids = await self._x.spawn(key, target, [(args, kwargs)], queue, priority)
         return Child(self, ids[0])
 
@@ -204,11 +260,11 @@ class Context:
         This run suspends (holding nothing) while the children work. If a
         child failed, its error is raised.
         """
-        key = self._next_key()
+        key = self.next_key()
         ids = await self._x.spawn(key, target, [((item,), {}) for item in items], queue, priority)
         if not ids:
             return []
-        outcomes = await self._x.await_children(self._next_key(), ids)
+        outcomes = await self._x.await_children(self.next_key(), ids)
         return [_unwrap(child_id, o) for child_id, o in zip(ids, outcomes, strict=True)]
 
     async def patched(self, change: str) -> bool:
@@ -218,7 +274,12 @@ class Context:
         that reach this point live take the new one (True). Keep both paths
         until no run from before the change is left.
         """
-        return await self._x.patched(self.key, self, change)
+        key = self._peek_key()
+        if not self._x.takes_patch(key, change):
+            return False  # this run passed here on code without the change
+        self._seq += 1  # taken before the await below, as every key is (S1)
+        await self._x.mark_patch(key, change)
+        return True
 
 
 class Child:
@@ -232,7 +293,8 @@ class Child:
 
     async def result(self) -> Any:
         """The child's result (its error raised), suspending the parent meanwhile."""
-        outcomes = await self._ctx._x.await_children(self._ctx._next_key(), [self.run_id])
+        ctx = self._ctx
+        outcomes = await ctx.engine.await_children(ctx.next_key(), [self.run_id])
         return _unwrap(self.run_id, outcomes[0])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import typing
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -25,8 +26,10 @@ __all__ = [
     "ToolSpec",
     "as_policy",
     "current_context",
+    "current_step",
     "policy",
     "same_policy",
+    "use_context",
     "where_defined",
 ]
 
@@ -35,8 +38,10 @@ R = TypeVar("R")
 C = TypeVar("C", bound="Context")
 
 # The context of the step running in this task, so that ``await some_policy()``
-# inside a policy becomes a child step without passing ``ctx`` around.
-_current: ContextVar[Context | None] = ContextVar("stalwart_context", default=None)
+# inside a policy becomes a child step without passing ``ctx`` around. Public
+# for the engine, which sets it around every call on its hot path; other code
+# reads it with current_context() and sets it with use_context().
+current_step: ContextVar[Context | None] = ContextVar("stalwart_context", default=None)
 
 
 def _not_installed(pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -60,7 +65,25 @@ def on_detached_call(
 
 def current_context() -> Context | None:
     """The context of the step that is running here, if any."""
-    return _current.get()
+    return current_step.get()
+
+
+class use_context:
+    """``with use_context(ctx):`` code inside runs as step ``ctx``: a policy it
+    awaits becomes a child step of ``ctx`` (what a layer running user code as
+    a unit of work needs, e.g. a flow node's ``prep``). ``None`` runs it
+    outside any run. A class, not ``@contextmanager``: it is on a flow's path."""
+
+    __slots__ = ("ctx", "token")
+
+    def __init__(self, ctx: Context | None) -> None:
+        self.ctx = ctx
+
+    def __enter__(self) -> None:
+        self.token = current_step.set(self.ctx)
+
+    def __exit__(self, *exc: object) -> None:
+        current_step.reset(self.token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +106,7 @@ class Policy(Generic[P, R]):
         "__dict__",
         "backoff",
         "ctx_class",
+        "declared",
         "fn",
         "is_async",
         "max_backoff",
@@ -131,6 +155,7 @@ class Policy(Generic[P, R]):
         self.timeout = timeout
         self.record = record
         self.max_parallel = max_parallel
+        self.declared = False  # declare_types() done (read on every durable step)
         # No retries, no timeout, a coroutine: the runtime's fast path.
         self.simple = self.is_async and not retries and timeout is None
         functools_update(self, fn)
@@ -156,9 +181,9 @@ class Policy(Generic[P, R]):
         the program said these may appear in its steps. Done once, lazily,
         because a hint may name a class defined after the decorator ran.
         """
-        if "_declared" in self.__dict__:
+        if self.declared:
             return
-        self.__dict__["_declared"] = True
+        self.declared = True
         fn: Any = self.fn
         target = fn if (inspect.isfunction(fn) or inspect.ismethod(fn)) else type(fn).__call__
         declare_hints(target)
@@ -189,7 +214,7 @@ class Policy(Generic[P, R]):
 
     # -- calling -------------------------------------------------------------
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
-        ctx = _current.get()
+        ctx = current_step.get()
         if ctx is not None:
             return ctx.call(self, *args, **kwargs)
         return _detached(self, args, kwargs)
@@ -296,8 +321,6 @@ def _context_param(fn: Callable[..., Any]) -> type[Context] | None:
     ann = params[0].annotation
     if isinstance(ann, str):
         try:
-            import typing
-
             ann = typing.get_type_hints(fn).get(params[0].name, ann)
         except Exception:
             ann = _resolve_name(fn, ann)

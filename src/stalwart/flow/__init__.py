@@ -14,6 +14,7 @@ import copy
 import time
 import warnings
 
+from . import durable  # noqa: F401 (installs how flows enter runs: ._seam.Runtime)
 from .flow import (
     AsyncBatchFlow,
     AsyncFlow,

@@ -54,6 +54,13 @@ How a durable runtime hooks in (what :mod:`stalwart.flow.durable` does):
   live from there.
 - `call` runs inside synchronous code: a journal write there must be
   synchronous too (or buffered until the next async point).
+
+The other half of the seam is how a flow enters a run, the two places where
+the graph classes hand themselves to the runtime: `Flow.__stalwart_policy__`
+(a flow run as a policy) and `AsyncFlow.run_async` inside a run. The runtime
+(:mod:`stalwart.flow.durable`, loaded with the package) installs a `Runtime`
+with `install_runtime`; the graph modules ask `runtime()`. So the graph never
+imports the runtime that walks it: layers point one way.
 """
 
 from __future__ import annotations
@@ -61,12 +68,22 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from .node import BaseNode
+from ..core.context import Context
+from ..core.policy import Policy
 
-__all__ = ["FlowHook", "Phase", "current_hook", "invoke", "invoke_async", "use_hook"]
+__all__ = [
+    "FlowHook",
+    "Phase",
+    "Runtime",
+    "current_hook",
+    "install_runtime",
+    "invoke",
+    "invoke_async",
+    "runtime",
+    "use_hook",
+]
 
 Phase = Literal["prep", "exec", "post", "walk"]
 
@@ -79,11 +96,13 @@ class FlowHook(Protocol):
     Each method must either call ``fn(*args)`` (and may record its result) or
     return a recorded result instead; it must not call the node's methods
     itself, so that retries, fallbacks and batches stay in one place.
+    ``node`` is the `BaseNode` copy that runs (typed ``Any`` here because the
+    node classes build on this module, not the other way round).
     """
 
     def call(
         self,
-        node: BaseNode,
+        node: Any,
         phase: Phase,
         index: int,
         fn: Callable[..., _T],
@@ -92,7 +111,7 @@ class FlowHook(Protocol):
 
     def call_async(
         self,
-        node: BaseNode,
+        node: Any,
         phase: Phase,
         index: int,
         fn: Callable[..., Awaitable[_T]],
@@ -104,7 +123,7 @@ current_hook: ContextVar[FlowHook | None] = ContextVar("stalwart_flow_hook", def
 _get_hook = current_hook.get
 
 
-def invoke(node: BaseNode, phase: Phase, index: int, fn: Callable[..., _T], *args: Any) -> _T:
+def invoke(node: Any, phase: Phase, index: int, fn: Callable[..., _T], *args: Any) -> _T:
     """Call user code from a flow, through the hook if one is installed."""
     hook = _get_hook()
     if hook is None:
@@ -113,7 +132,7 @@ def invoke(node: BaseNode, phase: Phase, index: int, fn: Callable[..., _T], *arg
 
 
 def invoke_async(
-    node: BaseNode, phase: Phase, index: int, fn: Callable[..., Awaitable[_T]], *args: Any
+    node: Any, phase: Phase, index: int, fn: Callable[..., Awaitable[_T]], *args: Any
 ) -> Awaitable[_T]:
     """Async twin of `invoke`; a plain function so the default path adds no frame."""
     hook = _get_hook()
@@ -130,3 +149,30 @@ def use_hook(hook: FlowHook | None) -> Iterator[None]:
         yield
     finally:
         current_hook.reset(token)
+
+
+class Runtime(Protocol):
+    """How a flow enters a run (what :mod:`stalwart.flow.durable` provides)."""
+
+    def policy_of(self, flow: Any) -> Policy[..., Any]:
+        """The flow as a policy: run it on a shared store, return the store."""
+        ...
+
+    def run_inside(self, ctx: Context, flow: Any, shared: Any) -> Awaitable[Any]:
+        """``flow.run_async(shared)`` inside the run of ``ctx``, journaled."""
+        ...
+
+
+_runtime: list[Runtime] = []
+
+
+def install_runtime(rt: Runtime) -> None:
+    """Install how flows enter runs; the package does it once, at import."""
+    _runtime[:] = [rt]
+
+
+def runtime() -> Runtime:
+    """The installed runtime (always there once ``stalwart.flow`` is imported)."""
+    if not _runtime:
+        raise RuntimeError("stalwart.flow.durable is not loaded; import stalwart.flow")
+    return _runtime[0]

@@ -13,14 +13,11 @@ import asyncio
 import copy
 import copyreg
 import warnings
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from ..core.policy import current_context
-from ._seam import invoke, invoke_async
+from ..core.policy import Policy, current_context
+from ._seam import invoke, invoke_async, runtime
 from .node import AsyncNode, BaseNode
-
-if TYPE_CHECKING:
-    from ..core.policy import Policy
 
 __all__ = [
     "AsyncBatchFlow",
@@ -91,9 +88,7 @@ class Flow(BaseNode):
 
         See `stalwart.flow.durable` for what a durable runner records.
         """
-        from .durable import flow_policy
-
-        return flow_policy(self)
+        return runtime().policy_of(self)
 
     def get_next_node(self, curr: BaseNode, action: Any) -> BaseNode | None:
         """Follow `action` (None meaning "default") from `curr`.
@@ -159,9 +154,7 @@ class AsyncFlow(Flow, AsyncNode):
         if ctx is None:
             return await self._run_async(shared)
         # Inside a run (a policy, a node's exec): journaled as part of that run.
-        from .durable import run_here
-
-        return await run_here(ctx, self, shared)
+        return await runtime().run_inside(ctx, self, shared)
 
     async def _walk_async(self, shared: Any, params: dict[str, Any] | None = None) -> Any:
         walk_params = {**self.params} if params is None else params

@@ -19,6 +19,7 @@ constructor functions; their modules' classes are exported here too.
 from __future__ import annotations
 
 from ._common import ProviderStreamError
+from ._compaction import Compaction, ContextPolicy, ModelCall, Window, window
 from ._errors import (
     AuthenticationFailed,
     BudgetExceeded,
@@ -35,7 +36,7 @@ from ._model import model
 from ._provider import Provider
 from ._tools import ToolSpec, tool_specs
 from ._usage import Usage, run_usage, usage_of
-from .agent import Agent, Compaction, ContextPolicy, ModelCall, Window, window
+from .agent import Agent
 from .anthropic import AnthropicMessages, anthropic
 from .openai import OpenAIChat, OpenAIResponses, openai
 

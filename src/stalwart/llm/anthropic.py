@@ -109,15 +109,15 @@ def anthropic(
     """
     if client is None:
         sdk = import_sdk("anthropic", "anthropic", "the Anthropic provider")
-        options: dict[str, Any] = {
+        client_settings: dict[str, Any] = {
             "api_key": resolve_api_key(api_key, ENV_VAR, "the Anthropic provider"),
             "max_retries": max_retries,
         }
         if base_url is not None:
-            options["base_url"] = base_url
+            client_settings["base_url"] = base_url
         if timeout is not None:
-            options["timeout"] = timeout
-        client = sdk.AsyncAnthropic(**options)
+            client_settings["timeout"] = timeout
+        client = sdk.AsyncAnthropic(**client_settings)
     return AnthropicMessages(
         model, client=client, max_tokens=max_tokens, stream=stream, name=name, **params
     )

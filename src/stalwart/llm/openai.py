@@ -16,13 +16,15 @@ import os
 from typing import Any, Literal
 
 from ..core.message import Message
-from ._convert_openai import (
+from ._convert_openai_chat import (
     ChatStreamAccumulator,
-    ResponsesStreamAccumulator,
     from_chat_completion,
-    from_response,
     to_chat_messages,
     to_chat_tools,
+)
+from ._convert_openai_responses import (
+    ResponsesStreamAccumulator,
+    from_response,
     to_responses_input,
     to_responses_tools,
 )
@@ -141,14 +143,14 @@ def openai(
             # A local server (Ollama, vLLM, LM Studio...) takes any key, but the
             # SDK refuses to start without one.
             api_key = os.environ.get(ENV_VAR) or "none"
-        options: dict[str, Any] = {
+        client_settings: dict[str, Any] = {
             "api_key": resolve_api_key(api_key, ENV_VAR, "the OpenAI provider"),
             "max_retries": max_retries,
         }
         if base_url is not None:
-            options["base_url"] = base_url
+            client_settings["base_url"] = base_url
         if timeout is not None:
-            options["timeout"] = timeout
-        client = sdk.AsyncOpenAI(**options)
+            client_settings["timeout"] = timeout
+        client = sdk.AsyncOpenAI(**client_settings)
     cls = OpenAIChat if api == "chat" else OpenAIResponses
     return cls(model, client=client, stream=stream, name=name, **params)

@@ -192,8 +192,44 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def list_runs(
-        self, status: str | None = None, limit: int = 100, offset: int = 0
-    ) -> list[RunRecord]: ...
+        self,
+        status: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        *,
+        queue: str | None = None,
+        policy: str | None = None,
+        id_contains: str | None = None,
+        created_after: float | None = None,
+        created_before: float | None = None,
+        before: tuple[float, str] | None = None,
+    ) -> list[RunRecord]:
+        """Runs newest first, by ``(created_at, id)``, up to ``limit``.
+
+        Filters combine: ``status``, ``queue`` and ``policy`` match exactly;
+        ``id_contains`` is literal text found anywhere in the id (``%`` and
+        ``_`` are plain characters); ``created_after <= created_at <
+        created_before``. To page, pass as ``before`` the ``(created_at, id)``
+        of the last run of the previous page: each page then costs its own
+        rows however deep it is, where ``offset`` (kept for old callers)
+        re-reads every row it skips.
+        """
+
+    @abc.abstractmethod
+    async def count_runs(
+        self, *, queue: str | None = None, policy: str | None = None
+    ) -> dict[str, dict[str, int]]:
+        """How many runs there are, as ``{status: {queue: count}}``.
+
+        Only statuses and queues that have runs appear; ``queue`` and
+        ``policy`` narrow what is counted. One query.
+        """
+
+    @abc.abstractmethod
+    async def waiting_for_signals(self, limit: int = 100) -> list[RunRecord]:
+        """Suspended runs waiting for a signal (``waiting_for`` holds its
+        name; a wait for child runs is not one), the longest waiting first:
+        by when they suspended (``updated_at``), then id."""
 
     @abc.abstractmethod
     async def claim(self, run_id: str, owner: str, lease: float) -> RunRecord | None:

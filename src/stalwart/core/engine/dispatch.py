@@ -36,6 +36,8 @@ class Dispatch(Journal):
         ) -> Coroutine[Any, Any, Any]: ...
 
     async def dispatch(self, key: str, result: Any, options: Any, pol: Policy[Any, Any]) -> Any:
+        """Run the action calls in ``result`` (the reply of step ``key``,
+        offered ``options``) and return the messages followed by the results."""
         # With options, a reply is always a list of messages (``history +=``).
         if isinstance(result, Message):
             messages = [result]

@@ -14,22 +14,24 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 from .. import codec
 from ..context import Context
 from ..errors import StoreError, Veto
 from ..events import CallFailed, CallFinished, CallInfo, CallStarted
 from ..ledger import StepRecord
-from ..policy import Policy, _current, as_policy, on_detached_call
+from ..policy import Policy, as_policy, current_step, on_detached_call
 from ..recorded import error_from_json, error_to_json, warn_rebuilt
 from .control import NOT_STEP_ERRORS, Halt, as_exception, is_step_failure
 from .dispatch import Dispatch
-from .identity import args_for_record, identity_json, step_hash
+from .identity import OPTIONS, args_for_record, identity_json, step_hash
 from .waits import Waits
 
-__all__ = ["Execution", "run_detached"]
+__all__ = ["Execution", "Unit", "run_detached"]
+
+T = TypeVar("T")
 
 
 class _Step:
@@ -37,7 +39,7 @@ class _Step:
 
     __slots__ = ("args_hash", "args_json", "info", "key", "n", "pol", "recorded", "started")
 
-    def __init__(self, key: str, pol: Policy[Any, Any], *, recorded: bool) -> None:
+    def __init__(self, key: str, pol: Policy[Any, Any] | Unit, *, recorded: bool) -> None:
         self.key = key
         self.pol = pol
         self.recorded = recorded  # written to the ledger (a store, a recorded policy, not the root)
@@ -47,6 +49,30 @@ class _Step:
         self.started = time.time()
 
 
+class Unit:
+    """A unit of work that is not a policy, run as one step by
+    :meth:`Execution.run_unit`: recorded, one attempt, no timeout (the work
+    retries itself if it wants to), never an options dispatch. Its ``args``
+    are its identity only (S1, S5); ``work`` gets just the unit's context.
+    It has the attributes of a :class:`Policy` that a step reads."""
+
+    __slots__ = ("name", "work")
+    record = True
+    simple = True
+    declared = True  # nothing to declare: whoever runs a unit reads its value back
+    ctx_class: type[Context] | None = None
+
+    def __init__(self, name: str, work: Callable[[Context], Awaitable[Any]]) -> None:
+        self.name = name
+        self.work = work
+
+    def invoke(self, ctx: Context, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Awaitable[Any]:
+        return self.work(ctx)
+
+    def declare_types(self) -> None:
+        """Nothing to declare (``declared`` is always true)."""
+
+
 class Execution(Dispatch, Waits):
     """One run being executed in this process: steps, replay, recording."""
 
@@ -54,34 +80,17 @@ class Execution(Dispatch, Waits):
     def step(
         self, key: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Coroutine[Any, Any, Any]:
+        """Run ``target`` as the step ``key`` of this run (``Context.call``)."""
         if self.halted is not None:
             raise Halt(self.halted)
         pol = target if type(target) is Policy else as_policy(target)
+        if kwargs and OPTIONS in kwargs:
+            return self._offering(key, pol, args, kwargs)
         if self.plain and pol.simple:
             return self._plain(key, pol, args, kwargs)
         return self._full(key, pol, args, kwargs)
 
-    async def _plain(
-        self, key: str, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        ctx = (pol.ctx_class or Context)(self, key)
-        token = _current.set(ctx)
-        try:
-            if pol.takes_ctx:
-                result = await pol.fn(ctx, *args, **kwargs)
-            else:
-                result = await pol.fn(*args, **kwargs)
-        except BaseException as caught:
-            if isinstance(caught, Exception) or not is_step_failure(caught):
-                raise
-            raise as_exception(caught) from caught
-        finally:
-            _current.reset(token)
-        if kwargs and "options" in kwargs:
-            return await self.dispatch(key, result, kwargs["options"], pol)
-        return result
-
-    async def _full(
+    async def _offering(
         self,
         key: str,
         pol: Policy[Any, Any],
@@ -89,68 +98,106 @@ class Execution(Dispatch, Waits):
         kwargs: dict[str, Any],
         root: bool = False,
     ) -> Any:
+        """A step offered ``options``: the reply's action calls run as steps
+        of their own once the step's outcome is known, live or replayed."""
+        if self.plain and pol.simple:
+            result = await self._plain(key, pol, args, kwargs)
+        else:
+            result = await self._full(key, pol, args, kwargs, root)
+        return await self.dispatch(key, result, kwargs[OPTIONS], pol)
+
+    async def _plain(
+        self, key: str, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """In memory, nobody watching, no retry or timeout: just the call."""
+        ctx = (pol.ctx_class or Context)(self, key)
+        token = current_step.set(ctx)
+        try:
+            if pol.takes_ctx:
+                return await pol.fn(ctx, *args, **kwargs)
+            return await pol.fn(*args, **kwargs)
+        except BaseException as caught:
+            if isinstance(caught, Exception) or not is_step_failure(caught):
+                raise
+            raise as_exception(caught) from caught
+        finally:
+            current_step.reset(token)
+
+    async def _full(
+        self,
+        key: str,
+        pol: Policy[Any, Any] | Unit,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        root: bool = False,
+    ) -> Any:
         """One step, in the contract's order: replay if recorded (S2, S5),
         else execute (retries, timeout), record the outcome (S3, S4, S11),
         and only then let the caller see it."""
-        # This is the hot path of every durable step: each extra coroutine
-        # here costs B2 a few per cent, hence the inlined checks below.
+        # The hot path of every durable step: each coroutine added here costs
+        # B2, hence the single attempt inlined below rather than a method.
         step = _Step(key, pol, recorded=self.store is not None and pol.record and not root)
         if step.recorded:
-            if "_declared" not in pol.__dict__:
-                pol.declare_types()
-            step.args_json = identity_json(args, kwargs, key)
-            step.args_hash = step_hash(step.args_json)
-            rec = self.replay.get(key)
-            if rec is not None:
-                result = self.replayed_value(rec, key, pol.name, step.args_json, step.args_hash)
-                if kwargs and "options" in kwargs:
-                    return await self.dispatch(key, result, kwargs["options"], pol)
-                return result
+            rec = self._identify(step, args, kwargs)
+            if rec is not None:  # S2: answered from the ledger, nothing executes
+                return self.replayed_value(rec, key, pol.name, step.args_json, step.args_hash)
         if self.hooks or self.listeners:
-            step.info = CallInfo(self.run_id, key, pol.name, args_for_record(args, kwargs))
-            if self.listeners:
-                self.publish(CallStarted(self.run_id, key, pol.name, step.info.arguments))
+            self._announce(step, args, kwargs)
         try:
             for hook in self.hooks:
                 await hook.before_call(step.info)  # type: ignore[arg-type]
             if pol.simple:  # one attempt, no timeout: no retry loop to enter
                 step.n = 1
                 ctx = (pol.ctx_class or Context)(self, key)
-                token = _current.set(ctx)
+                token = current_step.set(ctx)
                 try:
                     result = await pol.invoke(ctx, args, kwargs)
                 finally:
-                    _current.reset(token)
+                    current_step.reset(token)
             else:
+                assert isinstance(pol, Policy)  # a Unit is always simple
                 result = await self._attempts(key, pol, args, kwargs, step)
             output = None
-            if step.recorded:
+            if step.recorded:  # S11: a value that cannot be recorded is the step's error
                 output = codec.dumps(result, f"result of step {key} ({pol.name})")
         except BaseException as caught:
             if not is_step_failure(caught):
                 raise
-            result = await self._failure(step, caught)
-        else:
-            if step.recorded:
-                # self.record_step(), inlined (one coroutine less per step).
-                rec = StepRecord(
-                    key, pol.name, step.args_hash, step.args_json, output, None,
-                    step.n, step.started, time.time(),
-                )  # fmt: skip
-                if self.halted is not None:
-                    raise Halt(self.halted)
-                try:
-                    won = await self.store.record_step(self.run_id, self.fence, rec)  # type: ignore[union-attr]
-                except StoreError as exc:
-                    raise self.halt(exc) from exc
-                self.live_steps += 1
-                if won is not rec:  # the first recorded result wins for every reader (S3)
-                    result = self.replayed_value(won, key, pol.name, step.args_json, step.args_hash)
-            if step.info is not None:
-                await self._finished(step, result)
-        if kwargs and "options" in kwargs:  # the reply's action calls run now (or replay)
-            return await self.dispatch(key, result, kwargs["options"], pol)
+            return await self._failure(step, caught)  # S4
+        if step.recorded:
+            rec = self._record_of(step, output, None)
+            # Journal.record_step, inlined: one coroutine less on every step.
+            if self.halted is not None:
+                raise Halt(self.halted)
+            try:
+                won = await self.store.record_step(self.run_id, self.fence, rec)  # type: ignore[union-attr]
+            except StoreError as exc:
+                raise self.halt(exc) from exc
+            self.live_steps += 1
+            if won is not rec:  # S3: the first recorded outcome wins, for every reader
+                result = self.replayed_value(won, key, pol.name, step.args_json, step.args_hash)
+        if step.info is not None:
+            await self._finished(step, result)
         return result
+
+    def _identify(
+        self, step: _Step, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> StepRecord | None:
+        """The step's identity as recorded (S1, S5), and its record if replayed."""
+        pol = step.pol
+        if not pol.declared:  # its values are read back as the types it declares (S13)
+            pol.declare_types()
+        step.args_json = identity_json(args, kwargs, step.key)
+        step.args_hash = step_hash(step.args_json)
+        return self.replay.get(step.key)
+
+    def _announce(self, step: _Step, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Tell hooks and listeners a live call starts (CallStarted)."""
+        info = step.info = CallInfo(
+            self.run_id, step.key, step.pol.name, args_for_record(args, kwargs)
+        )
+        if self.listeners:
+            self.publish(CallStarted(self.run_id, step.key, step.pol.name, info.arguments))
 
     def _record_of(self, step: _Step, output: str | None, error: str | None) -> StepRecord:
         return StepRecord(
@@ -212,7 +259,7 @@ class Execution(Dispatch, Waits):
             attempts.n += 1
             attempt_key = key if attempts.n == 1 else f"{key}@{attempts.n}"
             ctx = (pol.ctx_class or Context)(self, attempt_key)
-            token = _current.set(ctx)
+            token = current_step.set(ctx)
             try:
                 if pol.timeout is None:
                     return await pol.invoke(ctx, args, kwargs)
@@ -237,7 +284,7 @@ class Execution(Dispatch, Waits):
                 if delay > 0:
                     await asyncio.sleep(delay)
             finally:
-                _current.reset(token)
+                current_step.reset(token)
 
     async def _failed(self, info: CallInfo | None, key: str, name: str, err: BaseException) -> None:
         if info is None:
@@ -247,10 +294,60 @@ class Execution(Dispatch, Waits):
         if self.listeners:
             self.publish(CallFailed(self.run_id, key, name, type(err).__name__, str(err)))
 
+    # -- units of work: the journaling API (docs/journaling.md) ----------------
+    def context(self, key: str) -> Context:
+        """A context of this run for the unit of work at ``key``.
+
+        Child steps of code running under it (``with use_context(ctx)``, or
+        ``ctx.next_key()`` for a layer's own units) are keyed below ``key``
+        (S1). The one way to make a context: a layer above the core never
+        builds one by hand.
+        """
+        return Context(self, key)
+
+    def run_unit(
+        self,
+        key: str,
+        name: str,
+        work: Callable[[Context], Awaitable[T]],
+        args: dict[str, Any] | None = None,
+    ) -> Coroutine[Any, Any, T]:
+        """Run ``work`` as the step ``key`` named ``name``, durably.
+
+        The contract of a policy's step, for a layer's own unit of work (a
+        flow node's ``exec``, a journey's transition): recorded, its
+        ``args`` (JSON) and ``name`` are checked on replay (S5), its result
+        returned or its error raised again on replay without running
+        ``work`` (S2, S4), the first recorded outcome wins (S3). ``work`` is
+        called with the unit's context, so what it awaits is keyed below
+        ``key``; it runs once per execution, with no retry or timeout of the
+        engine's. Take ``key`` with :meth:`Context.next_key`.
+        """
+        if self.halted is not None:
+            raise Halt(self.halted)
+        return self._full(key, Unit(name, work), (), args or {})
+
+    def replayed_unit(self, key: str, name: str, args: dict[str, Any]) -> tuple[bool, Any]:
+        """The recorded outcome of the unit at ``key``, for code that cannot
+        await (a sync flow node on a worker thread): ``(False, None)`` when it
+        has none, so the caller runs it live; else ``(True, value)``, or its
+        recorded error raised, after the same identity check as
+        :meth:`run_unit` (S5). Safe from any thread: it touches no store."""
+        rec = self.replay.get(key)
+        if rec is None:
+            return False, None
+        args_json = identity_json((), args, key)
+        return True, self.replayed_value(
+            rec, key, name, args_json, step_hash(args_json), publish=False
+        )
+
     # -- the root ------------------------------------------------------------
     async def run_root(
         self, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
+        """Run the run's root policy (key ``""``, never recorded as a step)."""
+        if kwargs and OPTIONS in kwargs:
+            return await self._offering("", pol, args, kwargs, root=True)
         if self.plain and pol.simple:
             return await self._plain("", pol, args, kwargs)
         return await self._full("", pol, args, kwargs, root=True)

@@ -13,7 +13,20 @@ from ..message import Message
 from ..policy import Policy, as_policy, same_policy, where_defined
 from ..recorded import SCALARS
 
-__all__ = ["args_for_record", "identity_json", "is_option", "option_policies", "step_hash"]
+# The keyword a caller offers policies with (``ctx.call(llm, options=[...])``),
+# public API, which makes a step an options dispatch (.dispatch). Inside the
+# core "options" means only this; a policy's own settings are
+# ``Policy.settings()`` and ``Policy.with_settings``.
+OPTIONS = "options"
+
+__all__ = [
+    "OPTIONS",
+    "args_for_record",
+    "identity_json",
+    "is_option",
+    "option_policies",
+    "step_hash",
+]
 
 
 def args_for_record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -30,7 +43,7 @@ def args_for_record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, 
     if args:
         out["*"] = [tidy(a) for a in args]
     for k, v in kwargs.items():
-        if k == "options" and isinstance(v, list | tuple):
+        if k == OPTIONS and isinstance(v, list | tuple):
             option_policies(v)  # a clear error for anything that is not an option
             out[k] = [f"<policy {as_policy(x).name}>" for x in v]
         else:

@@ -77,10 +77,41 @@ class Journal:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._mailbox: dict[str, deque[Any]] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._decoded: dict[str, dict[str, Any]] = {}
         self._refresh()
 
     def _refresh(self) -> None:
         self.plain = self.store is None and not self.hooks and not self.listeners
+
+    # -- the journaling API (docs/journaling.md) -------------------------------
+    @property
+    def durable(self) -> bool:
+        """Whether this run records its steps: a layer above keys and records
+        its units only then, and in memory runs its user code as is."""
+        return self.store is not None
+
+    @property
+    def watched(self) -> bool:
+        """Whether someone streams this run: events are built only then."""
+        return bool(self.listeners)
+
+    def replayed_values(self, kind: str) -> dict[str, Any]:
+        """The decoded values of every replayed record of ``kind`` (written by
+        :meth:`recorded`), by key; decoded once per execution.
+
+        What a layer reads to rebuild its own state before it goes live (a
+        flow's shared store); a record that cannot be read halts the run.
+        """
+        values = self._decoded.get(kind)
+        if values is None:
+            name = f"stalwart.{kind}"
+            values = {
+                key: self.decode_output(rec, key)
+                for key, rec in self.replay.items()
+                if rec.name == name
+            }
+            self._decoded[kind] = values
+        return values
 
     def listen(self, queue: asyncio.Queue[Any]) -> None:
         self._loop = asyncio.get_running_loop()
@@ -141,7 +172,12 @@ class Journal:
             raise self.halt(exc) from exc
 
     def halt(self, cause: StalwartError) -> Halt:
-        """Stop this execution for good: every later step raises the same."""
+        """Stop this execution for good: every later step raises the same.
+
+        Public for layers above the core: a record of theirs that does not
+        fit (nondeterminism, corruption) is the run's problem, not a step's
+        (S5, S14). Raise what it returns.
+        """
         if self.halted is None:
             self.halted = cause
         return Halt(self.halted)
@@ -155,14 +191,18 @@ class Journal:
         args_hash: str,
         publish: bool = True,
     ) -> Any:
+        """A recorded step's outcome, after checking it is the same call (S5):
+        its value, or its recorded error raised (S4)."""
         if rec.name != name or rec.args_hash != args_hash:
-            raise self.halt(NonDeterminismError(
-                f"step {key} of run {self.run_id} does not match its record:\n"
-                f"  recorded: {rec.name}({rec.args})\n"
-                f"  now:      {name}({args_json})\n"
-                "The policy's code changed, or it is not deterministic; "
-                "guard changed code with `await ctx.patched(...)`."
-            ))
+            raise self.halt(
+                NonDeterminismError(
+                    f"step {key} of run {self.run_id} does not match its record:\n"
+                    f"  recorded: {rec.name}({rec.args})\n"
+                    f"  now:      {name}({args_json})\n"
+                    "The policy's code changed, or it is not deterministic; "
+                    "guard changed code with `await ctx.patched(...)`."
+                )
+            )
         self.replayed_steps += 1
         if rec.error is not None:
             try:
@@ -170,9 +210,7 @@ class Journal:
             except CorruptedRecord as bad:
                 raise self.halt(bad) from None
             if self.listeners and publish:
-                self.publish(
-                    CallFailed(self.run_id, key, name, type(exc).__name__, str(exc), True)
-                )
+                self.publish(CallFailed(self.run_id, key, name, type(exc).__name__, str(exc), True))
             raise exc
         value = self.decode_output(rec, key)
         if self.listeners and publish:
@@ -180,14 +218,20 @@ class Journal:
         return value
 
     def decode_output(self, rec: StepRecord, key: str) -> Any:
+        """A record's output as a value; one that cannot be read halts the run."""
         where = f"step {key} of run {self.run_id!r}: the recorded output cannot be read back"
         try:
             return codec.loads(rec.output or "null", where)
         except CorruptedRecord as bad:
             raise self.halt(bad) from None
 
-
     async def recorded(self, key: str, kind: str, make: Callable[[], Any]) -> Any:
+        """Replay the value recorded at ``key``, or ``make()`` it and record it.
+
+        For values the run must see again on replay (time, ids, a layer's own
+        journal entries): ``make`` runs only live, and the record is named
+        ``stalwart.<kind>`` so that another kind at ``key`` is nondeterminism.
+        """
         if self.store is None:
             return make()
         rec = self.replay.get(key)
@@ -197,22 +241,20 @@ class Journal:
         await self.record_value(key, kind, value)
         return value
 
-    async def record_value(
-        self, key: str, kind: str, value: Any, error: str | None = None
-    ) -> None:
+    async def record_value(self, key: str, kind: str, value: Any, error: str | None = None) -> None:
         assert self.store is not None
         now = time.time()
         rec = StepRecord(
-            key,
-            f"stalwart.{kind}",
-            "",
-            None,
-            None if error else codec.dumps(value, f"step {key}"),
-            error,
-            1,
-            now,
-            now,
-            kind,
+            key=key,
+            name=f"stalwart.{kind}",
+            args_hash="",
+            args=None,
+            output=None if error else codec.dumps(value, f"step {key}"),
+            error=error,
+            attempts=1,
+            started_at=now,
+            finished_at=now,
+            kind=kind,
         )
         await self.write(self.store.record_step(self.run_id, self.fence, rec))
         self.live_steps += 1

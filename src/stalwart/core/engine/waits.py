@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import codec
 from ..errors import StoreError
@@ -20,9 +20,6 @@ from ..policy import as_policy
 from ..recorded import error_to_json
 from .control import Suspend
 from .journal import Journal
-
-if TYPE_CHECKING:
-    from ..context import Context
 
 __all__ = ["Waits"]
 
@@ -83,16 +80,18 @@ class Waits(Journal):
             if not fut.done():
                 fut.set_result(None)
 
-    async def patched(self, parent_key: str, ctx: Context, change: str) -> bool:
-        key = f"{parent_key}.{ctx._seq + 1}" if parent_key else str(ctx._seq + 1)
+    def takes_patch(self, key: str, change: str) -> bool:
+        """Whether a run at ``key`` takes the new path of ``change`` (S5): yes
+        live or when its marker is recorded there; no when the run passed
+        here on older code (another record at ``key``). The context takes the
+        key only on yes, so the old path keeps the keys it had."""
         rec = self.replay.get(key)
-        marker = f"stalwart.patch:{change}"
-        if rec is not None and rec.name != marker:
-            return False  # this run passed here on code without the change
-        ctx._seq += 1
-        if self.store is not None and rec is None:
+        return rec is None or rec.name == f"stalwart.patch:{change}"
+
+    async def mark_patch(self, key: str, change: str) -> None:
+        """Record the patch marker at ``key`` the first time a run passes it."""
+        if self.store is not None and key not in self.replay:
             await self.record_value(key, f"patch:{change}", True)
-        return True
 
     # -- child runs ------------------------------------------------------------
     async def spawn(

@@ -1,0 +1,139 @@
+"""What every command shares: the store it opens, the console it prints on, how it fails.
+
+Each command opens the store, does one thing through the public
+:class:`~stalwart.runner.Runner` API, and closes it. The runner never
+recovers runs on its own here (``recover=False``): a command that inspects
+or signals a run must not start executing other people's runs as a side
+effect. Expected failures (unknown run, bad store, bad input) print one line
+on stderr and exit non-zero; only bugs show a traceback.
+
+Everything printed from a store has its terminal controls escaped, and a
+store URL is printed with its password masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ..core.redact import mask_url, printable, redact
+
+if TYPE_CHECKING:
+    from ..core.ledger import RunRecord
+    from ..core.policy import Policy
+    from ..runner import Runner
+    from ..stores.base import Store
+
+__all__ = [
+    "DEFAULT_STORE",
+    "CLIError",
+    "StoreOption",
+    "console",
+    "execute",
+    "fail",
+    "get_run",
+    "lit",
+    "open_store",
+    "runner_for",
+    "store_url",
+]
+
+T = TypeVar("T")
+
+DEFAULT_STORE = "sqlite:///stalwart.db"
+
+StoreOption = Annotated[
+    str,
+    typer.Option(
+        "--store",
+        "-s",
+        envvar="STALWART_STORE",
+        help="Store URL: sqlite:///path.db or postgresql://…",
+        show_envvar=True,
+    ),
+]
+
+
+class CLIError(Exception):
+    """An expected failure: reported in one line, with an exit code, no traceback."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def console() -> Console:
+    """The console a command prints its result on (no guessing of highlights)."""
+    return Console(highlight=False)
+
+
+def lit(value: object) -> str:
+    """Ledger content (or a user's argument) for a markup string: shown as it
+    is, neither read as markup nor able to drive the terminal."""
+    return escape(printable(str(value)))
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """One line on stderr. Error messages quote store URLs and ledger content
+    (run ids, stored inputs), so passwords are masked here, once for all."""
+    text = printable(redact(message.strip()))
+    first = text.splitlines()[0] if text else "failed"
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        f"[red bold]error:[/] {escape(first)}"
+    )
+    raise typer.Exit(code)
+
+
+def execute(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a command's coroutine; turn expected errors into one line and an exit code."""
+    from ..core.errors import StalwartError
+
+    try:
+        return asyncio.run(make())
+    except CLIError as exc:
+        fail(str(exc), exc.code)
+    except StalwartError as exc:  # unknown run, store errors, input mismatch...
+        fail(str(exc), 1)
+
+
+def open_store(url: str, *, must_exist: bool = True) -> Store:
+    """The store behind ``url``; a missing SQLite file is an error, not a new ledger."""
+    from ..stores import open_store as open_url
+    from ..stores.sqlite import SQLiteStore
+
+    store = open_url(url)
+    if store is None:
+        raise CLIError(f"{mask_url(url)!r} keeps runs in memory only; give a durable store URL")
+    if must_exist and isinstance(store, SQLiteStore) and not Path(store.path).exists():
+        raise CLIError(
+            f"no store at {store.path!r}: give --store sqlite:///path.db or set STALWART_STORE"
+        )
+    return store
+
+
+def runner_for(url: str, policies: Sequence[Policy[Any, Any]] = ()) -> Runner:
+    """A runner on an existing store that executes nothing it was not asked to."""
+    from ..runner import Runner
+
+    return Runner(open_store(url), policies=policies, recover=False)
+
+
+async def get_run(runner: Runner, run_id: str) -> RunRecord:
+    """The run's record; an unknown id is an expected failure naming the store."""
+    from ..core.errors import RunNotFound
+
+    try:
+        return await runner.get_run(run_id)
+    except RunNotFound:
+        raise CLIError(f"no run {run_id!r} in {store_url(runner)}") from None
+
+
+def store_url(runner: Runner) -> str:
+    """The runner's store URL, password masked, for a message."""
+    return mask_url(runner.store.url) if runner.store is not None else "memory"

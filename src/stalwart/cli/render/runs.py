@@ -1,0 +1,113 @@
+"""Runs as rich renderables: the table of ``runs list``, the header of ``runs show``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ...core.ledger import TERMINAL, RunRecord
+from ...core.message import Message
+from ...core.redact import printable
+from .times import relative, when
+from .values import error_text, is_messages, message_line, stored, value_text
+
+__all__ = ["STATUS_STYLE", "run_header", "runs_table", "status_text", "waiting_text"]
+
+STATUS_STYLE = {
+    "pending": "dim",
+    "running": "blue",
+    "suspended": "magenta",
+    "succeeded": "green",
+    "failed": "red",
+    "cancelled": "yellow",
+}
+
+
+def status_text(status: str) -> Text:
+    return Text(printable(status), style=STATUS_STYLE.get(status, ""))
+
+
+def waiting_text(rec: RunRecord) -> Text:
+    """Why a run is not moving: the signal it waits for, its wake time, its holder."""
+    out = Text()
+    if rec.status == "suspended":
+        if rec.waiting_for:
+            out.append(printable(f"signal {rec.waiting_for!r}"))
+        if rec.wake_at is not None:
+            if out:
+                out.append(", ")
+            label = "deadline" if rec.waiting_for else "wakes"
+            out.append(f"{label} {when(rec.wake_at)} ({relative(rec.wake_at)})")
+    elif rec.status == "running" and rec.owner:
+        out.append(printable(f"held by {rec.owner}"), style="dim")
+    if rec.cancel_requested and rec.status not in TERMINAL:
+        if out:
+            out.append(", ")
+        out.append("cancel requested", style="yellow")
+    return out
+
+
+def runs_table(runs: Iterable[RunRecord], title: str) -> Table:
+    """The runs, one a row; ``title`` is plain text (it may quote a store URL)."""
+    table = Table(title=Text(printable(title)), title_justify="left", header_style="bold")
+    table.add_column("id", no_wrap=True)
+    table.add_column("policy", overflow="fold", min_width=14)
+    table.add_column("status", no_wrap=True)
+    table.add_column("created", no_wrap=True)
+    table.add_column("updated", no_wrap=True)
+    table.add_column("waiting for / wakes", overflow="fold", min_width=12)
+    for rec in runs:
+        table.add_row(
+            Text(printable(rec.id)),
+            Text(printable(rec.policy)),
+            status_text(rec.status),
+            when(rec.created_at),
+            when(rec.updated_at),
+            waiting_text(rec),
+        )
+    return table
+
+
+def _inputs_text(inputs: str, limit: int | None) -> Text:
+    data = stored(inputs)
+    args, kwargs = (data.get("args"), data.get("kwargs")) if isinstance(data, dict) else (0, 0)
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        return Text(value_text(data, limit))
+    parts = [value_text(a, limit) for a in args]
+    parts += [f"{k}={value_text(v, limit)}" for k, v in kwargs.items()]
+    return Text(printable(", ".join(parts)) or "(none)")
+
+
+def run_header(rec: RunRecord, *, limit: int | None = 200) -> Panel:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row("status", status_text(rec.status))
+    grid.add_row("policy", Text(printable(rec.policy)))
+    grid.add_row("code version", Text(printable(rec.code_version or "-")))
+    grid.add_row("created", when(rec.created_at))
+    grid.add_row("updated", when(rec.updated_at))
+    waiting = waiting_text(rec)
+    if waiting:
+        grid.add_row("waiting", waiting)
+    if rec.status == "running" and rec.lease_expires_at is not None:
+        lease = f"{when(rec.lease_expires_at)} (fence {rec.fence})"
+        grid.add_row("lease until", Text(printable(lease)))
+    grid.add_row("inputs", _inputs_text(rec.inputs, limit))
+    body: list[RenderableType] = [grid]
+    if rec.status == "succeeded":
+        value = stored(rec.result)
+        if isinstance(value, Message) or is_messages(value):
+            grid.add_row("result", "")
+            msgs = [value] if isinstance(value, Message) else value
+            body.extend(message_line(m, limit) for m in msgs)
+        else:
+            grid.add_row("result", Text(value_text(value, None), style="green"))
+    elif rec.error:
+        grid.add_row("error", Text(error_text(rec.error), style="red"))
+    title = Text(printable(f"run {rec.id}"), style="bold")
+    return Panel(Group(*body), title=title, title_align="left")

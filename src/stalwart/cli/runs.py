@@ -1,0 +1,153 @@
+"""``stalwart runs list | show | cancel | prune``: look at runs and tidy them up.
+
+None of these executes a run: they read the ledger, ask a run to stop, or
+delete finished runs. ``runs resume``, which executes one, is in
+:mod:`.resume`.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Annotated
+
+import typer
+
+from ..core.redact import mask_url
+from .command import (
+    DEFAULT_STORE,
+    CLIError,
+    StoreOption,
+    console,
+    execute,
+    fail,
+    get_run,
+    lit,
+    runner_for,
+)
+
+__all__ = ["Status", "cancel_run", "list_runs", "parse_duration", "prune_runs", "show_run"]
+
+
+class Status(enum.StrEnum):
+    pending = "pending"
+    running = "running"
+    suspended = "suspended"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in "7d", "12h", "30m", "45s", "2w" or "1h30m"."""
+    cleaned = text.strip().lower().replace(" ", "")
+    parts = re.findall(r"(\d+(?:\.\d+)?)([smhdw])", cleaned)
+    if not parts or "".join(n + u for n, u in parts) != cleaned:
+        raise CLIError(
+            f"cannot read the duration {text!r}: write it like 7d, 12h, 30m or 1h30m", code=2
+        )
+    return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def list_runs(
+    status: Annotated[
+        Status | None, typer.Option("--status", help="Only runs with this status.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")] = 50,
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """List runs, newest first."""
+    from .render.runs import runs_table
+
+    async def go() -> None:
+        async with runner_for(store) as runner:
+            runs = await runner.list_runs(status.value if status else None, limit)
+        kind = f"{status.value} " if status else ""
+        if not runs:
+            console().print(f"no {kind}runs in {lit(mask_url(store))}")
+            return
+        plural = "s" if len(runs) != 1 else ""
+        console().print(runs_table(runs, f"{len(runs)} {kind}run{plural} in {mask_url(store)}"))
+
+    execute(go)
+
+
+def show_run(
+    run_id: Annotated[str, typer.Argument(help="The run's id.")],
+    full: Annotated[bool, typer.Option("--full", help="Do not shorten values.")] = False,
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Show a run: status, inputs, outcome, and its steps as a tree by key."""
+    from .render.runs import run_header
+    from .render.steps import steps_tree
+
+    limit = None if full else 100
+
+    async def go() -> None:
+        async with runner_for(store) as runner:
+            rec = await get_run(runner, run_id)
+            steps = await runner.steps(run_id)
+        screen = console()
+        screen.print(run_header(rec, limit=None if full else 300))
+        if steps:
+            screen.print(steps_tree(steps, f"{len(steps)} recorded steps", limit=limit))
+        else:
+            screen.print("no recorded steps")
+
+    execute(go)
+
+
+def cancel_run(
+    run_id: Annotated[str, typer.Argument(help="The run's id.")],
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Cancel a run: at once if nobody executes it, else at its next await."""
+
+    async def go() -> None:
+        async with runner_for(store) as runner:
+            before = await get_run(runner, run_id)
+            if before.status == "cancelled":
+                console().print(f"run {lit(run_id)} was already cancelled")
+                return
+            if before.status in ("succeeded", "failed"):
+                raise CLIError(f"run {run_id!r} has already finished ({before.status})")
+            await runner.cancel(run_id)
+            after = await get_run(runner, run_id)
+        if after.status == "cancelled":
+            console().print(f"cancelled run {lit(run_id)}")
+        else:
+            console().print(
+                f"cancel requested: run {lit(run_id)} is {lit(after.status)} on "
+                f"{lit(after.owner or '?')}; it stops at its next await, within a heartbeat"
+            )
+
+    execute(go)
+
+
+def prune_runs(
+    older_than: Annotated[
+        str | None,
+        typer.Option("--older-than", help="Delete finished runs older than this: 7d, 12h, 30m."),
+    ] = None,
+    keep: Annotated[
+        int | None, typer.Option("--keep", min=0, help="Keep only the N most recent finished runs.")
+    ] = None,
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Delete finished runs (and their steps and signals) by age or count."""
+    if older_than is None and keep is None:
+        fail("say what to prune: --older-than 7d, --keep N, or both", 2)
+    try:
+        seconds = None if older_than is None else parse_duration(older_than)
+    except CLIError as exc:
+        fail(str(exc), exc.code)
+
+    async def go() -> None:
+        async with runner_for(store) as runner:
+            count = await runner.prune(older_than=seconds, keep=keep)
+        console().print(f"pruned {count} finished run{'s' if count != 1 else ''}")
+
+    execute(go)

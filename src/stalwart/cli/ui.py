@@ -1,0 +1,28 @@
+"""``stalwart ui``: the web inspector over a store (:mod:`stalwart.web`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .command import DEFAULT_STORE, StoreOption
+
+__all__ = ["ui"]
+
+
+def ui(
+    store: StoreOption = DEFAULT_STORE,
+    host: Annotated[
+        str, typer.Option(help="address to bind; anything but loopback requires a token")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+    token: Annotated[
+        str | None,
+        typer.Option(help="access token (made up and printed when bound beyond loopback)"),
+    ] = None,
+) -> None:
+    """Open the web inspector: runs, steps, conversations, approvals waiting for a human."""
+    from ..web import serve
+
+    serve(store, host=host, port=port, token=token)  # the banner in plain print: never wrapped

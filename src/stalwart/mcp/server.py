@@ -1,0 +1,260 @@
+"""Policies served as MCP tools, over stdio or streamable HTTP.
+
+Each exposed policy is a tool whose input schema is the policy's own (type
+hints and docstring, parameter descriptions kept) and whose arguments go
+through the policy's own validation. A call runs the policy as a run of a
+:class:`~stalwart.Runner`; with a durable store each call is a durable run:
+
+- Its run id is an idempotency key derived from the request: the client's
+  key when it sends one in ``_meta`` (:data:`IDEMPOTENCY_KEY`), else a hash of
+  the tool's name and its arguments (canonical JSON). The same request again,
+  whether a retry after a timeout or after the server crashed, starts the
+  same run id: the runner answers from the finished run, or resumes the run
+  the dead server left where its ledger stops.
+- ``ctx.emit(value)`` in the policy reaches the client as a progress
+  notification (when the client asked for progress): a number is the
+  progress, a ``{"progress", "total", "message"}`` dict is read as such, and
+  anything else is the message of the next step of a counter.
+
+Errors (invalid arguments, an unknown tool, the policy's own exception, a
+cancelled run) come back as ``isError`` results whose text names the cause.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import types as pytypes
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+
+import stalwart as sw
+
+from .content import result_of
+
+__all__ = [
+    "IDEMPOTENCY_KEY",
+    "build_server",
+    "exposed",
+    "parse_http",
+    "request_run_id",
+    "serve",
+    "tool",
+]
+
+IDEMPOTENCY_KEY = "stalwart/idempotency-key"
+"""The ``_meta`` key under which a client may name its request for retries."""
+
+_MARK = "mcp_tool_name"
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+
+
+def tool(target: Any = None, /, *, name: str | None = None) -> Any:
+    """Mark a policy as exposed by ``serve`` (as ``name``, default its own).
+
+    ``@mcp.tool`` or ``@mcp.tool(name="search")``, above ``@sw.policy`` (or
+    alone: a plain function becomes a policy). Only marked policies of a module
+    are served; a list or dict given to ``serve`` says itself what is served.
+    """
+
+    def mark(fn: Any) -> sw.Policy[Any, Any]:
+        pol = fn if isinstance(fn, sw.Policy) else sw.policy(fn)
+        tool_name = name or pol.name
+        if not _TOOL_NAME.match(tool_name):
+            raise ValueError(f"{tool_name!r} is not a valid MCP tool name")
+        pol.__dict__[_MARK] = tool_name
+        return pol
+
+    return mark if target is None else mark(target)
+
+
+def exposed(app: Any) -> dict[str, sw.Policy[Any, Any]]:
+    """The tools ``app`` serves, by tool name.
+
+    ``app`` is a module (its policies marked with :func:`tool`), a dict of
+    tool name to policy, a list of policies (each under its mark or its
+    name), or one policy.
+    """
+    out: dict[str, sw.Policy[Any, Any]] = {}
+    if isinstance(app, pytypes.ModuleType):
+        found = [v for v in vars(app).values() if isinstance(v, sw.Policy) and _MARK in v.__dict__]
+        if not found:
+            raise ValueError(
+                f"module {app.__name__} has no policy marked with @stalwart.mcp.tool; mark the "
+                "ones to serve, or pass a list of policies"
+            )
+        items: Iterable[tuple[str, Any]] = ((p.__dict__[_MARK], p) for p in found)
+    elif isinstance(app, Mapping):
+        items = app.items()
+    elif isinstance(app, sw.Policy) or callable(app):
+        items = [(_name_of(app), app)]
+    else:
+        items = ((_name_of(p), p) for p in app)
+    for tool_name, target in items:
+        pol = target if isinstance(target, sw.Policy) else sw.policy(target)
+        if not _TOOL_NAME.match(tool_name):
+            raise ValueError(f"{tool_name!r} is not a valid MCP tool name")
+        if tool_name in out and out[tool_name] is not pol:
+            raise ValueError(f"two policies would be served as the tool {tool_name!r}")
+        out[tool_name] = pol
+    if not out:
+        raise ValueError("no policy to serve")
+    return out
+
+
+def _name_of(target: Any) -> str:
+    pol = target if isinstance(target, sw.Policy) else sw.policy(target)
+    return str(pol.__dict__.get(_MARK, pol.name))
+
+
+def request_run_id(tool_name: str, arguments: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
+    """The run id of a tool call: the client's key, or a hash of the request."""
+    key = meta.get(IDEMPOTENCY_KEY)
+    if key is not None:
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"_meta[{IDEMPOTENCY_KEY!r}] must be a non-empty string")
+        return f"mcp-{tool_name}-key-{key}"
+    canonical = json.dumps(
+        {"tool": tool_name, "arguments": arguments},
+        sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+    )  # fmt: skip
+    return f"mcp-{tool_name}-{hashlib.sha256(canonical.encode()).hexdigest()[:32]}"
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _progress(value: Any, n: int) -> tuple[float, float | None, str | None]:
+    """An emitted value as (progress, total, message); ``n`` counts emits."""
+    if isinstance(value, bool):
+        return float(n), None, str(value)
+    if isinstance(value, int | float):
+        return float(value), None, None
+    if isinstance(value, Mapping) and isinstance(value.get("progress"), int | float):
+        total = value.get("total")
+        message = value.get("message")
+        return (
+            float(value["progress"]),
+            float(total) if isinstance(total, int | float) else None,
+            str(message) if message is not None else None,
+        )
+    if isinstance(value, str):
+        return float(n), None, value
+    return float(n), None, sw.Message.result("emit", value, name="emit").text
+
+
+def _failure(exc: BaseException) -> str:
+    """What the client reads for a failed run: the policy's own error first."""
+    cause = exc.__cause__ if isinstance(exc, sw.RunFailed) and exc.__cause__ else exc
+    if isinstance(cause, sw.StepError):
+        return f"{cause.error_type}: {cause.error_message}"
+    return f"{type(cause).__name__}: {cause}"
+
+
+def build_server(
+    tools: Mapping[str, sw.Policy[Any, Any]], runner: sw.Runner, *, name: str = "stalwart"
+) -> Server[Any]:
+    """The SDK's low-level server for ``tools``, each call a run of ``runner``."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=n, description=p.description or None, input_schema=p.parameters)
+                for n, p in tools.items()
+            ]
+        )
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        pol = tools.get(params.name)
+        if pol is None:
+            return _error(f"unknown tool {params.name!r}; tools: {', '.join(sorted(tools))}")
+        arguments = dict(params.arguments or {})
+        try:
+            kwargs = pol.validate(arguments)
+            run_id = request_run_id(params.name, arguments, dict(params.meta or {}))
+            handle = await runner.start(pol, run_id=run_id, **kwargs)
+        except (sw.ArgumentError, sw.StalwartError, ValueError) as exc:
+            return _error(f"{type(exc).__name__}: {exc}")
+        try:
+            await _forward_progress(ctx, handle)  # until the run ends
+            value = await handle.result()
+        except Exception as exc:
+            return _error(_failure(exc))
+        return result_of(value, params.name)
+
+    def input_schema(tool_name: str) -> dict[str, Any] | None:
+        pol = tools.get(tool_name)
+        return None if pol is None else pol.parameters
+
+    return Server(
+        name,
+        version=sw.__version__,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=input_schema,
+    )
+
+
+async def _forward_progress(ctx: ServerRequestContext[Any], handle: sw.RunHandle) -> None:
+    """Send what the run emits as progress notifications (none if not asked),
+    until the run's events end with its finish."""
+    n = 0
+    async for event in handle.events():
+        if isinstance(event, sw.Emitted):
+            n += 1
+            progress, total, message = _progress(event.value, n)
+            await ctx.session.report_progress(progress, total, message)
+
+
+def parse_http(address: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:8000`` for IPv6) as a host and a port."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError(f"--http takes HOST:PORT, not {address!r}")
+    return host.strip("[]"), int(port)
+
+
+async def serve(
+    app: Any,
+    *,
+    store: str | None = None,
+    http: str | None = None,
+    name: str = "stalwart",
+    runner: sw.Runner | None = None,
+) -> None:
+    """Serve the policies of ``app`` (see :func:`exposed`) as MCP tools.
+
+    Over stdio by default; over streamable HTTP at ``http="HOST:PORT"``
+    (endpoint ``/mcp``). With ``store`` (a store URL) each call is a durable
+    run; pass a ``runner`` instead for other runner settings. Returns when
+    stdin closes (stdio) or the process is told to stop (HTTP).
+    """
+    tools = exposed(app)
+    own = runner is None
+    run = runner if runner is not None else sw.Runner(store, policies=list(tools.values()))
+    server = build_server(tools, run, name=name)
+    try:
+        if http is None:
+            from mcp.server.stdio import stdio_server
+
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+        else:
+            import uvicorn
+
+            host, port = parse_http(http)
+            asgi = server.streamable_http_app(host=host)
+            config = uvicorn.Config(asgi, host=host, port=port, log_level="warning")
+            await uvicorn.Server(config).serve()
+    finally:
+        if own:
+            await run.close()

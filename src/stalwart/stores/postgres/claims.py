@@ -1,0 +1,229 @@
+"""The PostgreSQL store's claims: who executes which run, within queue limits (S8).
+
+Claims are atomic conditional ``UPDATE``s; ``claim_due`` picks candidates
+with ``SELECT ... FOR UPDATE SKIP LOCKED``, so two workers never receive the
+same run and never wait for each other.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...core.ledger import RunRecord
+from ..base import CANCELLED_ERROR, RUN_COLUMNS, Beat, owner_is_dead, run_from_row
+from ..sql import RUN, QueueLimit, check_queue_limits, full_bucket, quoted
+from .connection import Conn, PostgresBase
+from .statements import NOW
+
+__all__ = ["PostgresClaims"]
+
+# Where claim_due reads a candidate's columns, before it is worth a RunRecord.
+_ID = RUN["id"]
+_OWNER = RUN["owner"]
+_CANCEL = RUN["cancel_requested"]
+_PRIORITY = RUN["priority"]
+_CREATED = RUN["created_at"]
+
+
+class PostgresClaims(PostgresBase):
+    """Claims: serialized per store (``_claiming``), ``SKIP LOCKED`` across workers."""
+
+    async def claim(self, run_id: str, owner: str, lease: float) -> RunRecord | None:
+        now = time.time()
+
+        async def fn(conn: Conn, n: int) -> RunRecord | None:
+            # A run held by us but not live here (a claim whose reply was lost,
+            # a store outage) is ours to take again, as on SQLite.
+            args = {"id": run_id, "owner": owner, "lease": lease, "now": now, "owners": [owner]}
+            cur = await conn.execute(self._sql.claim, args)
+            row = await cur.fetchone()
+            if row is not None:
+                return run_from_row(row)
+            cur = await conn.execute(
+                f"SELECT status, owner FROM {self._sql.s}.runs WHERE id = %s", (run_id,)
+            )
+            held = await cur.fetchone()
+            if held is None:
+                return None
+            status, holder = held
+            if status != "running" or not owner_is_dead(holder):
+                return None
+            cur = await conn.execute(self._sql.claim, {**args, "owners": [owner, holder]})
+            row = await cur.fetchone()
+            return run_from_row(row) if row else None
+
+        async with self._claiming:
+            return await self._with_conn(f"claiming run {quoted(run_id)}", fn)
+
+    async def claim_due(
+        self,
+        owner: str,
+        lease: float,
+        limit: int,
+        accept: Callable[[RunRecord], bool],
+        queues: Sequence[str] | None = None,
+    ) -> list[RunRecord]:
+        s = self._sql.s
+        wanted = None if queues is None else list(queues)
+        sql = self._sql
+
+        async def fn(conn: Conn, n: int) -> list[RunRecord]:
+            now = time.time()
+            async with conn.transaction():
+                limits = await self._queue_limits(conn, wanted, now)
+                # Abandoned runs first: lease expired, ours but not live (a
+                # lost reply, a store outage), or held by a dead process here.
+                dead = [owner, *await self._dead_on_this_host(conn, owner)]
+                args: dict[str, Any] = {
+                    "now": now,
+                    "owner": owner,
+                    "dead": dead,
+                    "all": wanted is None,
+                    "queues": wanted or [],
+                    "n": max(limit, 1) * 2,
+                    "busy": [q for q, lim in limits.items() if lim.left <= 0],
+                    "dry": [q for q, lim in limits.items() if lim.left <= 0 or lim.tokens < 1],
+                }
+                # Read them without locking (our own live runs are among them
+                # and must not be locked against their own step records), then
+                # lock the ones we want, checking again that they are abandoned.
+                rows = await (await conn.execute(sql.abandoned, args)).fetchall()
+                wanted_ids = [
+                    r[_ID]
+                    for r in rows
+                    if (r[_CANCEL] and r[_OWNER] != owner) or accept(run_from_row(r))
+                ][: max(limit, 1) * 2]
+                rows = []
+                if wanted_ids:
+                    args["ids"] = wanted_ids
+                    rows = await (await conn.execute(sql.abandoned_lock, args)).fetchall()
+                # Then ready runs, best first: pending ones (past any delayed
+                # start) and suspended ones whose timer is due.
+                ready = await (await conn.execute(sql.pending, args)).fetchall()
+                ready += await (await conn.execute(sql.woken, args)).fetchall()
+                ready.sort(key=lambda r: (-r[_PRIORITY], r[_CREATED]))
+                take: list[str] = []
+                cancel: list[str] = []
+                for row in rows:
+                    if row[_CANCEL]:
+                        cancel.append(row[_ID])  # abandoned while asked to stop
+                    elif len(take) < limit:
+                        take.append(row[_ID])  # accepted above
+                for row in ready:
+                    rec = run_from_row(row)
+                    if len(take) >= limit:
+                        break
+                    lim = limits.get(rec.queue)
+                    if lim is not None and not lim.admits(rec.status):
+                        continue
+                    if not accept(rec):
+                        continue
+                    take.append(rec.id)
+                    if lim is not None:
+                        lim.take(rec.status)
+                if cancel:
+                    await conn.execute(
+                        f"UPDATE {s}.runs SET status = 'cancelled', error = %s, owner = NULL, "
+                        "lease_expires_at = NULL, wake_at = NULL, waiting_for = NULL, "
+                        "updated_at = %s WHERE id = ANY(%s)",
+                        (CANCELLED_ERROR, now, cancel),
+                    )
+                rated = [(q, lim.tokens) for q, lim in limits.items() if lim.rate is not None]
+                if rated:
+                    await conn.execute(
+                        f"UPDATE {s}.queues q SET tokens = t.tokens, refilled_at = %s "
+                        "FROM unnest(%s::text[], %s::float8[]) AS t(name, tokens) "
+                        "WHERE q.name = t.name",
+                        (now, [q for q, _ in rated], [tk for _, tk in rated]),
+                    )
+                if not take:
+                    return []
+                cur = await conn.execute(
+                    f"UPDATE {s}.runs SET owner = %s, lease_expires_at = {NOW} + %s, "
+                    "fence = fence + 1, status = 'running', wake_at = NULL, waiting_for = NULL, "
+                    f"updated_at = %s WHERE id = ANY(%s) RETURNING {RUN_COLUMNS}",
+                    (owner, lease, now, take),
+                )
+                got = {r[_ID]: run_from_row(r) for r in await cur.fetchall()}
+            return [got[i] for i in take if i in got]
+
+        async with self._claiming:
+            return await self._with_conn("claiming ready runs", fn)
+
+    async def _queue_limits(
+        self, conn: Conn, queues: list[str] | None, now: float
+    ) -> dict[str, QueueLimit]:
+        """The limited queues among ``queues``, with what each may start now.
+
+        Their rows stay locked until the claim commits, so workers claiming
+        from one limited queue take turns and no limit is overshot; queues
+        without limits cost one cheap read.
+        """
+        s = self._sql.s
+        cur = await conn.execute(
+            f"SELECT name, concurrency, rate, tokens, refilled_at FROM {s}.queues "
+            "WHERE (%s OR name = ANY(%s)) ORDER BY name FOR UPDATE",
+            (queues is None, queues or []),
+        )
+        rows = await cur.fetchall()
+        if not rows:
+            return {}
+        running: dict[str, int] = {}
+        limited = [name for name, concurrency, *_ in rows if concurrency is not None]
+        if limited:
+            cur = await conn.execute(
+                f"SELECT queue, count(*) FROM {s}.runs WHERE status = 'running' "
+                "AND queue = ANY(%s) GROUP BY queue",
+                (limited,),
+            )
+            running = {q: int(c) for q, c in await cur.fetchall()}
+        return {
+            name: QueueLimit.of(concurrency, rate, tokens, refilled_at, running.get(name, 0), now)
+            for name, concurrency, rate, tokens, refilled_at in rows
+        }
+
+    async def set_queue(
+        self, name: str, *, concurrency: int | None = None, rate: float | None = None
+    ) -> None:
+        check_queue_limits(concurrency, rate)
+        now = time.time()
+
+        async def fn(conn: Conn, n: int) -> None:
+            if concurrency is None and rate is None:
+                await conn.execute(self._sql.queue_delete, (name,))
+                return
+            await conn.execute(
+                self._sql.queue_upsert, (name, concurrency, rate, full_bucket(rate), now)
+            )
+
+        await self._with_conn(f"limiting queue {quoted(name)}", fn)
+
+    async def _dead_on_this_host(self, conn: Conn, me: str) -> list[str]:
+        """Holders of running runs that are processes of this host known to have exited."""
+        host = me.partition(":")[0]
+        cur = await conn.execute(
+            f"SELECT DISTINCT owner FROM {self._sql.s}.runs WHERE status = 'running' "
+            "AND starts_with(owner, %s) AND owner <> %s",
+            (f"{host}:", me),
+        )
+        dead: list[str] = []
+        for (holder,) in await cur.fetchall():
+            if holder in self._dead_owners or owner_is_dead(holder):
+                self._dead_owners.add(holder)  # a process that exited stays dead
+                dead.append(holder)
+        return dead
+
+    async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> Beat:
+        if not run_ids:
+            return Beat()
+        rows = await self._fetchall(
+            "extending leases", self._sql.heartbeat, (lease, owner, list(run_ids), owner)
+        )
+        held = dict(rows)  # id -> cancel_requested
+        lost = [run_id for run_id in run_ids if run_id not in held]
+        for run_id in lost:  # not ours to write any more: forget what we tracked
+            self._unsynced.pop(run_id, None)
+            self._lost.pop(run_id, None)
+        return Beat(cancel=[run_id for run_id, cancel in held.items() if cancel], lost=lost)

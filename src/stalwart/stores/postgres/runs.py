@@ -1,0 +1,261 @@
+"""The PostgreSQL store's runs: create, read, list, finish, suspend, cancel, prune."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg import errors as pg_errors
+
+from ...core.ledger import RunRecord
+from ..base import (
+    CANCELLED_ERROR,
+    RUN_COLUMNS,
+    children_prefix,
+    owner_is_dead,
+    run_from_row,
+    run_to_row,
+)
+from ..sql import counts, quoted
+from .connection import Conn, PostgresBase
+from .statements import NOW
+
+__all__ = ["PostgresRuns"]
+
+
+class PostgresRuns(PostgresBase):
+    """Runs: each operation one round trip where it can, retried when transient."""
+
+    async def create_run(self, run: RunRecord) -> tuple[RunRecord, bool]:
+        params = run_to_row(run)
+
+        async def fn(conn: Conn, n: int) -> tuple[RunRecord, bool]:
+            cur = await conn.execute(self._sql.create_run_returning, params)
+            row = await cur.fetchone()
+            if row is not None:
+                return run_from_row(row), True
+            cur = await conn.execute(self._sql.get_run, (run.id,))
+            row = await cur.fetchone()
+            if row is None:  # deleted between the two statements: try again
+                raise pg_errors.SerializationFailure(f"run {quoted(run.id)} vanished while created")
+            return run_from_row(row), False
+
+        return await self._with_conn(f"creating run {quoted(run.id)}", fn)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        row = await self._fetchone(f"reading run {quoted(run_id)}", self._sql.get_run, (run_id,))
+        return run_from_row(row) if row else None
+
+    async def create_runs(self, runs: Sequence[RunRecord]) -> None:
+        rows = [run_to_row(r) for r in runs]
+
+        async def fn(conn: Conn, n: int) -> None:
+            # One statement per thousand runs, all in one transaction.
+            async with conn.transaction():
+                for i in range(0, len(rows), 1000):
+                    chunk = rows[i : i + 1000]
+                    cols = [list(c) for c in zip(*chunk, strict=True)]
+                    await conn.execute(self._sql.create_runs, cols)
+
+        if rows:
+            await self._with_conn(f"creating {len(rows)} runs", fn)
+
+    async def get_runs(self, run_ids: Sequence[str]) -> list[RunRecord]:
+        rows = await self._fetchall(
+            "reading runs",
+            f"SELECT {RUN_COLUMNS} FROM {self._sql.s}.runs WHERE id = ANY(%s)",
+            (list(run_ids),),
+        )
+        return [run_from_row(r) for r in rows]
+
+    async def wake(self, run_id: str, waiting_for: str) -> None:
+        now = time.time()
+
+        async def fn(conn: Conn, n: int) -> None:
+            await conn.execute(self._sql.wake, (now, run_id, waiting_for))
+
+        await self._with_conn(f"waking run {quoted(run_id)}", fn)
+
+    async def unfinished_children(self, parent_id: str, prefix: str) -> int:
+        row = await self._fetchone(
+            f"counting the children of run {quoted(parent_id)}",
+            self._sql.unfinished_children,
+            (parent_id, prefix),
+        )
+        return int(row[0]) if row else 0
+
+    async def list_runs(
+        self,
+        status: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        *,
+        queue: str | None = None,
+        policy: str | None = None,
+        id_contains: str | None = None,
+        created_after: float | None = None,
+        created_before: float | None = None,
+        before: tuple[float, str] | None = None,
+    ) -> list[RunRecord]:
+        sql, params = self._sql.list_runs(
+            status=status,
+            limit=limit,
+            offset=offset,
+            queue=queue,
+            policy=policy,
+            id_contains=id_contains,
+            created_after=created_after,
+            created_before=created_before,
+            before=before,
+        )
+        return [run_from_row(r) for r in await self._fetchall("listing runs", sql, params)]
+
+    async def count_runs(
+        self, *, queue: str | None = None, policy: str | None = None
+    ) -> dict[str, dict[str, int]]:
+        sql, params = self._sql.count_runs(queue=queue, policy=policy)
+        return counts(await self._fetchall("counting runs", sql, params))
+
+    async def waiting_for_signals(self, limit: int = 100) -> list[RunRecord]:
+        rows = await self._fetchall(
+            "listing runs waiting for signals",
+            self._sql.waiting_for_signals,
+            (self._sql.children_wait, limit),
+        )
+        return [run_from_row(r) for r in rows]
+
+    async def finish_run(
+        self, run_id: str, fence: int, status: str, result: str | None, error: str | None
+    ) -> None:
+        now = time.time()
+        guard, token = self._guard(run_id, fence)
+
+        async def fn(conn: Conn, n: int) -> None:
+            await self._fenced(
+                conn,
+                self._sql.finish + guard,
+                (status, result, error, now, run_id, fence),
+                run_id,
+                fence,
+                token,
+            )
+
+        await self._with_conn(f"finishing run {quoted(run_id)}", fn)
+        self._flushed(run_id, fence)
+
+    async def suspend_run(
+        self, run_id: str, fence: int, wake_at: float | None, waiting_for: str | None
+    ) -> bool:
+        now = time.time()
+        guard, token = self._guard(run_id, fence)
+
+        async def fn(conn: Conn, n: int) -> bool:
+            async with conn.transaction():
+                # Lock the run first: send_signal does too, so a signal either
+                # arrives before this check or finds the run suspended and wakes it.
+                await conn.execute(self._sql.status_locked, (run_id,))
+                ready = False
+                if waiting_for is not None:
+                    cur = await conn.execute(self._sql.signal_unread, (run_id, waiting_for))
+                    ready = await cur.fetchone() is not None
+                prefix = children_prefix(waiting_for)
+                if prefix is not None and not ready:
+                    # The children may all have finished since the run looked;
+                    # the row lock above orders this against their wake().
+                    cur = await conn.execute(self._sql.unfinished_children, (run_id, prefix))
+                    row = await cur.fetchone()
+                    ready = row is not None and row[0] == 0
+                await self._fenced(
+                    conn,
+                    self._sql.suspend + guard,
+                    (
+                        "pending" if ready else "suspended",
+                        None if ready else wake_at,
+                        None if ready else waiting_for,
+                        now,
+                        run_id,
+                        fence,
+                    ),
+                    run_id,
+                    fence,
+                    token,
+                )
+            return not ready
+
+        parked = await self._with_conn(f"suspending run {quoted(run_id)}", fn)
+        self._flushed(run_id, fence)
+        return parked
+
+    async def release(self, run_id: str, fence: int) -> None:
+        now = time.time()
+
+        async def fn(conn: Conn, n: int) -> None:
+            await conn.execute(self._sql.release, (now, run_id, fence))
+
+        await self._with_conn(f"releasing run {quoted(run_id)}", fn)
+        # What a crash lost before this commit, the next execution's replay redoes.
+        self._flushed(run_id, fence)
+
+    async def request_cancel(self, run_id: str) -> RunRecord | None:
+        now = time.time()
+
+        async def fn(conn: Conn, n: int) -> RunRecord | None:
+            cur = await conn.execute(
+                f"SELECT status, owner, fence, lease_expires_at < {NOW} "
+                f"FROM {self._sql.s}.runs WHERE id = %s",
+                (run_id,),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                return None
+            status, holder, fence, expired = row
+            abandoned = status == "running" and (bool(expired) or owner_is_dead(holder))
+            args = {"id": run_id, "now": now, "err": CANCELLED_ERROR}
+            cur = await conn.execute(
+                self._sql.cancel, {**args, "abandoned": abandoned, "fence": fence}
+            )
+            row = await cur.fetchone()
+            if row is None:
+                cur = await conn.execute(self._sql.get_run, (run_id,))
+                row = await cur.fetchone()
+            return run_from_row(row) if row else None
+
+        return await self._with_conn(f"cancelling run {quoted(run_id)}", fn)
+
+    async def next_wake(self) -> float | None:
+        row = await self._fetchone(
+            "reading the next wake time",
+            self._sql.next_wake,
+        )
+        return None if row is None or row[0] is None else float(row[0])
+
+    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+        if older_than is None and keep is None:
+            raise ValueError("prune needs older_than or keep")
+        s = self._sql.s
+        terminal = self._sql.prunable
+        arms: list[str] = []
+        params: list[Any] = []
+        if older_than is not None:
+            arms.append("updated_at < %s")
+            params.append(older_than)
+        if keep is not None:
+            arms.append(
+                f"id IN (SELECT id FROM {s}.runs WHERE {terminal} "
+                "ORDER BY updated_at DESC, id OFFSET %s)"
+            )
+            params.append(keep)
+        sql = f"""WITH doomed AS (
+                SELECT id FROM {s}.runs WHERE {terminal} AND ({" OR ".join(arms)}) FOR UPDATE
+            ), d_steps AS (
+                DELETE FROM {s}.steps WHERE run_id IN (SELECT id FROM doomed)
+            ), d_payloads AS (
+                DELETE FROM {s}.payloads WHERE run_id IN (SELECT id FROM doomed)
+            ), d_signals AS (
+                DELETE FROM {s}.signals WHERE run_id IN (SELECT id FROM doomed)
+            ), d_runs AS (
+                DELETE FROM {s}.runs WHERE id IN (SELECT id FROM doomed) RETURNING 1
+            ) SELECT count(*) FROM d_runs"""
+        row = await self._fetchone("pruning runs", sql, params)
+        return int(row[0]) if row else 0

@@ -1,0 +1,261 @@
+"""The PostgreSQL schema: its tables, their migrations, and how errors read.
+
+The tables and column names are SQLite's too (:mod:`stalwart.stores.sqlite.schema`);
+the types, the indexes that serve ``claim_due``'s ``SKIP LOCKED`` picks, and
+the unlogged ``incarnation`` table are PostgreSQL's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+import uuid
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.rows import TupleRow
+
+from ...core.errors import StoreError, StoreUnavailable
+
+__all__ = [
+    "MIGRATIONS",
+    "OPTIONS",
+    "SCHEMA_NAME",
+    "SCHEMA_VERSION",
+    "classified",
+    "incarnation",
+    "mask",
+    "migrate",
+    "refused_for_good",
+    "short",
+    "transient",
+    "where_of",
+]
+
+SCHEMA_VERSION = 3
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        """CREATE TABLE {s}.runs (
+            id TEXT PRIMARY KEY,
+            policy TEXT NOT NULL,
+            inputs TEXT NOT NULL,
+            status TEXT NOT NULL,
+            result TEXT,
+            error TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            code_version TEXT NOT NULL DEFAULT '',
+            wake_at DOUBLE PRECISION,
+            waiting_for TEXT,
+            owner TEXT,
+            lease_expires_at DOUBLE PRECISION,
+            fence BIGINT NOT NULL DEFAULT 0,
+            cancel_requested BOOLEAN NOT NULL DEFAULT false,
+            queue TEXT NOT NULL DEFAULT 'default',
+            priority INTEGER NOT NULL DEFAULT 0,
+            parent_id TEXT
+        ) WITH (fillfactor = 80)""",
+        # claim_due's candidate lists (pending, woken, running) each have one.
+        "CREATE INDEX runs_pending ON {s}.runs (priority DESC, created_at) "
+        "WHERE status = 'pending'",
+        "CREATE INDEX runs_wake ON {s}.runs (wake_at) "
+        "WHERE status IN ('suspended', 'pending') AND wake_at IS NOT NULL",
+        "CREATE INDEX runs_running ON {s}.runs (owner) WHERE status = 'running'",
+        # list_runs, prune
+        "CREATE INDEX runs_by_status ON {s}.runs (status, created_at)",
+        "CREATE INDEX runs_created ON {s}.runs (created_at)",
+        "CREATE INDEX runs_children ON {s}.runs (parent_id) WHERE parent_id IS NOT NULL",
+        """CREATE TABLE {s}.queues (
+            name TEXT PRIMARY KEY,
+            concurrency INTEGER,
+            rate DOUBLE PRECISION,
+            tokens DOUBLE PRECISION NOT NULL DEFAULT 0,
+            refilled_at DOUBLE PRECISION NOT NULL DEFAULT 0
+        )""",
+        """CREATE TABLE {s}.steps (
+            run_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            args_hash TEXT NOT NULL,
+            args TEXT,
+            output TEXT,
+            error TEXT,
+            attempts INTEGER NOT NULL,
+            started_at DOUBLE PRECISION NOT NULL,
+            finished_at DOUBLE PRECISION NOT NULL,
+            spilled SMALLINT NOT NULL DEFAULT 0,
+            PRIMARY KEY (run_id, key)
+        )""",
+        """CREATE TABLE {s}.payloads (
+            run_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            field TEXT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, key, field)
+        )""",
+        """CREATE TABLE {s}.signals (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            uid TEXT NOT NULL UNIQUE,
+            run_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            consumed_by TEXT,
+            created_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX signals_unread ON {s}.signals (run_id, name, id) WHERE consumed_by IS NULL",
+        "CREATE INDEX signals_by_run ON {s}.signals (run_id, consumed_by)",
+    ),
+    # Which life of the server this is (see PostgresStore._write_batch): an
+    # unlogged table is emptied by crash recovery and by a failover, and
+    # kept by a clean restart, so its one row changes exactly when
+    # asynchronously committed records may have been lost.
+    2: (
+        """CREATE UNLOGGED TABLE {s}.incarnation (
+            one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+            token TEXT NOT NULL
+        )""",
+    ),
+    # The listings' order, (created_at, id), with or without a status, and
+    # waiting_for_signals; SQLite's version 3 adds the same indexes.
+    3: (
+        "DROP INDEX {s}.runs_by_status",
+        "CREATE INDEX runs_by_status ON {s}.runs (status, created_at, id)",
+        "DROP INDEX {s}.runs_created",
+        "CREATE INDEX runs_created ON {s}.runs (created_at, id)",
+        "CREATE INDEX runs_waiting ON {s}.runs (updated_at, id) "
+        "WHERE status = 'suspended' AND waiting_for IS NOT NULL",
+    ),
+}
+
+# Failures worth another attempt, by SQLSTATE: the connection broke (08),
+# the server is short of connections, memory or disk (53), lost a race
+# and rolled back (40001 serialization, 40P01 deadlock, 40003 outcome
+# unknown), timed out on a lock or a statement (55P03, 57014), or is
+# shutting down or starting (57P01-57P03). Anything else the server reports
+# (a value too large for an index, bad data, a constraint) fails the same
+# way next time, so it is raised at once.
+_TRANSIENT_CLASSES = frozenset({"08", "53"})
+_TRANSIENT_STATES = frozenset(
+    {"40001", "40P01", "40003", "55P03", "57014", "57P01", "57P02", "57P03"}
+)
+
+
+Conn = psycopg.AsyncConnection[TupleRow]
+
+
+def transient(exc: psycopg.Error) -> bool:
+    """Whether the same operation may succeed if tried again later."""
+    state = exc.sqlstate
+    if state is None:
+        # Raised by the client, not the server: a lost or refused connection
+        # or no pooled connection in time (PoolTimeout) is transient; a value
+        # libpq cannot send (a NUL in a string) is not.
+        return isinstance(exc, psycopg.OperationalError)
+    return state[:2] in _TRANSIENT_CLASSES or state in _TRANSIENT_STATES
+
+
+OPTIONS = ("schema", "pool_min", "pool_max", "pool_timeout", "retry_for", "durability")
+SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+def classified(exc: psycopg.Error, what: str) -> StoreError:
+    """``exc`` as the store error a runner acts on: transient or for good."""
+    kind = StoreUnavailable if transient(exc) else StoreError
+    return kind(f"{what}: {type(exc).__name__}: {short(exc)}")
+
+
+def where_of(params: dict[str, Any]) -> str:
+    """host:port/db for messages, never the password."""
+    host = params.get("host") or params.get("hostaddr") or "localhost"
+    port = params.get("port") or "5432"
+    db = params.get("dbname") or params.get("user") or ""
+    return f"{host}:{port}/{db}"
+
+
+def refused_for_good(exc: Exception) -> bool:
+    """Whether the server (or libpq) refused a statement for something in
+    its data: an error that another statement, with other data, may not meet."""
+    return type(exc) is StoreError and isinstance(exc.__cause__, psycopg.Error)
+
+
+def short(exc: BaseException, limit: int = 500) -> str:
+    """``exc``'s text, cut short: a server message can quote a whole value."""
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def mask(url: str) -> str:
+    """``url`` with its password hidden, for ``describe()`` and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+async def incarnation(conn: Conn, s: str) -> str:
+    """The token naming this life of the server, made by the first
+    connection after a crash; every connection until the next crash reads
+    the same one."""
+    mine = uuid.uuid4().hex
+    for _ in range(5):
+        # A racing store's token, committed after this statement's
+        # snapshot, is invisible to it: the next pass reads it.
+        cur = await conn.execute(
+            f"WITH made AS (INSERT INTO {s}.incarnation (token) VALUES (%s) "
+            "ON CONFLICT DO NOTHING RETURNING token) "
+            f"SELECT token FROM made UNION ALL SELECT token FROM {s}.incarnation",
+            (mine,),
+        )
+        row = await cur.fetchone()
+        if row is not None:
+            return str(row[0])
+    # Emptied under us again and again: a transient oddity, retried later.
+    raise pg_errors.SerializationFailure("the incarnation token keeps changing")
+
+
+async def migrate(conn: Conn, s: str, schema: str, where: str) -> None:
+    """Create or upgrade the tables in ``s`` to :data:`SCHEMA_VERSION`, under an
+    advisory lock so that workers starting together do not race."""
+    if await _schema_version(conn, s) == SCHEMA_VERSION:
+        return  # the usual case: no DDL, no lock, no privileges needed
+    lock = int.from_bytes(
+        hashlib.blake2b(f"stalwart:{schema}".encode(), digest_size=8).digest(),
+        "big",
+        signed=True,
+    )
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
+        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+        await conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {s}.stalwart_schema ("
+            "version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
+        )
+        current = await _schema_version(conn, s) or 0
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"schema {schema!r} at {where} has version {current}, newer than "
+                f"this Stalwart ({SCHEMA_VERSION}); upgrade stalwart"
+            )
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[version]:
+                await conn.execute(statement.format(s=s))
+            await conn.execute(
+                f"INSERT INTO {s}.stalwart_schema (version, applied_at) VALUES (%s, %s)",
+                (version, time.time()),
+            )
+
+
+async def _schema_version(conn: Conn, s: str) -> int | None:
+    cur = await conn.execute("SELECT to_regclass(%s)", (f"{s}.stalwart_schema",))
+    row = await cur.fetchone()
+    if row is None or row[0] is None:
+        return None
+    cur = await conn.execute(f"SELECT max(version) FROM {s}.stalwart_schema")
+    row = await cur.fetchone()
+    return None if row is None or row[0] is None else int(row[0])

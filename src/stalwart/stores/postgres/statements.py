@@ -1,0 +1,165 @@
+"""The statements only PostgreSQL runs: claims with ``SKIP LOCKED``, batched
+step records as arrays, leases on the server's clock.
+
+They extend the statements both stores share (:mod:`stalwart.stores.sql`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..base import RUN_COLUMNS
+from ..sql import Statements, postgres
+
+__all__ = ["MAX_BATCH", "MAX_ROUNDS", "NOW", "SMALL_BATCH", "PgStatements", "columns"]
+
+# The server's clock, in seconds since the epoch, for leases.
+NOW = "extract(epoch FROM clock_timestamp())::float8"
+_STEP_ROW = (
+    "(%s::text, %s::int8, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text, "
+    "%s::text, %s::int4, %s::float8, %s::float8, %s::int2)"
+)
+# Most step records written in one statement (PostgreSQL takes 65,535 parameters).
+MAX_BATCH = 2000
+# Batches up to this size are sent as scalars, larger ones as arrays.
+SMALL_BATCH = 8
+# Batches a record may go out in while its key stays free and nothing refuses
+# it (the same key from a stale writer went first): a bound, not a loop.
+MAX_ROUNDS = 3
+
+
+def columns(rows: Sequence[Sequence[Any]], width: int) -> list[Any]:
+    """Rows as one list per column, for ``unnest``."""
+    return [[row[i] for row in rows] for i in range(width)]
+
+
+class PgStatements(Statements):
+    """The shared statements in PostgreSQL, with the ones only it has, built once."""
+
+    def __init__(self, s: str) -> None:
+        super().__init__(postgres(s))
+        self.s = s
+        self.create_run_returning = f"{self.create_run} RETURNING {RUN_COLUMNS}"
+        self.create_runs = (
+            f"INSERT INTO {s}.runs ({RUN_COLUMNS}) SELECT * FROM unnest("
+            "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+            "%s::float8[], %s::float8[], %s::text[], %s::float8[], %s::text[], %s::text[], "
+            "%s::float8[], %s::int8[], %s::bool[], %s::text[], %s::int4[], %s::text[]) "
+            "ON CONFLICT (id) DO NOTHING"
+        )
+        self.claim = f"""UPDATE {s}.runs SET owner = %(owner)s,
+                lease_expires_at = {NOW} + %(lease)s, fence = fence + 1, status = 'running',
+                wake_at = NULL, waiting_for = NULL, updated_at = %(now)s
+            WHERE id = %(id)s AND NOT cancel_requested AND (
+                (status = 'pending' AND (wake_at IS NULL OR wake_at <= %(now)s))
+                OR (status = 'suspended' AND wake_at IS NOT NULL AND wake_at <= %(now)s)
+                OR (status = 'running'
+                    AND (lease_expires_at < {NOW} OR owner = ANY(%(owners)s::text[])))
+            ) RETURNING {RUN_COLUMNS}"""
+        # claim_due's three candidate lists, each served by its own index.
+        in_queues = "(%(all)s OR queue = ANY(%(queues)s::text[]))"
+        self.abandoned = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
+            WHERE status = 'running'
+              AND (lease_expires_at < {NOW} OR owner = ANY(%(dead)s::text[]))
+              AND {in_queues}
+            LIMIT 4 * %(n)s"""
+        self.abandoned_lock = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
+            WHERE id = ANY(%(ids)s::text[]) AND status = 'running'
+              AND (lease_expires_at < {NOW} OR owner = ANY(%(dead)s::text[]))
+            FOR UPDATE SKIP LOCKED"""
+        self.pending = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
+            WHERE status = 'pending' AND NOT cancel_requested
+              AND (wake_at IS NULL OR wake_at <= %(now)s)
+              AND {in_queues} AND queue <> ALL(%(dry)s::text[])
+            ORDER BY priority DESC, created_at LIMIT %(n)s FOR UPDATE SKIP LOCKED"""
+        self.woken = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
+            WHERE status = 'suspended' AND wake_at <= %(now)s AND NOT cancel_requested
+              AND {in_queues} AND queue <> ALL(%(busy)s::text[])
+            ORDER BY priority DESC, created_at LIMIT %(n)s FOR UPDATE SKIP LOCKED"""
+        # Lock in id order, as step records do, so the two never deadlock.
+        self.heartbeat = f"""UPDATE {s}.runs SET lease_expires_at = {NOW} + %s
+            WHERE id IN (SELECT id FROM {s}.runs WHERE owner = %s AND status = 'running'
+                         AND id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)
+                AND owner = %s AND status = 'running'
+            RETURNING id, cancel_requested"""
+        # Pending and suspended runs stop at once, and so does a running run
+        # whose holder is gone; a live holder is asked (its heartbeat sees it).
+        stop = (
+            "(status IN ('pending', 'suspended') "
+            "OR (status = 'running' AND %(abandoned)s AND fence = %(fence)s))"
+        )
+        self.cancel = f"""UPDATE {s}.runs SET cancel_requested = true, updated_at = %(now)s,
+                status = CASE WHEN {stop} THEN 'cancelled' ELSE status END,
+                error = CASE WHEN {stop} THEN %(err)s ELSE error END,
+                wake_at = CASE WHEN {stop} THEN NULL ELSE wake_at END,
+                waiting_for = CASE WHEN {stop} THEN NULL ELSE waiting_for END,
+                owner = CASE WHEN {stop} THEN NULL ELSE owner END,
+                lease_expires_at = CASE WHEN {stop} THEN NULL ELSE lease_expires_at END
+            WHERE id = %(id)s AND status IN ('pending', 'suspended', 'running')
+            RETURNING {RUN_COLUMNS}"""
+        self._records: dict[tuple[int, bool], str] = {}
+        self._statements(s)
+
+    def record(self, n: int, big: bool) -> str:
+        """One statement that records ``n`` steps (and their spilled values).
+
+        A row goes in only if its run still has the writer's fence, checked
+        under a share lock (a claim bumping the fence waits for us, or we see
+        its new fence), and only if its key has no record yet (the first
+        result wins, S3). It returns the keys it inserted; why any other was
+        left out is asked afterwards (``PostgresSteps._settle``), off the
+        hot path. A small batch (the usual: one step) is sent as
+        scalar parameters in a VALUES list; a large one as one array per
+        column (see :func:`columns`), which the server parses far faster.
+        """
+        arrays = n > SMALL_BATCH
+        sql = self._records.get((0 if arrays else n, big))
+        if sql is not None:
+            return sql
+        s = self.s
+        if arrays:
+            rows = (
+                "unnest(%s::text[], %s::int8[], %s::text[], %s::text[], %s::text[], "
+                "%s::text[], %s::text[], %s::text[], %s::text[], %s::int4[], %s::float8[], "
+                "%s::float8[], %s::int2[])"
+            )
+        else:
+            rows = f"(VALUES {', '.join([_STEP_ROW] * n)})"
+        sql = f"""INSERT INTO {s}.steps (run_id, key, name, kind, args_hash, args, output,
+                error, attempts, started_at, finished_at, spilled)
+            SELECT v.run_id, v.key, v.name, v.kind, v.args_hash, v.args, v.output, v.error,
+                v.attempts, v.started_at, v.finished_at, v.spilled
+            FROM {rows} AS v(run_id, fence, key, name, kind, args_hash, args, output,
+                error, attempts, started_at, finished_at, spilled)
+            WHERE EXISTS (SELECT 1 FROM {s}.runs r WHERE r.id = v.run_id AND r.fence = v.fence
+                          AND r.status = 'running' FOR SHARE)
+            ON CONFLICT (run_id, key) DO NOTHING
+            RETURNING run_id, key"""
+        if big:
+            sql = f"""WITH ins AS ({sql}), big AS (
+                    INSERT INTO {s}.payloads (run_id, key, field, data)
+                    SELECT b.run_id, b.key, b.field, b.data
+                    FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])
+                        AS b(run_id, key, field, data)
+                    JOIN ins ON ins.run_id = b.run_id AND ins.key = b.key
+                    ON CONFLICT DO NOTHING
+                ) SELECT run_id, key FROM ins"""
+        self._records[0 if arrays else n, big] = sql
+        return sql
+
+    def _statements(self, s: str) -> None:
+        # Idempotent per step key: the signal this key took before, else the
+        # oldest unread one, marked as taken by it.
+        self.take_signal = f"""WITH prev AS (
+                SELECT payload FROM {s}.signals
+                WHERE run_id = %(run)s AND consumed_by = %(key)s ORDER BY id LIMIT 1
+            ), took AS (
+                UPDATE {s}.signals SET consumed_by = %(key)s
+                WHERE id = (SELECT id FROM {s}.signals
+                            WHERE run_id = %(run)s AND name = %(name)s AND consumed_by IS NULL
+                              AND NOT EXISTS (SELECT 1 FROM prev)
+                            ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+                    AND consumed_by IS NULL
+                RETURNING payload
+            ) SELECT payload FROM prev UNION ALL SELECT payload FROM took"""

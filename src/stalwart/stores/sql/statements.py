@@ -1,0 +1,219 @@
+"""The SQL both stores run, written once against a small :class:`Dialect`.
+
+A statement is written with ``?`` placeholders and ``{t}`` before each table
+name; :meth:`Dialect.sql` turns it into the dialect's text once, when a
+store is built. What SQLite and PostgreSQL spell differently (placeholders,
+a schema prefix, "starts with", row locks) is a field of the dialect; what
+only one of them can do (PostgreSQL's arrays and ``SKIP LOCKED``, SQLite's
+one-writer transactions) stays in that store's own modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...core.ledger import CHILDREN_WAIT
+from ..base import RUN_COLUMNS
+from .columns import STEP_COLUMNS
+
+__all__ = ["FINISHED", "Dialect", "Statements"]
+
+# The statuses of a finished run, as an SQL list.
+FINISHED = "('succeeded', 'failed', 'cancelled')"
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """How one SQL dialect spells what the shared statements need."""
+
+    prefix: str  # before every table name: "" or '"schema".'
+    mark: str  # a placeholder: "?" or "%s"
+    starts_with: str  # "{col} starts with the parameter", one "?" in it
+    contains: str  # "{col} contains the parameter as literal text", one "?" in it
+    lock: str  # appended to a SELECT that locks the rows it reads (or "")
+
+    def sql(self, text: str) -> str:
+        """``text`` (``?`` placeholders, ``{t}`` before tables) in this dialect."""
+        text = text.replace("{t}", self.prefix)
+        if self.mark != "?":
+            text = text.replace("%", "%%").replace("?", self.mark)
+        return text
+
+
+SQLITE = Dialect(
+    prefix="",
+    mark="?",
+    starts_with="instr({col}, ?) = 1",
+    contains="instr({col}, ?) > 0",
+    lock="",
+)
+
+
+def postgres(schema: str) -> Dialect:
+    """The PostgreSQL dialect for tables in ``schema`` (an identifier, quoted)."""
+    return Dialect(
+        prefix=f"{schema}.",
+        mark="%s",
+        starts_with="starts_with({col}, ?)",
+        contains="strpos({col}, ?) > 0",
+        lock=" FOR UPDATE",
+    )
+
+
+class Statements:
+    """The statements shared by both stores, in one dialect, built once."""
+
+    def __init__(self, d: Dialect) -> None:
+        self.dialect = d
+        q = d.sql
+        marks = ",".join("?" * len(RUN_COLUMNS.split(",")))
+        self.get_run = q(f"SELECT {RUN_COLUMNS} FROM {{t}}runs WHERE id = ?")
+        self.create_run = q(
+            f"INSERT INTO {{t}}runs ({RUN_COLUMNS}) VALUES ({marks}) ON CONFLICT (id) DO NOTHING"
+        )
+        self.fence_status = q("SELECT fence, status FROM {t}runs WHERE id = ?")
+        self.status_locked = q("SELECT status FROM {t}runs WHERE id = ?" + d.lock)
+        # A run waiting for ``waiting_for`` (a signal's name, its children) is ready now.
+        self.wake = q(
+            "UPDATE {t}runs SET status = 'pending', wake_at = NULL, waiting_for = NULL, "
+            "updated_at = ? WHERE id = ? AND status = 'suspended' AND waiting_for = ?"
+        )
+        children = d.starts_with.replace("{col}", "id")
+        self.unfinished_children = q(
+            f"SELECT count(*) FROM {{t}}runs WHERE parent_id = ? AND {children} "
+            f"AND status NOT IN {FINISHED}"
+        )
+        # The fenced writes that end an execution; PostgreSQL may append a
+        # condition of its own (see PostgresStore's durability=group).
+        self.finish = q(
+            "UPDATE {t}runs SET status = ?, result = ?, error = ?, owner = NULL, "
+            "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND fence = ? "
+            f"AND status NOT IN {FINISHED}"
+        )
+        self.suspend = q(
+            "UPDATE {t}runs SET status = ?, wake_at = ?, waiting_for = ?, owner = NULL, "
+            "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND fence = ? "
+            "AND status = 'running'"
+        )
+        self.release = q(
+            "UPDATE {t}runs SET status = 'pending', owner = NULL, lease_expires_at = NULL, "
+            "updated_at = ? WHERE id = ? AND fence = ? AND status = 'running'"
+        )
+        self.next_wake = q(
+            "SELECT min(wake_at) FROM {t}runs WHERE status IN ('suspended', 'pending') "
+            "AND wake_at IS NOT NULL"
+        )
+        # -- steps
+        self.steps_of_run = q(f"SELECT {STEP_COLUMNS} FROM {{t}}steps WHERE run_id = ?")
+        self.step_by_key = q(f"SELECT {STEP_COLUMNS} FROM {{t}}steps WHERE run_id = ? AND key = ?")
+        self.payloads_of_run = q("SELECT key, field, data FROM {t}payloads WHERE run_id = ?")
+        self.payloads_by_key = q(
+            "SELECT key, field, data FROM {t}payloads WHERE run_id = ? AND key = ?"
+        )
+        # -- queues: a queue without limits has no row.
+        self.queue_delete = q("DELETE FROM {t}queues WHERE name = ?")
+        self.queue_upsert = q(
+            "INSERT INTO {t}queues (name, concurrency, rate, tokens, refilled_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+            "concurrency = excluded.concurrency, rate = excluded.rate"
+        )
+        # -- signals: ``uid`` makes a send idempotent (a retried send is kept once).
+        self.signal_sent = q("SELECT 1 FROM {t}signals WHERE uid = ?")
+        self.signal_insert = q(
+            "INSERT INTO {t}signals (uid, run_id, name, payload, created_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING"
+        )
+        self.signal_unread = q(
+            "SELECT 1 FROM {t}signals WHERE run_id = ? AND name = ? AND consumed_by IS NULL LIMIT 1"
+        )
+        self.signal_taken = q(
+            "SELECT payload FROM {t}signals WHERE run_id = ? AND consumed_by = ? "
+            "ORDER BY id LIMIT 1"
+        )
+        # -- retention: a finished child of an unfinished parent is still
+        # needed (the parent reads its outcome when it resumes, S12).
+        self.prunable = q(
+            f"status IN {FINISHED} AND NOT EXISTS (SELECT 1 FROM {{t}}runs AS parent "
+            f"WHERE parent.id = runs.parent_id AND parent.status NOT IN {FINISHED})"
+        )
+        # -- reads for inspectors (list_runs, count_runs, waiting_for_signals)
+        signal_wait = d.starts_with.replace("{col}", "waiting_for")
+        self.waiting_for_signals = q(
+            f"SELECT {RUN_COLUMNS} FROM {{t}}runs WHERE status = 'suspended' "
+            f"AND waiting_for IS NOT NULL AND NOT ({signal_wait}) "
+            "ORDER BY updated_at, id LIMIT ?"
+        )
+        self.children_wait = CHILDREN_WAIT
+
+    def list_runs(
+        self,
+        *,
+        status: str | None,
+        limit: int,
+        offset: int,
+        queue: str | None,
+        policy: str | None,
+        id_contains: str | None,
+        created_after: float | None,
+        created_before: float | None,
+        before: tuple[float, str] | None,
+    ) -> tuple[str, list[Any]]:
+        """The query (and parameters) of :meth:`Store.list_runs`.
+
+        Newest first by ``(created_at, id)``, so that ties on the clock still
+        have one order and a keyset cursor (``before``) resumes exactly after
+        the last row of a page. With no filter the index on
+        ``(created_at, id)`` serves it, with a status the one on
+        ``(status, created_at, id)``: a page costs its rows, however deep.
+        """
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (("status", status), ("queue", queue), ("policy", policy)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if id_contains is not None:
+            where.append(self.dialect.contains.replace("{col}", "id"))
+            params.append(id_contains)
+        if created_after is not None:
+            where.append("created_at >= ?")
+            params.append(created_after)
+        if created_before is not None:
+            where.append("created_at < ?")
+            params.append(created_before)
+        if before is not None:
+            created_at, run_id = before
+            where.append("(created_at, id) < (?, ?)")
+            params += [created_at, run_id]
+        sql = f"SELECT {RUN_COLUMNS} FROM {{t}}runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+        params.append(limit)
+        if offset:
+            sql += " OFFSET ?"
+            params.append(offset)
+        return self.dialect.sql(sql), params
+
+    def count_runs(self, *, queue: str | None, policy: str | None) -> tuple[str, list[Any]]:
+        """The query of :meth:`Store.count_runs`: rows of status, queue, count."""
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (("queue", queue), ("policy", policy)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        sql = "SELECT status, queue, count(*) FROM {t}runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return self.dialect.sql(sql + " GROUP BY status, queue"), params
+
+
+def counts(rows: Sequence[Sequence[Any]]) -> dict[str, dict[str, int]]:
+    """``status -> queue -> count`` from rows of ``status, queue, count``."""
+    out: dict[str, dict[str, int]] = {}
+    for status, queue, n in rows:
+        out.setdefault(str(status), {})[str(queue)] = int(n)
+    return out

@@ -1,0 +1,212 @@
+"""The SQLite store's claims: who executes which run, within queue limits (S8)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+
+from ...core.ledger import RunRecord
+from ..base import (
+    CANCELLED_ERROR,
+    RUN_COLUMNS,
+    Beat,
+    owner_is_dead,
+    run_from_row,
+    this_host,
+)
+from ..sql import QueueLimit, check_queue_limits, full_bucket
+from .writer import SQLiteBase
+
+__all__ = ["SQLiteClaims"]
+
+_CLAIM = f"""UPDATE runs SET owner = ?, lease_expires_at = ?, fence = fence + 1,
+        status = 'running', wake_at = NULL, waiting_for = NULL, updated_at = ?
+    WHERE id = ? AND NOT cancel_requested AND (
+        (status = 'pending' AND (wake_at IS NULL OR wake_at <= ?))
+        OR (status = 'suspended' AND wake_at IS NOT NULL AND wake_at <= ?)
+        OR (status = 'running' AND (lease_expires_at < ? OR owner = ? OR owner = ?))
+    ) RETURNING {RUN_COLUMNS}"""
+
+
+class SQLiteClaims(SQLiteBase):
+    """Claims: one process writes the file at a time, so a claim is a check
+    and an update in one transaction; queue limits are checked run by run."""
+
+    async def claim(self, run_id: str, owner: str, lease: float) -> RunRecord | None:
+        now = time.time()
+        rec = await self.get_run(run_id)
+        if rec is None:
+            return None
+        dead = rec.owner if rec.status == "running" and owner_is_dead(rec.owner) else None
+        got = self._write_now(lambda db: self._claim(db, run_id, owner, lease, now, dead))
+        if got is not None:
+            self._lost.pop(run_id, None)  # a lost execution has a successor now
+        return got
+
+    def _claim(
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        owner: str,
+        lease: float,
+        now: float,
+        dead_owner: str | None,
+    ) -> RunRecord | None:
+        row = db.execute(
+            _CLAIM,
+            (owner, now + lease, now, run_id, now, now, now, dead_owner or "\x00", owner),
+        ).fetchone()
+        return run_from_row(row) if row else None
+
+    async def claim_due(
+        self,
+        owner: str,
+        lease: float,
+        limit: int,
+        accept: Callable[[RunRecord], bool],
+        queues: Sequence[str] | None = None,
+    ) -> list[RunRecord]:
+        now = time.time()
+        in_queues = ""
+        qparams: tuple[str, ...] = ()
+        if queues is not None:
+            in_queues = f" AND queue IN ({','.join('?' * len(queues))})"
+            qparams = tuple(queues)
+        # Abandoned runs first (expired lease, our own after a store outage, or
+        # a holder on this host that has exited), then ready ones by priority.
+        # Holders on this host that exited, found first: listing every run of
+        # every live holder instead would crowd the abandoned ones out.
+        dead_holders = [
+            holder
+            for (holder,) in self._read(
+                "SELECT DISTINCT owner FROM runs WHERE status = 'running' "
+                "AND owner LIKE ? AND owner != ?",
+                (f"{this_host()}:%", owner),
+            )
+            if owner_is_dead(holder)
+        ]
+        holders = (owner, *dead_holders)
+        abandoned = self._read(
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE status = 'running' AND "
+            f"(lease_expires_at < ? OR owner IN ({','.join('?' * len(holders))})){in_queues} "
+            "LIMIT ?",
+            (now, *holders, *qparams, limit * 4),
+        )
+        ready = self._read(
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE NOT cancel_requested AND ("
+            "(status = 'pending' AND (wake_at IS NULL OR wake_at <= ?)) "
+            f"OR (status = 'suspended' AND wake_at <= ?)){in_queues} "
+            "ORDER BY priority DESC, created_at LIMIT ?",
+            (now, now, *qparams, limit * 2),
+        )
+        claimed: list[RunRecord] = []
+        for row in [*abandoned, *ready]:
+            if len(claimed) >= limit:
+                break
+            rec = run_from_row(row)
+            dead = None
+            if rec.status == "running" and rec.owner != owner:
+                if (rec.lease_expires_at or 0) >= now and not owner_is_dead(rec.owner):
+                    continue
+                dead = rec.owner
+            if not accept(rec):
+                continue
+            got = self._write_now(
+                partial(self._claim_queued, rec=rec, owner=owner, lease=lease, now=now, dead=dead)
+            )
+            if got is not None:
+                self._lost.pop(got.id, None)  # a lost execution has a successor now
+                claimed.append(got)
+        return claimed
+
+    def _claim_queued(
+        self,
+        db: sqlite3.Connection,
+        rec: RunRecord,
+        owner: str,
+        lease: float,
+        now: float,
+        dead: str | None,
+    ) -> RunRecord | None:
+        if rec.status == "running" and rec.cancel_requested:
+            # Cancelled, and its holder died before it could stop: finish it.
+            db.execute(
+                "UPDATE runs SET status = 'cancelled', error = ?, owner = NULL, "
+                "lease_expires_at = NULL, wake_at = NULL, waiting_for = NULL, updated_at = ? "
+                "WHERE id = ? AND fence = ? AND status = 'running'",
+                (CANCELLED_ERROR, now, rec.id, rec.fence),
+            )
+            return None
+        if rec.status != "running" and not self._within_limits(db, rec, now):
+            return None
+        return self._claim(db, rec.id, owner, lease, now, dead)
+
+    def _within_limits(self, db: sqlite3.Connection, rec: RunRecord, now: float) -> bool:
+        """Whether ``rec``'s queue lets it start now; a start of a pending run
+        takes a token from the queue's bucket (written back in this
+        transaction, so the next claim sees it)."""
+        row = db.execute(
+            "SELECT concurrency, rate, tokens, refilled_at FROM queues WHERE name = ?",
+            (rec.queue,),
+        ).fetchone()
+        if row is None:
+            return True  # a queue without limits has no row
+        concurrency, rate, tokens, refilled_at = row
+        running = 0
+        if concurrency is not None:
+            (running,) = db.execute(
+                "SELECT count(*) FROM runs WHERE queue = ? AND status = 'running'", (rec.queue,)
+            ).fetchone()
+        limit = QueueLimit.of(concurrency, rate, tokens, refilled_at, running, now)
+        admitted = limit.admits(rec.status)
+        if admitted:
+            limit.take(rec.status)
+        if rate is not None and rec.status == "pending":
+            db.execute(
+                "UPDATE queues SET tokens = ?, refilled_at = ? WHERE name = ?",
+                (limit.tokens, now, rec.queue),
+            )
+        return admitted
+
+    async def set_queue(
+        self, name: str, *, concurrency: int | None = None, rate: float | None = None
+    ) -> None:
+        check_queue_limits(concurrency, rate)
+        now = time.time()
+        if concurrency is None and rate is None:
+            self._write_now(lambda db: db.execute(self.sql.queue_delete, (name,)))
+            return
+        params = (name, concurrency, rate, full_bucket(rate), now)
+        self._write_now(lambda db: db.execute(self.sql.queue_upsert, params))
+
+    async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> Beat:
+        now = time.time()
+        ids = list(run_ids)
+
+        def beat(db: sqlite3.Connection) -> Beat:
+            found = Beat()
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                db.execute(
+                    "UPDATE runs SET lease_expires_at = ? WHERE owner = ? "
+                    f"AND status = 'running' AND id IN ({marks})",
+                    (now + lease, owner, *chunk),
+                )
+                held = dict(
+                    db.execute(
+                        "SELECT id, cancel_requested FROM runs WHERE owner = ? "
+                        f"AND status = 'running' AND id IN ({marks})",
+                        (owner, *chunk),
+                    ).fetchall()
+                )
+                found.cancel.extend(run_id for run_id, cancel in held.items() if cancel)
+                found.lost.extend(run_id for run_id in chunk if run_id not in held)
+            return found
+
+        result: Beat = self._write_now(beat)
+        for run_id in result.lost:  # not ours to write any more
+            self._lost.pop(run_id, None)
+        return result

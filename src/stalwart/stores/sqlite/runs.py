@@ -1,0 +1,221 @@
+"""The SQLite store's runs: create, read, list, finish, suspend, cancel, prune."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ...core.ledger import RunRecord
+from ..base import (
+    CANCELLED_ERROR,
+    RUN_COLUMNS,
+    children_prefix,
+    owner_is_dead,
+    run_from_row,
+    run_to_row,
+)
+from ..sql import counts, fence_refusal
+from .writer import SQLiteBase
+
+__all__ = ["SQLiteRuns"]
+
+
+class SQLiteRuns(SQLiteBase):
+    """Runs: each write is one short transaction, committed with any batched steps."""
+
+    async def create_run(self, run: RunRecord) -> tuple[RunRecord, bool]:
+        row = run_to_row(run)
+        created: bool = self._write_now(
+            lambda db: db.execute(self.sql.create_run, row).rowcount == 1
+        )
+        stored = await self.get_run(run.id)
+        assert stored is not None
+        return stored, created
+
+    async def create_runs(self, runs: Sequence[RunRecord]) -> None:
+        rows = [run_to_row(r) for r in runs]
+        self._write_now(lambda db: db.executemany(self.sql.create_run, rows))
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        rows = self._read(self.sql.get_run, (run_id,))
+        return run_from_row(rows[0]) if rows else None
+
+    async def get_runs(self, run_ids: Sequence[str]) -> list[RunRecord]:
+        out: list[RunRecord] = []
+        ids = list(run_ids)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._read(f"SELECT {RUN_COLUMNS} FROM runs WHERE id IN ({marks})", chunk)
+            out.extend(run_from_row(r) for r in rows)
+        return out
+
+    async def list_runs(
+        self,
+        status: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        *,
+        queue: str | None = None,
+        policy: str | None = None,
+        id_contains: str | None = None,
+        created_after: float | None = None,
+        created_before: float | None = None,
+        before: tuple[float, str] | None = None,
+    ) -> list[RunRecord]:
+        sql, params = self.sql.list_runs(
+            status=status,
+            limit=limit,
+            offset=offset,
+            queue=queue,
+            policy=policy,
+            id_contains=id_contains,
+            created_after=created_after,
+            created_before=created_before,
+            before=before,
+        )
+        return [run_from_row(r) for r in self._read(sql, params)]
+
+    async def count_runs(
+        self, *, queue: str | None = None, policy: str | None = None
+    ) -> dict[str, dict[str, int]]:
+        sql, params = self.sql.count_runs(queue=queue, policy=policy)
+        return counts(self._read(sql, params))
+
+    async def waiting_for_signals(self, limit: int = 100) -> list[RunRecord]:
+        rows = self._read(self.sql.waiting_for_signals, (self.sql.children_wait, limit))
+        return [run_from_row(r) for r in rows]
+
+    async def wake(self, run_id: str, waiting_for: str) -> None:
+        now = time.time()
+        self._write_now(lambda db: db.execute(self.sql.wake, (now, run_id, waiting_for)))
+
+    async def unfinished_children(self, parent_id: str, prefix: str) -> int:
+        rows = self._read(self.sql.unfinished_children, (parent_id, prefix))
+        return int(rows[0][0])
+
+    def _fenced(
+        self, db: sqlite3.Connection, sql: str, params: tuple[Any, ...], run_id: str, fence: int
+    ) -> int:
+        """Run a fenced update; on no row, raise why (a stale fence, a finished run)."""
+        cur = db.execute(sql, params)
+        if cur.rowcount == 0:
+            refused = fence_refusal(
+                run_id, fence, db.execute(self.sql.fence_status, (run_id,)).fetchone()
+            )
+            if refused is not None:
+                raise refused
+        return cur.rowcount
+
+    async def finish_run(
+        self, run_id: str, fence: int, status: str, result: str | None, error: str | None
+    ) -> None:
+        self._refuse_lost(run_id, fence, "ending the execution")
+        params = (status, result, error, time.time(), run_id, fence)
+        self._write_now(lambda db: self._fenced(db, self.sql.finish, params, run_id, fence))
+
+    async def suspend_run(
+        self, run_id: str, fence: int, wake_at: float | None, waiting_for: str | None
+    ) -> bool:
+        self._refuse_lost(run_id, fence, "suspending the execution")
+        now = time.time()
+
+        def park(db: sqlite3.Connection) -> bool:
+            ready = (
+                waiting_for is not None
+                and db.execute(self.sql.signal_unread, (run_id, waiting_for)).fetchone() is not None
+            )
+            prefix = children_prefix(waiting_for)
+            if prefix is not None and not ready:
+                # The children may all have finished since the run looked.
+                (unfinished,) = db.execute(
+                    self.sql.unfinished_children, (run_id, prefix)
+                ).fetchone()
+                ready = unfinished == 0
+            params = (
+                "pending" if ready else "suspended",
+                None if ready else wake_at,
+                None if ready else waiting_for,
+                now,
+                run_id,
+                fence,
+            )
+            self._fenced(db, self.sql.suspend, params, run_id, fence)
+            return not ready
+
+        parked: bool = self._write_now(park)
+        return parked
+
+    async def release(self, run_id: str, fence: int) -> None:
+        if self._lost.get(run_id) == fence:
+            del self._lost[run_id]  # handed back: the next claim replays it
+        now = time.time()
+        self._write_now(lambda db: db.execute(self.sql.release, (now, run_id, fence)))
+
+    async def request_cancel(self, run_id: str) -> RunRecord | None:
+        now = time.time()
+        current = await self.get_run(run_id)
+        abandoned = (
+            current is not None
+            and current.status == "running"
+            and ((current.lease_expires_at or 0) < now or owner_is_dead(current.owner))
+        )
+
+        def cancel(db: sqlite3.Connection) -> None:
+            db.execute(
+                "UPDATE runs SET status = 'cancelled', error = ?, updated_at = ?, "
+                "cancel_requested = 1, wake_at = NULL, waiting_for = NULL, owner = NULL, "
+                "lease_expires_at = NULL "
+                "WHERE id = ? AND (status IN ('pending', 'suspended') "
+                "OR (status = 'running' AND ? AND fence = ?))",
+                (CANCELLED_ERROR, now, run_id, int(abandoned), current.fence if current else -1),
+            )
+            db.execute(
+                "UPDATE runs SET cancel_requested = 1, updated_at = ? "
+                "WHERE id = ? AND status = 'running'",
+                (now, run_id),
+            )
+
+        self._write_now(cancel)
+        return await self.get_run(run_id)
+
+    async def next_wake(self) -> float | None:
+        rows = self._read(self.sql.next_wake)
+        return rows[0][0] if rows else None
+
+    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+        if older_than is None and keep is None:
+            raise ValueError("prune needs older_than or keep")
+        prunable = self.sql.prunable
+
+        def delete(db: sqlite3.Connection) -> int:
+            ids: set[str] = set()
+            if older_than is not None:
+                ids.update(
+                    run_id
+                    for (run_id,) in db.execute(
+                        f"SELECT id FROM runs WHERE {prunable} AND updated_at < ?", (older_than,)
+                    )
+                )
+            if keep is not None:
+                ids.update(
+                    run_id
+                    for (run_id,) in db.execute(
+                        f"SELECT id FROM runs WHERE {prunable} ORDER BY updated_at DESC, id "
+                        "LIMIT -1 OFFSET ?",
+                        (keep,),
+                    )
+                )
+            for table, col in (
+                ("steps", "run_id"),
+                ("payloads", "run_id"),
+                ("signals", "run_id"),
+                ("runs", "id"),
+            ):
+                db.executemany(f"DELETE FROM {table} WHERE {col} = ?", [(i,) for i in ids])
+            return len(ids)
+
+        count: int = self._write_now(delete)
+        return count

@@ -1,0 +1,190 @@
+"""The SQLite file: its tables, their migrations, and how its errors read.
+
+The columns and their names are PostgreSQL's (:mod:`stalwart.stores.postgres.schema`);
+only the types are SQLite's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import sqlite3
+import time
+
+from ...core.errors import StoreError
+
+__all__ = ["SCHEMA_VERSION", "is_busy", "is_transient", "migrate", "prepare"]
+
+SCHEMA_VERSION = 3
+
+MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        policy TEXT NOT NULL,
+        inputs TEXT NOT NULL,
+        status TEXT NOT NULL,
+        result TEXT,
+        error TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        code_version TEXT NOT NULL DEFAULT '',
+        wake_at REAL,
+        waiting_for TEXT,
+        owner TEXT,
+        lease_expires_at REAL,
+        fence INTEGER NOT NULL DEFAULT 0,
+        cancel_requested INTEGER NOT NULL DEFAULT 0,
+        queue TEXT NOT NULL DEFAULT 'default',
+        priority INTEGER NOT NULL DEFAULT 0,
+        parent_id TEXT
+    );
+    CREATE INDEX runs_by_status ON runs (status, wake_at);
+    CREATE INDEX runs_by_owner ON runs (owner) WHERE owner IS NOT NULL;
+    CREATE TABLE steps (
+        run_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        args_hash TEXT NOT NULL,
+        args TEXT,
+        output TEXT,
+        error TEXT,
+        attempts INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        finished_at REAL NOT NULL,
+        spilled INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (run_id, key)
+    ) WITHOUT ROWID;
+    CREATE TABLE payloads (
+        run_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        field TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (run_id, key, field)
+    ) WITHOUT ROWID;
+    CREATE TABLE signals (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        consumed_by TEXT,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX signals_by_run ON signals (run_id, name, consumed_by);
+    """,
+    2: """
+    CREATE TABLE queues (
+        name TEXT PRIMARY KEY,
+        concurrency INTEGER,
+        rate REAL,
+        tokens REAL NOT NULL DEFAULT 0,
+        updated_at REAL NOT NULL DEFAULT 0
+    );
+    CREATE INDEX runs_by_parent ON runs (parent_id) WHERE parent_id IS NOT NULL;
+    """,
+    # PostgreSQL's names and idempotent signals; indexes for the listings
+    # (list_runs by (created_at, id), with or without a status;
+    # waiting_for_signals); a queue row with no limit left is no row.
+    3: """
+    ALTER TABLE queues RENAME COLUMN updated_at TO refilled_at;
+    DELETE FROM queues WHERE concurrency IS NULL AND rate IS NULL;
+    ALTER TABLE signals ADD COLUMN uid TEXT;
+    CREATE UNIQUE INDEX signals_by_uid ON signals (uid);
+    DROP INDEX runs_by_status;
+    CREATE INDEX runs_wake ON runs (status, wake_at);
+    CREATE INDEX runs_by_status ON runs (status, created_at, id);
+    CREATE INDEX runs_created ON runs (created_at, id);
+    CREATE INDEX runs_waiting ON runs (updated_at, id)
+        WHERE status = 'suspended' AND waiting_for IS NOT NULL;
+    """,
+}
+
+# The longest pause between two attempts to prepare a file another process is
+# preparing too.
+_MAX_OPEN_BACKOFF = 0.05
+
+# Primary result codes that say "not now" rather than "never": another
+# connection holds a lock, the schema changed under a statement, memory or
+# disk ran short, or the OS failed an I/O call. The same call may succeed later.
+_TRANSIENT_CODES = frozenset(
+    {
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_NOMEM,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_PROTOCOL,
+        sqlite3.SQLITE_SCHEMA,
+    }
+)
+
+# What sqlite3 raises for a value it cannot bind (a lone surrogate in a text,
+# an integer beyond 64 bits): the value is at fault, so retrying cannot help.
+UNBINDABLE = (UnicodeEncodeError, OverflowError)
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether another connection holds the lock ``exc`` met."""
+    return _primary_code(exc) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def is_transient(exc: sqlite3.Error) -> bool:
+    """Whether retrying may help. Errors the sqlite3 module raises itself
+    (a closed connection, a value it cannot bind) carry no code: usage errors."""
+    return _primary_code(exc) in _TRANSIENT_CODES
+
+
+async def prepare(db: sqlite3.Connection, path: str, synchronous: str, busy_timeout: float) -> None:
+    """Switch the file to WAL and migrate it, even while other processes
+    open the same new file.
+
+    SQLite refuses a journal-mode switch that meets another connection
+    with SQLITE_BUSY at once, without waiting in its busy handler, so
+    processes that open a brand-new file together would fail. Busy
+    answers are retried with jittered backoff, within ``busy_timeout``.
+    """
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.001
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA synchronous={synchronous}")
+            db.execute("PRAGMA foreign_keys=OFF")
+            migrate(db, path)
+            return
+        except sqlite3.Error as exc:
+            if not is_busy(exc) or time.monotonic() + pause > deadline:
+                raise
+        await asyncio.sleep(pause * (0.5 + random.random()))
+        pause = min(pause * 2, _MAX_OPEN_BACKOFF)
+
+
+def migrate(db: sqlite3.Connection, path: str) -> None:
+    """Bring the file's tables to :data:`SCHEMA_VERSION`, in one transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("CREATE TABLE IF NOT EXISTS stalwart_schema (version INTEGER NOT NULL)")
+        (current,) = db.execute("SELECT max(version) FROM stalwart_schema").fetchone()
+        current = current or 0
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"{path} has schema version {current}, newer than this Stalwart "
+                f"({SCHEMA_VERSION}); upgrade stalwart"
+            )
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute("INSERT INTO stalwart_schema (version) VALUES (?)", (version,))
+        db.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):  # keep the error that got us here
+            db.execute("ROLLBACK")
+        raise

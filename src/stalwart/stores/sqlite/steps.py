@@ -1,0 +1,79 @@
+"""The SQLite store's step records: first write wins (S3), in order (S6)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ...core.errors import StaleLeaseError, StoreError
+from ...core.ledger import StepRecord
+from ..sql import STEP, merge_payloads, step_from_row
+from .schema import UNBINDABLE
+from .writer import SQLiteBase
+
+__all__ = ["SQLiteSteps"]
+
+_SPILLED = STEP["spilled"]
+
+
+class SQLiteSteps(SQLiteBase):
+    """Step records: inserted into the open transaction, committed in groups."""
+
+    async def load_steps(self, run_id: str) -> dict[str, StepRecord]:
+        steps: dict[str, StepRecord] = {}
+        spilled = False
+        for row in self._read(self.sql.steps_of_run, (run_id,)):
+            step = step_from_row(row)
+            steps[step.key] = step
+            spilled = spilled or bool(row[_SPILLED])
+        if spilled:
+            merge_payloads(steps, self._read(self.sql.payloads_of_run, (run_id,)))
+        return steps
+
+    async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
+        if self._lost:
+            self._refuse_lost(run_id, fence, f"step {step.key}")
+        db = self._begin()
+        try:
+            if self._insert(db, run_id, fence, step):
+                self._batch.append((run_id, fence, step))
+                await self._committed()
+                return step
+            # Refused or already recorded: the rare path, which may cost a query.
+            winner = self._winner(db, run_id, fence, step.key)
+        except sqlite3.Error as exc:
+            error = self._error(f"recording step {step.key} of run {run_id!r}", exc)
+            self._abort(error)  # the step's row may be in without its payloads
+            raise error from exc
+        except UNBINDABLE as exc:
+            error = StoreError(
+                f"SQLite store {self.path!r}: step {step.key} of run {run_id!r} "
+                f"cannot be stored: {exc}"
+            )
+            self._abort(error)
+            raise error from exc
+        except BaseException:
+            self._end_unless_batched()  # a refused write: nothing of ours to undo
+            raise
+        self._end_unless_batched()
+        return winner
+
+    def _winner(self, db: sqlite3.Connection, run_id: str, fence: int, key: str) -> StepRecord:
+        """The record already kept for ``key``, if ``fence`` still holds the run.
+
+        A stale writer must not learn the new owner's results (it would go on
+        executing the run's later steps as if it still held it): it is told
+        that it lost the run instead.
+        """
+        row = db.execute(self.sql.fence_status, (run_id,)).fetchone()
+        if row is None or tuple(row) != (fence, "running"):
+            now = "gone" if row is None else "fence {}, {}".format(*row)
+            raise StaleLeaseError(
+                f"run {run_id!r}: step {key} refused, fencing token {fence} is stale (now {now})"
+            )
+        found = db.execute(self.sql.step_by_key, (run_id, key)).fetchone()
+        if found is None:  # cannot happen: the insert met this very row
+            raise StoreError(f"run {run_id!r}: step {key} was neither recorded nor found")
+        steps = {key: step_from_row(found)}
+        if found[_SPILLED]:
+            merge_payloads(steps, db.execute(self.sql.payloads_by_key, (run_id, key)))
+        return steps[key]

@@ -1,0 +1,111 @@
+"""The inspector's application: a Starlette app over one store, and ``serve``.
+
+The web process reads through the :class:`~stalwart.stores.Store` interface
+and acts through a :class:`~stalwart.Runner` opened with ``recover=False``:
+it signals and cancels, and never executes a run (a worker does). It holds
+no policies, so it could not execute one if it tried.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Collection
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..core.errors import StoreError
+from ..runner import Runner
+from ..stores import Store
+from . import views
+from .security import LOOPBACK_NAMES, Guard, is_loopback, new_token
+
+__all__ = ["create_app", "serve"]
+
+_STATIC = Path(__file__).parent / "static"
+
+
+def create_app(
+    store: str | Store,
+    *,
+    token: str | None = None,
+    hosts: Collection[str] | None = tuple(LOOPBACK_NAMES),
+    refresh: float = 2.0,
+) -> Starlette:
+    """The inspector for ``store`` (a URL or an unopened Store).
+
+    ``token``: required on every request when given. ``hosts``: the host
+    names requests may address (None: any; see :class:`.security.Guard`).
+    ``refresh``: seconds between live updates of a page.
+    """
+    runner = Runner(store, recover=False, poll_interval=5.0)
+    if runner.store is None:
+        raise StoreError("the inspector needs a durable store: sqlite:///… or postgresql://…")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await runner.open()
+        try:
+            yield
+        finally:
+            await runner.close()
+
+    app = Starlette(
+        routes=[
+            Route("/", views.home),
+            Route("/runs", views.runs_page),
+            Route("/runs/live", views.runs_live),
+            Route("/run", views.run_page),
+            Route("/run/live", views.run_live),
+            Route("/run/signal", views.signal, methods=["POST"]),
+            Route("/run/cancel", views.cancel, methods=["POST"]),
+            Route("/waiting", views.waiting_page),
+            Route("/waiting/live", views.waiting_live),
+            Mount("/static", StaticFiles(directory=_STATIC), name="static"),
+        ],
+        middleware=[Middleware(BaseHTTPMiddleware, dispatch=Guard(token, hosts))],
+        exception_handlers={StoreError: views.store_error},
+        lifespan=lifespan,
+    )
+    app.state.runner = runner
+    app.state.refresh = refresh
+    return app
+
+
+def serve(
+    store_url: str,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    *,
+    say: Callable[[str], object] | None = None,
+) -> None:
+    """Serve the inspector until interrupted.
+
+    On a loopback address no token is needed unless one is given; bound
+    anywhere else, a token is required, made up here if not given, and
+    printed with the address to open.
+    """
+    import uvicorn
+
+    local = is_loopback(host)
+    if not local and token is None:
+        token = new_token()
+    hosts = tuple(LOOPBACK_NAMES) if local else None
+    app = create_app(store_url, token=token, hosts=hosts)
+    shown = "localhost" if local else host
+    if ":" in shown:
+        shown = f"[{shown}]"
+    url = f"http://{shown}:{port}/"
+    if token is not None:
+        url += f"?token={token}"
+    (say or _say)(f"stalwart ui: open {url}")
+    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)

@@ -1,0 +1,344 @@
+"""The pages and actions: each handler reads the store, or acts through the runner.
+
+A run id can hold any printable character (``/`` in a child's), so runs are
+addressed by a query parameter (``/run?id=…``), never by a path segment.
+Pages come whole (``/runs``) or as the live part a script swaps in every few
+seconds (``/runs/live``), rendered by the same template.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from ..core.errors import RunNotFound, StoreUnavailable
+from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord
+from ..runner import Runner
+from ..stores import Store
+from . import present
+from .security import CSRF_FIELD, check_post
+
+__all__ = [
+    "cancel",
+    "home",
+    "run_live",
+    "run_page",
+    "runs_live",
+    "runs_page",
+    "signal",
+    "store_error",
+    "waiting_live",
+    "waiting_page",
+]
+
+STATUSES = ("pending", "running", "suspended", "succeeded", "failed", "cancelled")
+PAGE = 50
+MAX_PAGE = 500
+WAITING_LIMIT = 100
+
+
+def link(path: str, **params: Any) -> str:
+    """``path`` with the non-empty ``params`` as its query, for ``href``s."""
+    query = {k: v for k, v in params.items() if v not in (None, "")}
+    return f"{path}?{urlencode(query)}" if query else path
+
+
+_env = jinja2.Environment(
+    loader=jinja2.PackageLoader("stalwart.web", "templates"),
+    autoescape=True,  # every value is text; none is ever marked safe
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_env.globals.update(
+    link=link,
+    fmt_time=present.fmt_time,
+    fmt_duration=present.fmt_duration,
+    run_duration=present.run_duration,
+    error_summary=present.error_summary,
+    pretty=present.pretty,
+    age=present.age,
+    TERMINAL=TERMINAL,
+)
+
+
+def _page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    context.setdefault("csrf", getattr(request.state, "csrf", ""))
+    context.setdefault("refresh_ms", int(request.app.state.refresh * 1000))
+    html = _env.get_template(template).render(request=request, **context)
+    return HTMLResponse(html, status_code)
+
+
+def _problem(request: Request, status_code: int, message: str) -> HTMLResponse:
+    return _page(request, "problem.html", status_code, message=message)
+
+
+def _runner(request: Request) -> Runner:
+    runner: Runner = request.app.state.runner
+    return runner
+
+
+def _store(request: Request) -> Store:
+    store = _runner(request).store
+    assert store is not None  # create_app refuses a memory store
+    return store
+
+
+async def store_error(request: Request, exc: Exception) -> Response:
+    """A store that is down or refuses a query: say so, don't show a traceback."""
+    code = 503 if isinstance(exc, StoreUnavailable) else 500
+    return _problem(request, code, f"the store failed: {type(exc).__name__}: {exc}")
+
+
+async def home(request: Request) -> Response:
+    return RedirectResponse("/runs", 303)
+
+
+# -- runs ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Filters:
+    """The runs list's query, as typed in the form, and as the store takes it."""
+
+    status: str = ""
+    policy: str = ""
+    queue: str = ""
+    text: str = ""
+    after: str = ""
+    before: str = ""
+    cursor: str = ""
+    limit: int = PAGE
+
+    @classmethod
+    def of(cls, request: Request) -> Filters:
+        q = request.query_params
+        try:
+            limit = min(max(int(q.get("limit") or PAGE), 1), MAX_PAGE)
+        except ValueError:
+            limit = PAGE
+        return cls(
+            status=q.get("status", ""),
+            policy=q.get("policy", ""),
+            queue=q.get("queue", ""),
+            text=q.get("id", ""),
+            after=q.get("after", ""),
+            before=q.get("before", ""),
+            cursor=q.get("cursor", ""),
+            limit=limit,
+        )
+
+    def query(self, **change: Any) -> dict[str, Any]:
+        """The query parameters of this list, with ``change`` applied."""
+        params = {
+            "status": self.status,
+            "policy": self.policy,
+            "queue": self.queue,
+            "id": self.text,
+            "after": self.after,
+            "before": self.before,
+            "cursor": self.cursor,
+            "limit": self.limit if self.limit != PAGE else "",
+        }
+        params.update(change)
+        return params
+
+    def cursor_key(self) -> tuple[float, str] | None:
+        """``(created_at, id)`` of the last run of the previous page.
+
+        Written as ``<created_at>:<id>``: the timestamp has no colon, the id
+        may, so the first colon splits them.
+        """
+        if not self.cursor:
+            return None
+        when, sep, run_id = self.cursor.partition(":")
+        if not sep:
+            raise ValueError(f"bad page cursor {self.cursor[:80]!r}")
+        return float(when), run_id
+
+
+async def _runs_context(request: Request) -> dict[str, Any]:
+    store = _store(request)
+    f = Filters.of(request)
+    problem = ""
+    try:
+        if f.status and f.status not in STATUSES:
+            raise ValueError(f"unknown status {f.status[:40]!r}")
+        after = present.parse_time(f.after)
+        before = present.parse_time(f.before)
+        cursor = f.cursor_key()
+    except ValueError as exc:
+        problem = str(exc)
+        after = before = cursor = None
+        rows: list[RunRecord] = []
+    if not problem:
+        rows = await store.list_runs(
+            f.status or None,
+            f.limit,
+            queue=f.queue or None,
+            policy=f.policy or None,
+            id_contains=f.text or None,
+            created_after=after,
+            created_before=before,
+            before=cursor,
+        )
+    counts = await store.count_runs(queue=f.queue or None, policy=f.policy or None)
+    totals = {s: sum(counts.get(s, {}).values()) for s in STATUSES}
+    queues = sorted({q for by_queue in counts.values() for q in by_queue})
+    last = rows[-1] if len(rows) == f.limit else None
+    return {
+        "f": f,
+        "rows": rows,
+        "problem": problem,
+        "totals": totals,
+        "total": sum(totals.values()),
+        "counts": counts,
+        "queues": queues,
+        "statuses": STATUSES,
+        "next_cursor": None if last is None else f"{last.created_at!r}:{last.id}",
+    }
+
+
+async def runs_page(request: Request) -> Response:
+    context = await _runs_context(request)
+    return _page(request, "runs.html", 400 if context["problem"] else 200, **context)
+
+
+async def runs_live(request: Request) -> Response:
+    return _page(request, "runs_live.html", **await _runs_context(request))
+
+
+# -- one run ---------------------------------------------------------------
+def _waits_for_signal(run: RunRecord) -> str | None:
+    """The signal a suspended run waits for (None: a timer, or its children)."""
+    if run.status != "suspended" or not run.waiting_for:
+        return None
+    return None if run.waiting_for.startswith(CHILDREN_WAIT) else run.waiting_for
+
+
+async def _run_context(request: Request) -> dict[str, Any] | Response:
+    run_id = request.query_params.get("id", "")
+    store = _store(request)
+    run = await store.get_run(run_id) if run_id else None
+    if run is None:
+        return _problem(request, 404, f"no run {run_id[:200]!r} in this store")
+    steps = await store.load_steps(run.id)
+    ids = present.child_ids(run, steps)
+    children = {r.id: r for r in await store.get_runs(ids)} if ids else {}
+    signal_name = _waits_for_signal(run)
+    return {
+        "run": run,
+        "inputs": present.pretty(run.inputs),
+        "result": present.pretty(run.result),
+        "error": present.pretty(run.error),
+        "usage": present.usage_by_model(run, steps),
+        "tree": present.step_tree(steps),
+        "step_count": len(steps),
+        "bubbles": present.bubbles(steps),
+        "events": present.events_of(steps),
+        "timeline": present.timeline(run, steps),
+        "children": [(i, children.get(i)) for i in ids],
+        "signal_name": signal_name,
+        "prompt": present.pending_prompt(steps, signal_name) if signal_name else "",
+        "back": link("/run", id=run.id),
+    }
+
+
+async def run_page(request: Request) -> Response:
+    context = await _run_context(request)
+    if isinstance(context, Response):
+        return context
+    return _page(request, "run.html", **context)
+
+
+async def run_live(request: Request) -> Response:
+    context = await _run_context(request)
+    if isinstance(context, Response):
+        return context
+    return _page(request, "run_live.html", **context)
+
+
+# -- waiting for a human ---------------------------------------------------
+async def _waiting_context(request: Request) -> dict[str, Any]:
+    store = _store(request)
+    runs = await store.waiting_for_signals(WAITING_LIMIT)
+    items = []
+    for run in runs:
+        steps = await store.load_steps(run.id)
+        items.append((run, present.pending_prompt(steps, run.waiting_for)))
+    return {"items": items, "now": time.time(), "limit": WAITING_LIMIT, "back": "/waiting"}
+
+
+async def waiting_page(request: Request) -> Response:
+    return _page(request, "waiting.html", **await _waiting_context(request))
+
+
+async def waiting_live(request: Request) -> Response:
+    return _page(request, "waiting_live.html", **await _waiting_context(request))
+
+
+# -- actions ---------------------------------------------------------------
+def _back(value: object, run_id: str) -> str:
+    """Where to go after an action: a path on this server, else the run."""
+    if isinstance(value, str) and value.startswith("/") and not value.startswith(("//", "/\\")):
+        return value
+    return link("/run", id=run_id)
+
+
+async def _acting_on(request: Request) -> tuple[dict[str, Any], RunRecord] | Response:
+    """The form of an action and its run, or why it may not act."""
+    form = dict(await request.form())
+    refused = check_post(request, form.get(CSRF_FIELD))
+    if refused is not None:
+        return _problem(request, 403, refused)
+    run_id = form.get("id")
+    if not isinstance(run_id, str) or not run_id:
+        return _problem(request, 400, "the form names no run")
+    run = await _store(request).get_run(run_id)
+    if run is None:
+        return _problem(request, 404, f"no run {run_id[:200]!r} in this store")
+    if run.status in TERMINAL:
+        return _problem(request, 409, f"run {run_id[:200]!r} has finished ({run.status})")
+    return form, run
+
+
+async def signal(request: Request) -> Response:
+    """Send a signal: the payload typed as JSON, or ``true``/``false`` from
+    the approve and reject buttons. A worker resumes the run."""
+    acting = await _acting_on(request)
+    if isinstance(acting, Response):
+        return acting
+    form, run = acting
+    name = form.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return _problem(request, 400, "a signal needs a name")
+    verdict = form.get("verdict")
+    payload: Any
+    if verdict in ("approve", "reject"):
+        payload = verdict == "approve"
+    else:
+        text = form.get("payload")
+        text = text if isinstance(text, str) and text.strip() else "null"
+        try:
+            payload = json.loads(text)
+        except ValueError as exc:
+            return _problem(request, 400, f"the payload is not JSON: {exc}")
+    await _runner(request).signal(run.id, name.strip(), payload)
+    return RedirectResponse(_back(form.get("back"), run.id), 303)
+
+
+async def cancel(request: Request) -> Response:
+    acting = await _acting_on(request)
+    if isinstance(acting, Response):
+        return acting
+    form, run = acting
+    try:
+        await _runner(request).cancel(run.id)
+    except RunNotFound:
+        return _problem(request, 404, f"no run {run.id[:200]!r} in this store")
+    return RedirectResponse(_back(form.get("back"), run.id), 303)

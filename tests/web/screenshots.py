@@ -1,0 +1,46 @@
+"""Take the screenshots of the inspector in docs/img/ (run by hand, not by pytest).
+
+    python -m tests.web.screenshots
+
+Seeds a fresh SQLite store with ``web_app.seed``, serves the inspector on
+it, and photographs the main pages with the system chromium.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from .browser import chromium, chromium_path, inspector
+from .conftest import ROOT, seed_sync
+
+PAGES = {
+    "ui-runs.png": "/runs",
+    "ui-run-agent.png": "/run?id=agent-1",
+    "ui-run-family.png": "/run?id=family",
+    "ui-waiting.png": "/waiting",
+}
+
+
+def main() -> None:
+    executable = chromium_path()
+    if executable is None:
+        raise SystemExit("no chromium on PATH (apt-get install chromium)")
+    out = ROOT / "docs" / "img"
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{Path(tmp) / 'shots.db'}"
+        seed_sync(url)
+        with inspector(url) as base, chromium(executable) as browser:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            for name, path in PAGES.items():
+                page.goto(base + path)
+                first_step = page.locator("details[data-key^='step 1']")
+                if first_step.count():
+                    first_step.first.evaluate("d => d.open = true")
+                page.screenshot(path=str(out / name), full_page=True)
+                print(out / name)
+
+
+if __name__ == "__main__":
+    main()
