@@ -1,8 +1,8 @@
 """Runner mechanisms pinned because a mutation pass found them unguarded.
 
-Each test fails when the mechanism it names is removed from
-``stalwart.runner`` (its worker loop and run table) (docs/mutation.md says how the pass is run). Timing is
-pinned through counts, never through durations: the runner's clock is a
+Each test fails when the mechanism it names is removed from the runner
+(its worker loop and run table; docs/mutation.md says how the pass is
+run). Timing is pinned through counts, never through durations: the runner's clock is a
 fake one the test moves, and a store wrapper counts the runner's calls.
 
 * S8: a runner renews its leases every third of the lease, no later (the

@@ -108,7 +108,7 @@ def open_store(url: str, *, must_exist: bool = True) -> Store:
     from ..stores.sqlite import SQLiteStore
 
     store = open_url(url)
-    if store is None:
+    if store.ephemeral:
         raise CLIError(f"{mask_url(url)!r} keeps runs in memory only; give a durable store URL")
     if must_exist and isinstance(store, SQLiteStore) and not Path(store.path).exists():
         raise CLIError(
@@ -136,4 +136,4 @@ async def get_run(runner: Runner, run_id: str) -> RunRecord:
 
 def store_url(runner: Runner) -> str:
     """The runner's store URL, password masked, for a message."""
-    return mask_url(runner.store.url) if runner.store is not None else "memory"
+    return mask_url(runner.store.url)

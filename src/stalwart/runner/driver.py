@@ -19,8 +19,13 @@ from ..core import codec
 from ..core.engine.control import as_exception, find_halt, find_suspend
 from ..core.engine.execution import Execution
 from ..core.engine.journal import Host
-from ..core.errors import CancelledRun, SerializationError, StaleLeaseError, StoreError
-from ..core.errors import StoreUnavailable
+from ..core.errors import (
+    CancelledRun,
+    SerializationError,
+    StaleLeaseError,
+    StoreError,
+    StoreUnavailable,
+)
 from ..core.events import Hook
 from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, child_group
 from ..core.policy import Policy

@@ -94,6 +94,10 @@ class RunTable:
             self.retry_after[run_id] = (time.monotonic() + delay, delay)
         else:
             self.retry_after.pop(run_id, None)
+        for q in list(live.execution.listeners):
+            # It publishes nothing more; holding the queues would keep every
+            # event (and the step values in them) alive with the execution.
+            live.execution.unlisten(q)
         if not live.done.done():
             live.done.set_result(outcome)
         self.wake_worker()  # room for another run: claim now, not at the next poll

@@ -43,7 +43,7 @@ def create_app(
     ``refresh``: seconds between live updates of a page.
     """
     runner = Runner(store, recover=False, poll_interval=5.0)
-    if runner.store is None:
+    if runner.store.ephemeral:
         raise StoreError("the inspector needs a durable store: sqlite:///… or postgresql://…")
 
     @contextlib.asynccontextmanager
