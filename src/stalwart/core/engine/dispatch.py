@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import codec
@@ -114,4 +115,9 @@ class Dispatch(Journal):
             codec.encode(value, f"result of {name!r}")
         except SerializationError as exc:
             return Message.result(call, error_type="SerializationError", error_message=str(exc))
-        return Message.result(call, value, actor=pol.name)
+        message = Message.result(call, value, actor=pol.name)
+        if isinstance(value, Message) and value.parts:
+            # An option that answers with a message (an MCP tool's text and
+            # images, say): its parts are what the model reads, media included.
+            message = replace(message, parts=value.parts)
+        return message
