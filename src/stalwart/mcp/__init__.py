@@ -19,7 +19,7 @@ imports this package. See ``docs/mcp.md``.
 
 from __future__ import annotations
 
-from .client import McpTool, Progress, Toolbox, connect
+from .connection import Progress
 from .content import message_of, result_of
 from .errors import McpError, ServerUnavailable, ToolChanged, ToolError
 from .server import (
@@ -31,6 +31,7 @@ from .server import (
     serve,
     tool,
 )
+from .toolbox import McpTool, Toolbox, connect
 
 __all__ = [
     "IDEMPOTENCY_KEY",

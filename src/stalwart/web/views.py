@@ -22,8 +22,10 @@ from ..core.errors import RunNotFound, StoreUnavailable
 from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord
 from ..runner import Runner
 from ..stores import Store
-from . import present
+from .conversation import bubbles, pending_prompt, usage_by_model
 from .security import CSRF_FIELD, check_post
+from .steps import child_ids, events_of, step_tree, timeline
+from .values import age, error_summary, fmt_duration, fmt_time, parse_time, pretty, run_duration
 
 __all__ = [
     "cancel",
@@ -59,12 +61,12 @@ _env = jinja2.Environment(
 )
 _env.globals.update(
     link=link,
-    fmt_time=present.fmt_time,
-    fmt_duration=present.fmt_duration,
-    run_duration=present.run_duration,
-    error_summary=present.error_summary,
-    pretty=present.pretty,
-    age=present.age,
+    fmt_time=fmt_time,
+    fmt_duration=fmt_duration,
+    run_duration=run_duration,
+    error_summary=error_summary,
+    pretty=pretty,
+    age=age,
     TERMINAL=TERMINAL,
 )
 
@@ -167,8 +169,8 @@ async def _runs_context(request: Request) -> dict[str, Any]:
     try:
         if f.status and f.status not in STATUSES:
             raise ValueError(f"unknown status {f.status[:40]!r}")
-        after = present.parse_time(f.after)
-        before = present.parse_time(f.before)
+        after = parse_time(f.after)
+        before = parse_time(f.before)
         cursor = f.cursor_key()
     except ValueError as exc:
         problem = str(exc)
@@ -226,23 +228,23 @@ async def _run_context(request: Request) -> dict[str, Any] | Response:
     if run is None:
         return _problem(request, 404, f"no run {run_id[:200]!r} in this store")
     steps = await store.load_steps(run.id)
-    ids = present.child_ids(run, steps)
+    ids = child_ids(run, steps)
     children = {r.id: r for r in await store.get_runs(ids)} if ids else {}
     signal_name = _waits_for_signal(run)
     return {
         "run": run,
-        "inputs": present.pretty(run.inputs),
-        "result": present.pretty(run.result),
-        "error": present.pretty(run.error),
-        "usage": present.usage_by_model(run, steps),
-        "tree": present.step_tree(steps),
+        "inputs": pretty(run.inputs),
+        "result": pretty(run.result),
+        "error": pretty(run.error),
+        "usage": usage_by_model(run, steps),
+        "tree": step_tree(steps),
         "step_count": len(steps),
-        "bubbles": present.bubbles(steps),
-        "events": present.events_of(steps),
-        "timeline": present.timeline(run, steps),
+        "bubbles": bubbles(steps),
+        "events": events_of(steps),
+        "timeline": timeline(run, steps),
         "children": [(i, children.get(i)) for i in ids],
         "signal_name": signal_name,
-        "prompt": present.pending_prompt(steps, signal_name) if signal_name else "",
+        "prompt": pending_prompt(steps, signal_name) if signal_name else "",
         "back": link("/run", id=run.id),
     }
 
@@ -268,7 +270,7 @@ async def _waiting_context(request: Request) -> dict[str, Any]:
     items = []
     for run in runs:
         steps = await store.load_steps(run.id)
-        items.append((run, present.pending_prompt(steps, run.waiting_for)))
+        items.append((run, pending_prompt(steps, run.waiting_for)))
     return {"items": items, "now": time.time(), "limit": WAITING_LIMIT, "back": "/waiting"}
 
 

@@ -1,0 +1,190 @@
+"""The conversation a run holds, as the pages show it: each message once,
+the tokens spent per model, and the question a run waiting for a human asked.
+
+Read from records as plain JSON trees, as :mod:`.values` says (S13).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.ledger import RunRecord, StepRecord
+from .steps import key_order
+from .values import load
+
+__all__ = ["Bubble", "ModelUsage", "bubbles", "pending_prompt", "usage_by_model"]
+
+_TAG = "$t"
+_MSG = "msg"
+
+
+# -- messages --------------------------------------------------------------
+@dataclass(frozen=True)
+class Bubble:
+    """One message of the conversation, as text fields only."""
+
+    role: str
+    actor: str
+    texts: tuple[str, ...] = ()
+    media: tuple[str, ...] = ()
+    call_name: str = ""
+    call_id: str = ""
+    call_args: str = ""
+    call_invalid: str = ""
+    result_name: str = ""
+    result_value: str = ""
+    result_error: str = ""
+    step: str = ""
+
+
+def _messages(tree: Any) -> Iterator[dict[str, Any]]:
+    """Recorded messages (``{"$t": "msg", "v": {...}}``) in a tree, in order."""
+    if isinstance(tree, list):
+        for item in tree:
+            yield from _messages(item)
+    elif isinstance(tree, dict):
+        if tree.get(_TAG) == _MSG and isinstance(tree.get("v"), dict):
+            yield tree["v"]
+            return
+        for value in tree.values():
+            yield from _messages(value)
+
+
+def _fingerprint(msg: dict[str, Any]) -> str:
+    # Recorded arguments leave message ids out, and usage lives in meta: the
+    # same message read from a model call's arguments and from the previous
+    # call's output differs only there.
+    return json.dumps({k: v for k, v in msg.items() if k not in ("id", "meta")}, sort_keys=True)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _bubble(msg: dict[str, Any], step: str) -> Bubble:
+    texts: list[str] = []
+    media: list[str] = []
+    parts = msg.get("parts")
+    for part in parts if isinstance(parts, list) else ():
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text":
+            texts.append(str(part.get("text", "")))
+        else:
+            size = len(str(part.get("data", ""))) * 3 // 4
+            where = f"{size} bytes inline" if "data" in part else f"at {part.get('url', '')}"
+            media.append(f"{part.get('mime_type', 'media')}, {where}")
+    call = _dict(msg.get("call"))
+    result = _dict(msg.get("result"))
+    error = ""
+    if result.get("error_type") is not None:
+        error = f"{result.get('error_type')}: {result.get('error_message', '')}"
+    value = result.get("value")
+    return Bubble(
+        role=str(msg.get("role", "")),
+        actor=str(msg.get("actor", "")),
+        texts=tuple(texts),
+        media=tuple(media),
+        call_name=str(call.get("name", "")),
+        call_id=str(call.get("id", "")),
+        call_args=json.dumps(call.get("arguments"), indent=2, ensure_ascii=False) if call else "",
+        call_invalid=str(call.get("invalid") or ""),
+        result_name=str(result.get("name", "")),
+        result_value=(
+            value
+            if isinstance(value, str)
+            else json.dumps(value, indent=2, ensure_ascii=False)
+            if "value" in result
+            else ""
+        ),
+        result_error=error,
+        step=step,
+    )
+
+
+def bubbles(steps: Mapping[str, StepRecord]) -> list[Bubble]:
+    """The conversation the run's steps hold, each message once, in order.
+
+    A model call's arguments hold the whole conversation so far and its
+    output the new reply, so the messages of every step, read in the order
+    the steps started, give the conversation when each message is kept once.
+    "Once" is per count: a message said twice within one step's value (a
+    user who typed "yes" twice) stays twice.
+    """
+    shown: dict[str, int] = {}
+    out: list[Bubble] = []
+    for s in sorted(steps.values(), key=lambda s: (s.started_at, key_order(s.key))):
+        for text in (s.args, s.output):
+            here: dict[str, int] = {}
+            for msg in _messages(load(text)):
+                fp = _fingerprint(msg)
+                here[fp] = here.get(fp, 0) + 1
+                if here[fp] > shown.get(fp, 0):
+                    shown[fp] = here[fp]
+                    out.append(_bubble(msg, s.key))
+    return out
+
+
+@dataclass(frozen=True)
+class ModelUsage:
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def usage_by_model(run: RunRecord, steps: Mapping[str, StepRecord]) -> list[ModelUsage]:
+    """Tokens (and cost, when a provider recorded one) per model, from the
+    usage model replies carry in ``meta``, each reply counted once by id."""
+    seen: set[str] = set()
+    totals: dict[str, list[Any]] = {}
+    texts = [t for s in steps.values() for t in (s.args, s.output)] + [run.result]
+    for text in texts:
+        for msg in _messages(load(text)):
+            meta = msg.get("meta")
+            if not isinstance(meta, dict) or not isinstance(meta.get("usage"), dict):
+                continue
+            ident = str(msg.get("id"))
+            if ident in seen:
+                continue
+            seen.add(ident)
+            usage = meta["usage"]
+            row = totals.setdefault(str(meta.get("model") or "unknown model"), [0, 0, 0, None])
+            row[0] += 1
+            row[1] += _int(usage.get("input_tokens"))
+            row[2] += _int(usage.get("output_tokens"))
+            cost = meta.get("cost", usage.get("cost"))
+            if isinstance(cost, int | float) and not isinstance(cost, bool):
+                row[3] = (row[3] or 0.0) + float(cost)
+    return [ModelUsage(m, *v) for m, v in sorted(totals.items())]
+
+
+# -- waiting for a human ---------------------------------------------------
+def pending_prompt(steps: Mapping[str, StepRecord], signal: str | None) -> str:
+    """What a run waiting for ``signal`` asked, if it recorded a question.
+
+    A record whose value is ``{"prompt": ..., "signal": signal}`` (what
+    ``ctx.ask`` says) is the question; the latest one wins. Empty when the
+    run recorded none: the page then shows the signal's name alone.
+    """
+    best: tuple[float, str] | None = None
+    for s in steps.values():
+        value = load(s.output)
+        if isinstance(value, dict) and _TAG not in value and isinstance(value.get("prompt"), str):
+            if value.get("signal", signal) != signal:
+                continue
+            if best is None or s.finished_at >= best[0]:
+                best = (s.finished_at, value["prompt"])
+    return "" if best is None else best[1]

@@ -1,0 +1,175 @@
+"""The steps of a run as the pages show them: a tree by key, bars on a
+timeline, the runtime's own records, and the child runs spawned.
+
+Read from records as plain JSON trees, as :mod:`.values` says (S13).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from ..core.ledger import CHILD_MARK, RunRecord, StepRecord
+from .values import error_summary, fmt_duration, load, pretty
+
+__all__ = [
+    "Span",
+    "StepNode",
+    "child_ids",
+    "events_of",
+    "flatten",
+    "key_order",
+    "parent_key",
+    "step_tree",
+    "timeline",
+]
+
+
+_SEGMENT = re.compile(r"[.#]")
+
+
+def parent_key(key: str) -> str:
+    """The key of the step that made the call at ``key`` ("" for the root).
+
+    Keys grow by ``.n`` for a call and ``#n`` for an option call a step's
+    reply asked for (S1): ``1.2#1``'s parent is ``1.2``, whose parent is ``1``.
+    """
+    cut = max(key.rfind("."), key.rfind("#"))
+    return key[:cut] if cut > 0 else ""
+
+
+def key_order(key: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort keys as numbers (``2`` before ``10``), ``.`` calls before ``#`` ones.
+
+    The order steps were called in, for the tree and for every list read in
+    call order (the conversation included).
+    """
+    out: list[tuple[int, int | str]] = []
+    for sep, part in re.findall(r"(^|[.#])([^.#]*)", key):
+        rank = 0 if sep != "#" else 1
+        out.append((rank, int(part)) if part.isdigit() else (rank + 2, part))
+    return tuple(out)
+
+
+@dataclass
+class StepNode:
+    """A step for the tree: its record (None for a step still running, known
+    only because its children are recorded), and its children."""
+
+    key: str
+    record: StepRecord | None
+    children: list[StepNode] = field(default_factory=list)
+
+    @property
+    def duration(self) -> str:
+        r = self.record
+        return "" if r is None else fmt_duration(r.finished_at - r.started_at)
+
+    @property
+    def failed(self) -> bool:
+        return self.record is not None and self.record.error is not None
+
+    @property
+    def error(self) -> str:
+        return "" if self.record is None else error_summary(self.record.error)
+
+    @property
+    def args(self) -> str:
+        return "" if self.record is None else pretty(self.record.args)
+
+    @property
+    def output(self) -> str:
+        r = self.record
+        if r is None:
+            return ""
+        return pretty(r.error) if r.error is not None else pretty(r.output)
+
+
+def step_tree(steps: Mapping[str, StepRecord]) -> list[StepNode]:
+    """The recorded steps nested by key, each level in call order.
+
+    A parent records its outcome after its children, so a running run has
+    children whose parent has no record yet: the parent appears with none.
+    """
+    nodes: dict[str, StepNode] = {k: StepNode(k, rec) for k, rec in steps.items()}
+    for key in list(nodes):
+        while key:
+            up = parent_key(key)
+            if not up or up in nodes:
+                break
+            nodes[up] = StepNode(up, None)
+            key = up
+    roots: list[StepNode] = []
+    for key in sorted(nodes, key=key_order):
+        up = parent_key(key)
+        (nodes[up].children if up else roots).append(nodes[key])
+    return roots
+
+
+def flatten(nodes: Iterable[StepNode], depth: int = 0) -> Iterator[tuple[int, StepNode]]:
+    for node in nodes:
+        yield depth, node
+        yield from flatten(node.children, depth + 1)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A bar of the timeline: where a step starts and how wide it is, in
+    percent of the run's span."""
+
+    key: str
+    name: str
+    depth: int
+    left: float
+    width: float
+    failed: bool
+    title: str
+
+
+def timeline(run: RunRecord, steps: Mapping[str, StepRecord]) -> list[Span]:
+    """The steps as bars on the run's time axis, tree order."""
+    recs = list(steps.values())
+    if not recs:
+        return []
+    start = min([run.created_at, *(r.started_at for r in recs if r.started_at)])
+    end = max([run.updated_at, *(r.finished_at for r in recs)])
+    total = max(end - start, 1e-6)
+    out: list[Span] = []
+    for depth, node in flatten(step_tree(steps)):
+        r = node.record
+        if r is None:
+            continue
+        begin = r.started_at or r.finished_at
+        left = 100.0 * (begin - start) / total
+        width = max(100.0 * (r.finished_at - begin) / total, 0.4)
+        title = f"{node.key} {r.name} {fmt_duration(r.finished_at - begin)}"
+        out.append(
+            Span(node.key, r.name, depth, round(left, 2), round(width, 2), node.failed, title)
+        )
+    return out
+
+
+def events_of(steps: Mapping[str, StepRecord]) -> list[StepRecord]:
+    """What the runtime recorded besides calls (timers, signals received,
+    recorded clocks and ids, child runs spawned, patch markers), in time order."""
+    return sorted(
+        (s for s in steps.values() if s.kind != "call"), key=lambda s: (s.finished_at, s.key)
+    )
+
+
+def child_ids(run: RunRecord, steps: Mapping[str, StepRecord]) -> list[str]:
+    """The ids of the child runs this run spawned, from its spawn records.
+
+    A spawn step records the ids it started; only ids shaped as this run's
+    children (``parent~key/i``) are taken, whatever else a row holds.
+    """
+    out: list[str] = []
+    mine = run.id + CHILD_MARK
+    for s in sorted(steps.values(), key=lambda s: key_order(s.key)):
+        if not s.name.startswith("stalwart.spawn:"):
+            continue
+        ids = load(s.output)
+        if isinstance(ids, list):
+            out.extend(i for i in ids if isinstance(i, str) and i.startswith(mine))
+    return out
