@@ -440,10 +440,11 @@ def test_a_policy_app_does_not_provide_is_a_clear_error(db: str, policy: str) ->
 
     asyncio.run(make())
     line = fails("runs", "resume", "orphan-1", "--app", APP, "--store", db)
-    assert (
-        line
-        == f"error: run 'orphan-1' needs policy {policy!r}, which --app {APP!r} did not provide"
+    assert line.startswith(
+        f"error: run 'orphan-1' needs policy {policy!r}, which --app {APP!r} did not provide "
     )
+    assert "(it provides: add, agent, approval," in line  # what it has, and how to fix it
+    assert "module:attr" in line
     assert "--app MODULE" in fails("runs", "resume", "orphan-1", "--store", db)
 
 

@@ -1,7 +1,7 @@
 """The ``stalwart`` command: inspect and operate the runs of a store.
 
 This module only assembles the command tree; each group of commands lives in
-its own module (:mod:`.runs`, :mod:`.resume`, :mod:`.signals`,
+its own module (:mod:`.runs`, :mod:`.pending`, :mod:`.resume`, :mod:`.signals`,
 :mod:`.worker`, :mod:`.demo`), and what they share (the store, the console,
 one-line failures) in :mod:`.command`.
 
@@ -16,9 +16,12 @@ from __future__ import annotations
 import typer
 
 from .demo import demo
+from .export import export_run, import_run
+from .fork import fork_run
 from .mcp_serve import mcp_serve
+from .pending import waiting_runs
 from .resume import resume_run
-from .runs import cancel_run, list_runs, prune_runs, show_run
+from .runs import cancel_run, count_runs, list_runs, prune_runs, show_run
 from .signals import send_signal
 from .ui import ui
 from .worker import worker
@@ -32,14 +35,22 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-runs_app = typer.Typer(help="List, show, resume, cancel and prune runs.", no_args_is_help=True)
+runs_app = typer.Typer(
+    help="List, show, count, resume, cancel and prune runs; list those waiting for a human.",
+    no_args_is_help=True,
+)
 app.add_typer(runs_app, name="runs")
 
 runs_app.command("list")(list_runs)
 runs_app.command("show")(show_run)
+runs_app.command("count")(count_runs)
+runs_app.command("waiting")(waiting_runs)
 runs_app.command("resume")(resume_run)
 runs_app.command("cancel")(cancel_run)
 runs_app.command("prune")(prune_runs)
+runs_app.command("export")(export_run)
+runs_app.command("import")(import_run)
+runs_app.command("fork")(fork_run)
 app.command("signal")(send_signal)
 app.command("demo")(demo)
 app.command("worker")(worker)

@@ -88,7 +88,8 @@ def app_policies(spec: str) -> list[Policy[Any, Any]]:
     module, _, attr = spec.partition(":")
     mod = _import_app(module)
     if not attr:
-        return _unique(p for value in vars(mod).values() for p in _policies_in(value))
+        found = _unique(p for value in vars(mod).values() for p in _policies_in(value))
+        return found + _class_policies(vars(mod).values(), {p.name for p in found})
     try:
         target = getattr(mod, attr)
     except AttributeError:
@@ -125,21 +126,58 @@ def _policies_in(value: Any, *, nested: bool = False) -> list[Policy[Any, Any]]:
     return []
 
 
+def _class_policies(values: Iterable[Any], taken: set[str]) -> list[Policy[Any, Any]]:
+    """The class policies a module holds undecorated: objects whose class
+    has an async ``__call__`` (``greeter = Greeter()``, run as
+    ``runner.run(greeter, ...)``), named as the runner names them.
+
+    Only names no other policy of the module has, and only when one object
+    has the name: two undecorated objects of one class would be two
+    policies under one name, and guessing which one a run meant is not
+    ours to do (``--app module:attr`` says).
+    """
+    import inspect
+
+    from ..core.policy import Policy, as_policy
+
+    found: dict[str, list[Any]] = {}
+    for value in values:
+        if isinstance(value, type | Policy) or inspect.isroutine(value) or inspect.ismodule(value):
+            continue
+        call = getattr(type(value), "__call__", None)  # noqa: B004 - the class's, not the object's
+        if call is None or not inspect.iscoroutinefunction(call):
+            continue
+        if getattr(value, "__stalwart_policy__", None) is not None:
+            continue  # a carrier (an agent, a flow): already found
+        name = as_policy(value).name
+        if name not in taken:
+            found.setdefault(name, []).append(value)
+    return [as_policy(objs[0]) for objs in found.values() if len({id(o) for o in objs}) == 1]
+
+
 def _unique(policies: Iterable[Policy[Any, Any]]) -> list[Policy[Any, Any]]:
     """Each policy once (a module may hold one under two names)."""
     return list({id(p): p for p in policies}.values())
 
 
-def policy_for(runner: Runner, rec: RunRecord, app_spec: str) -> Policy[Any, Any]:
-    """The policy ``--app`` gave for this run, looked up by the name the row records."""
+def policy_for(
+    runner: Runner, rec: RunRecord, app_spec: str, provided: Iterable[Policy[Any, Any]] = ()
+) -> Policy[Any, Any]:
+    """The policy ``--app`` gave for this run, looked up by the name the row
+    records; ``provided`` (what ``--app`` gave) is named when it is not there."""
     pol = runner.find_policy(rec.policy)  # registered policies only; never an import
     if pol is not None:
         return pol
     if app_spec:
+        names = sorted({p.name for p in provided})
+        shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
         raise CLIError(
-            f"run {rec.id!r} needs policy {rec.policy!r}, which --app {app_spec!r} did not provide"
+            f"run {rec.id!r} needs policy {rec.policy!r}, which --app {app_spec!r} did not "
+            f"provide (it provides: {shown or 'nothing'}); give the module that defines it, or "
+            f"module:attr naming the policy, agent, flow or object (a policy's name is its "
+            "function's, an agent's or flow's `name`, a class policy's class in snake_case)"
         )
     raise CLIError(
         f"run {rec.id!r} needs policy {rec.policy!r}: "
-        "give the module that defines it with --app MODULE"
+        "give the module that defines it with --app MODULE (or MODULE:ATTR, or a file.py)"
     )

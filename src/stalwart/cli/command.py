@@ -14,7 +14,10 @@ store URL is printed with its password masked.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
@@ -25,6 +28,8 @@ from rich.markup import escape
 from ..core.redact import mask_url, printable, redact
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from ..core.ledger import RunRecord
     from ..core.policy import Policy
     from ..runner import Runner
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STORE",
     "CLIError",
+    "JsonOption",
     "StoreOption",
     "console",
     "execute",
@@ -40,6 +46,9 @@ __all__ = [
     "get_run",
     "lit",
     "open_store",
+    "print_json",
+    "print_table",
+    "reading",
     "runner_for",
     "store_url",
 ]
@@ -59,6 +68,18 @@ StoreOption = Annotated[
     ),
 ]
 
+JsonOption = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print one JSON document instead of a table (fields: docs/cli.md).",
+    ),
+]
+
+# Wide enough for any row a ledger holds: a piped table takes its natural
+# width (its widest cell), never the 80 columns Rich assumes off a terminal.
+_UNCUT = 1_000_000
+
 
 class CLIError(Exception):
     """An expected failure: reported in one line, with an exit code, no traceback."""
@@ -71,6 +92,31 @@ class CLIError(Exception):
 def console() -> Console:
     """The console a command prints its result on (no guessing of highlights)."""
     return Console(highlight=False)
+
+
+def print_table(table: Table) -> None:
+    """A table on stdout, cut to the terminal only when there is one.
+
+    Off a terminal (a pipe, a file) Rich would fit the table into 80
+    columns and put an ellipsis in every long id; a script reading the
+    output needs every cell whole, so the table is drawn at its natural
+    width instead.
+    """
+    screen = console()
+    if screen.is_terminal:
+        screen.print(table)
+    else:
+        Console(highlight=False, width=_UNCUT).print(table)
+
+
+def print_json(document: object) -> None:
+    """One JSON document on stdout, for scripts.
+
+    ASCII only: every other character is a ``\\u`` escape, so nothing a
+    ledger holds can drive a terminal the output reaches, and any JSON
+    parser reads it back unchanged.
+    """
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=True) + "\n")
 
 
 def lit(value: object) -> str:
@@ -115,6 +161,21 @@ def open_store(url: str, *, must_exist: bool = True) -> Store:
             f"no store at {store.path!r}: give --store sqlite:///path.db or set STALWART_STORE"
         )
     return store
+
+
+@contextlib.asynccontextmanager
+async def reading(url: str) -> AsyncIterator[Store]:
+    """The store, open, for a command that only reads it.
+
+    No runner: reading the ledger needs no worker loop, no lease and no
+    policy, and executes nothing.
+    """
+    store = open_store(url)
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
 
 
 def runner_for(url: str, policies: Sequence[Policy[Any, Any]] = ()) -> Runner:

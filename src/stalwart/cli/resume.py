@@ -16,7 +16,9 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from ..core.ledger import TERMINAL
 from ..core.redact import printable
+from ..stores.base import children_prefix
 from .apps import AppOption, app_policies, policy_for
 from .command import (
     DEFAULT_STORE,
@@ -147,7 +149,19 @@ def resume_run(
         async with runner_for(store, policies) as runner:
             rec = await get_run(runner, run_id)
             target: Policy[Any, Any] | None = None
-            while rec.status not in ("succeeded", "failed", "cancelled"):
+            if rec.parent_id is not None and rec.status not in TERMINAL:
+                raise CLIError(
+                    f"run {run_id!r} is a child run of {rec.parent_id!r}: a worker executes it "
+                    f"(`stalwart worker --app MODULE`), or resume its parent"
+                )
+            while rec.status not in TERMINAL:
+                if rec.status == "suspended" and children_prefix(rec.waiting_for) is not None:
+                    out.print(
+                        f"run {lit(run_id)} waits for its child runs: a worker executes them "
+                        "(`stalwart worker --app MODULE` on this store), and the last one to "
+                        "finish wakes it; resume it then"
+                    )
+                    return 0
                 if rec.status == "suspended" and rec.waiting_for:
                     out.print(
                         f"run {lit(run_id)} waits for the signal {lit(repr(rec.waiting_for))}: "
@@ -156,7 +170,7 @@ def resume_run(
                     )
                     return 0
                 if target is None:
-                    target = policy_for(runner, rec, app_spec)
+                    target = policy_for(runner, rec, app_spec, policies)
                     out.print(f"resuming run [bold]{lit(run_id)}[/] ({lit(rec.policy)})")
                 if rec.status == "suspended" and rec.wake_at is not None:
                     delay = rec.wake_at - time.time()

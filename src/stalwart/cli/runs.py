@@ -1,4 +1,4 @@
-"""``stalwart runs list | show | cancel | prune``: look at runs and tidy them up.
+"""``stalwart runs list | show | count | cancel | prune``: look at runs and tidy them up.
 
 None of these executes a run: they read the ledger, ask a run to stop, or
 delete finished runs. ``runs resume``, which executes one, is in
@@ -9,24 +9,38 @@ from __future__ import annotations
 
 import enum
 import re
+import shlex
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
-from ..core.redact import mask_url
+from ..core.redact import mask_url, printable
 from .command import (
     DEFAULT_STORE,
     CLIError,
+    JsonOption,
     StoreOption,
     console,
     execute,
     fail,
     get_run,
     lit,
+    print_json,
+    print_table,
+    reading,
     runner_for,
 )
 
-__all__ = ["Status", "cancel_run", "list_runs", "parse_duration", "prune_runs", "show_run"]
+__all__ = [
+    "Status",
+    "cancel_run",
+    "count_runs",
+    "list_runs",
+    "parse_duration",
+    "prune_runs",
+    "show_run",
+]
 
 
 class Status(enum.StrEnum):
@@ -56,21 +70,57 @@ def list_runs(
     status: Annotated[
         Status | None, typer.Option("--status", help="Only runs with this status.")
     ] = None,
+    policy: Annotated[
+        str | None, typer.Option("--policy", help="Only runs of this policy (its name).")
+    ] = None,
+    queue: Annotated[str | None, typer.Option("--queue", help="Only runs on this queue.")] = None,
+    id_contains: Annotated[
+        str | None, typer.Option("--id-contains", help="Only runs whose id contains this text.")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")] = 50,
+    before: Annotated[
+        str | None,
+        typer.Option("--before", help="The next page: the cursor a previous listing printed."),
+    ] = None,
+    as_json: JsonOption = False,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """List runs, newest first."""
+    """List runs, newest first, a page at a time."""
+    from .render.data import cursor_of, parse_cursor, run_data
     from .render.runs import runs_table
 
     async def go() -> None:
-        async with runner_for(store) as runner:
-            runs = await runner.list_runs(status.value if status else None, limit)
+        after = parse_cursor(before) if before is not None else None
+        async with reading(store) as ledger:
+            # One more than asked: whether there is a next page, without a count.
+            runs = await ledger.list_runs(
+                status.value if status else None,
+                limit + 1,
+                queue=queue,
+                policy=policy,
+                id_contains=id_contains,
+                before=after,
+            )
+        more = len(runs) > limit
+        runs = runs[:limit]
+        cursor = cursor_of(runs[-1]) if more else None
+        if as_json:
+            print_json(
+                {
+                    "store": mask_url(store),
+                    "runs": [run_data(r) for r in runs],
+                    "next": cursor,
+                }
+            )
+            return
         kind = f"{status.value} " if status else ""
         if not runs:
             console().print(f"no {kind}runs in {lit(mask_url(store))}")
             return
         plural = "s" if len(runs) != 1 else ""
-        console().print(runs_table(runs, f"{len(runs)} {kind}run{plural} in {mask_url(store)}"))
+        print_table(runs_table(runs, f"{len(runs)} {kind}run{plural} in {mask_url(store)}"))
+        if cursor is not None:
+            console().print(f"more: --before {lit(shlex.quote(cursor))}", soft_wrap=True)
 
     execute(go)
 
@@ -78,9 +128,11 @@ def list_runs(
 def show_run(
     run_id: Annotated[str, typer.Argument(help="The run's id.")],
     full: Annotated[bool, typer.Option("--full", help="Do not shorten values.")] = False,
+    as_json: JsonOption = False,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Show a run: status, inputs, outcome, and its steps as a tree by key."""
+    from .render.data import run_data, step_data
     from .render.runs import run_header
     from .render.steps import steps_tree
 
@@ -90,12 +142,66 @@ def show_run(
         async with runner_for(store) as runner:
             rec = await get_run(runner, run_id)
             steps = await runner.steps(run_id)
+        if as_json:
+            print_json({"run": run_data(rec, values=True), "steps": [step_data(s) for s in steps]})
+            return
         screen = console()
         screen.print(run_header(rec, limit=None if full else 300))
         if steps:
             screen.print(steps_tree(steps, f"{len(steps)} recorded steps", limit=limit))
         else:
             screen.print("no recorded steps")
+
+    execute(go)
+
+
+def count_runs(
+    queue: Annotated[str | None, typer.Option("--queue", help="Only runs on this queue.")] = None,
+    policy: Annotated[
+        str | None, typer.Option("--policy", help="Only runs of this policy (its name).")
+    ] = None,
+    as_json: JsonOption = False,
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Count runs by status and queue (one query, however many runs there are)."""
+    from rich.table import Table
+
+    from .render.data import STATUSES
+
+    async def go() -> None:
+        async with reading(store) as ledger:
+            counts = await ledger.count_runs(queue=queue, policy=policy)
+        by_status = {s: sum(counts.get(s, {}).values()) for s in STATUSES}
+        for other in sorted(set(counts) - set(STATUSES)):  # a status this version does not know
+            by_status[other] = sum(counts[other].values())
+        by_queue: dict[str, int] = {}
+        for per_queue in counts.values():
+            for name, n in per_queue.items():
+                by_queue[name] = by_queue.get(name, 0) + n
+        total = sum(by_status.values())
+        if as_json:
+            print_json(
+                {
+                    "store": mask_url(store),
+                    "total": total,
+                    "by_status": by_status,
+                    "by_queue": dict(sorted(by_queue.items())),
+                    "counts": {s: dict(sorted(q.items())) for s, q in sorted(counts.items())},
+                }
+            )
+            return
+        title = Text(printable(f"{total} run{'s' if total != 1 else ''} in {mask_url(store)}"))
+        table = Table(title=title, title_justify="left", header_style="bold")
+        table.add_column("queue", no_wrap=True)
+        for name in by_status:
+            table.add_column(name, justify="right", no_wrap=True)
+        table.add_column("total", justify="right", no_wrap=True, style="bold")
+        for name in sorted(by_queue):
+            cells = [str(counts.get(s, {}).get(name, 0)) for s in by_status]
+            table.add_row(Text(printable(name)), *cells, str(by_queue[name]))
+        if len(by_queue) != 1:
+            table.add_row("all", *(str(n) for n in by_status.values()), str(total), style="bold")
+        print_table(table)
 
     execute(go)
 

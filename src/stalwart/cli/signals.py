@@ -22,7 +22,11 @@ def send_signal(
     payload: Annotated[str, typer.Argument(help="The payload, as JSON (e.g. '{\"ok\": true}').")],
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """Send a signal to a run; it is queued if the run does not wait for it yet."""
+    """Send a signal to a run; it is queued if the run does not wait for it yet.
+
+    This never executes the run: the runner that started it, a worker, or
+    `stalwart runs resume RUN --app MODULE` does.
+    """
     try:
         value = json.loads(payload)
     except ValueError as exc:
@@ -41,13 +45,22 @@ def send_signal(
             and after.status == "pending"
         ):
             out.print(
-                "the run was waiting for it and is ready: a runner on this store resumes it, "
-                f"or run `stalwart runs resume {lit(run_id)} --app YOUR_MODULE`"
+                "the run was waiting for it and is ready. This command does not execute it: "
+                "the process that started it resumes it if it is still running, as does any "
+                "worker on this store (`stalwart worker --app YOUR_MODULE`); or execute it "
+                f"here with `stalwart runs resume {lit(run_id)} --app YOUR_MODULE`",
+                soft_wrap=True,
             )
         else:
+            waits = (
+                f", and waits for {lit(repr(after.waiting_for))} now"
+                if after.status == "suspended" and after.waiting_for
+                else ""
+            )
             out.print(
-                f"queued: the run ({lit(after.status)}) takes it when it waits for "
-                f"{lit(repr(name))}"
+                f"queued: the run ({lit(after.status)}{waits}) takes it when it waits for "
+                f"{lit(repr(name))}",
+                soft_wrap=True,
             )
 
     execute(go)

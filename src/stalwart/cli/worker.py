@@ -6,12 +6,14 @@ else: a run naming any other policy waits for a worker that has it (S13).
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 import typer
 
 from .apps import AppOption, app_policies
 from .command import DEFAULT_STORE, StoreOption, console, execute, lit, open_store, store_url
+from .logs import LogFormat, LogLevel, configure_logging
 
 __all__ = ["worker"]
 
@@ -28,8 +30,24 @@ def worker(
     shutdown_timeout: Annotated[
         float, typer.Option(help="seconds held runs may finish after SIGTERM")
     ] = 30.0,
+    log_level: Annotated[
+        LogLevel,
+        typer.Option("--log-level", help="least severe log records written", case_sensitive=False),
+    ] = LogLevel.info,
+    log_format: Annotated[
+        LogFormat,
+        typer.Option("--log-format", help="text, or json: one object a line (docs/cli.md)"),
+    ] = LogFormat.text,
 ) -> None:
-    """Execute runs from the store's queues until SIGTERM (then finish or hand back)."""
+    """Execute runs from the store's queues until SIGTERM (then finish or hand back).
+
+    Logs go to stderr: each run claimed, suspended, resumed, finished, at
+    INFO. With ``--log-format json`` nothing else is printed, so a log
+    pipeline reads only JSON.
+    """
+    configure_logging(log_level, log_format)
+    log = logging.getLogger("stalwart.worker")
+    human = log_format is LogFormat.text
 
     async def go() -> None:
         from ..runner import Runner
@@ -44,13 +62,24 @@ def worker(
             shutdown_timeout=shutdown_timeout,
         )
         names = ", ".join(sorted({p.name for p in policies})) or "(none)"
-        console().print(
-            f"worker {lit(runner.owner)}: store {lit(store_url(runner))}, queues "
-            f"{lit(', '.join(queue) if queue else 'all')}, concurrency {concurrency}, "
-            f"policies {lit(names)}",
-            soft_wrap=True,
+        queues = ", ".join(queue) if queue else "all"
+        where = store_url(runner)
+        if human:
+            console().print(
+                f"worker {lit(runner.owner)}: store {lit(where)}, queues {lit(queues)}, "
+                f"concurrency {concurrency}, policies {lit(names)}",
+                soft_wrap=True,
+            )
+        facts = {"owner": runner.owner, "store": where, "queues": queues}
+        log.info(
+            "worker started: concurrency %d, policies %s",
+            concurrency,
+            names,
+            extra={**facts, "concurrency": concurrency, "policies": names},
         )
         await runner.serve()
-        console().print("worker stopped")
+        log.info("worker stopped", extra=facts)
+        if human:
+            console().print("worker stopped")
 
     execute(go)

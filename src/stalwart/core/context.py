@@ -97,7 +97,12 @@ class Engine(Protocol):
     async def recorded(self, key: str, kind: str, make: Callable[[], Any]) -> Any: ...
     async def sleep(self, key: str, seconds: float) -> None: ...
     async def wait_for(
-        self, deadline_key: str, key: str, name: str, timeout: float | None
+        self,
+        deadline_key: str,
+        key: str,
+        name: str,
+        timeout: float | None,
+        asked: dict[str, Any] | None = None,
     ) -> Any: ...
     async def spawn(
         self,
@@ -211,20 +216,50 @@ class Context:
         """
         await self._x.sleep(self.next_key(), seconds)
 
-    async def wait_for(self, signal: str, timeout: float | None = None) -> Any:
+    async def wait_for(
+        self,
+        signal: str,
+        timeout: float | None = None,
+        *,
+        prompt: str | None = None,
+        about: Any = None,
+    ) -> Any:
         """Wait for ``runner.signal(run_id, signal, payload)`` and return the payload.
 
         Signals queue up: one sent before the run waits is not lost. With a
         ``timeout`` (seconds), raise :class:`TimeoutError` when none arrives.
+
+        ``prompt`` and ``about`` say what the wait is for (a question, the
+        details of what is to be approved: ``about={"amount": 120}``, any
+        value a step may return). They are recorded just before the wait,
+        so whoever lists the runs waiting for a human (``stalwart runs
+        waiting``, the inspector) can show what each one asks. They are a
+        note for readers: the run never reads them back, and changing them
+        in new code does not change the run's steps.
         """
         deadline_key = self.next_key()
         key = self.next_key()
-        return await self._x.wait_for(deadline_key, key, signal, timeout)
+        asked = None
+        if prompt is not None or about is not None:
+            asked = {"prompt": prompt, "signal": signal, "about": about}
+        return await self._x.wait_for(deadline_key, key, signal, timeout, asked)
 
-    async def ask(self, prompt: str, *, signal: str = "input", timeout: float | None = None) -> Any:
-        """Ask a human: emit ``prompt`` and wait for their answer as a signal."""
+    async def ask(
+        self,
+        prompt: str,
+        *,
+        signal: str = "input",
+        timeout: float | None = None,
+        about: Any = None,
+    ) -> Any:
+        """Ask a human: emit ``prompt`` and wait for their answer as a signal.
+
+        The prompt (and ``about``, any details the human needs) is recorded
+        with the wait, as :meth:`wait_for` says, so a person can see what is
+        asked while the run is suspended, not only whoever streamed it live.
+        """
         self.emit({"prompt": prompt, "signal": signal})
-        return await self.wait_for(signal, timeout)
+        return await self.wait_for(signal, timeout, prompt=prompt, about=about)
 
     # -- child runs --------------------------------------------------------------
     async def spawn(

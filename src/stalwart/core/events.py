@@ -18,6 +18,7 @@ __all__ = [
     "Event",
     "Hook",
     "RunFinished",
+    "RunInfo",
     "TextDelta",
 ]
 
@@ -91,12 +92,40 @@ class CallInfo:
     arguments: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What a hook is told about one execution of a run.
+
+    ``execution`` is the claim's fencing token: 1 the first time the run
+    executes, more when it resumes (after a suspension, a crash, a lost
+    lease). ``trace`` is what :meth:`Hook.start_trace` returned when the run
+    was created, read back from the store, so an execution in another
+    process joins the same trace.
+    """
+
+    run_id: str
+    policy: str
+    execution: int
+    parent_id: str | None = None
+    queue: str = "default"
+    trace: str | None = None
+
+
 class Hook:
     """Observe or veto calls. Override what you need; every method is optional.
 
     ``before_call`` may raise :class:`~stalwart.core.errors.Veto` to refuse the call;
     the call then fails with that error (in options dispatch, the model reads
-    it as an error result). Hooks run on live calls only, not on replayed ones.
+    it as an error result). ``before_call``, ``after_call``, ``on_error`` and
+    ``on_retry`` run on live calls only; a call answered from the ledger is
+    told to ``on_replayed`` instead, so an observer can tell the two apart.
+    A live call that stops without an outcome (its run suspended, was
+    cancelled or lost its store) gets neither ``after_call`` nor
+    ``on_error``; ``on_run_end`` follows.
+
+    The run methods exist for tracing (``stalwart.otel``): a hook sees each
+    execution of a run begin and end in the run's own task, around every
+    call of that execution, and may give a run a trace context to keep.
     """
 
     async def before_call(self, call: CallInfo) -> None:
@@ -107,3 +136,25 @@ class Hook:
 
     async def on_error(self, call: CallInfo, error: BaseException) -> None:
         """Called after a live call failed for good (retries exhausted)."""
+
+    async def on_retry(self, call: CallInfo, attempt: int, error: BaseException) -> None:
+        """Called when a live call is about to try again: ``attempt`` (2, 3,
+        ...) is the try to come, ``error`` what the previous one raised."""
+
+    async def on_replayed(self, call: CallInfo, error: BaseException | None) -> None:
+        """Called when a call is answered from the ledger without executing:
+        ``error`` is the recorded error it raises again, None for a result."""
+
+    def start_trace(self, run_id: str, policy: str) -> str | None:
+        """Called, in the creating code's context, when a run is created: a
+        string to keep with the run (``RunRecord.trace``) or None. The first
+        hook that returns one wins."""
+        return None
+
+    async def on_run_start(self, run: RunInfo) -> None:
+        """Called when an execution of a run begins, before its first call."""
+
+    async def on_run_end(self, run: RunInfo, status: str, error: BaseException | None) -> None:
+        """Called when an execution ends: ``status`` is the run's outcome
+        (succeeded, failed, cancelled) or why this execution stopped
+        (suspended, released, lost)."""

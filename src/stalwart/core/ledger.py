@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 __all__ = [
+    "ASKED",
     "CHILDREN_WAIT",
     "CHILD_MARK",
     "MAX_RUN_ID",
@@ -21,6 +22,7 @@ __all__ = [
     "RunRecord",
     "RunStatus",
     "StepRecord",
+    "asked_key",
     "check_run_id",
     "child_group",
     "child_run_id",
@@ -52,7 +54,13 @@ class StepRecord:
 
 @dataclass(slots=True)
 class RunRecord:
-    """A run: its inputs, where it stands, and who holds it."""
+    """A run: its inputs, where it stands, and who holds it.
+
+    ``trace``: the trace context the run was started under (W3C
+    ``traceparent``/``tracestate`` as JSON), kept so that every execution of
+    the run, on any worker and after any crash, joins the trace that started
+    it; None when tracing was off.
+    """
 
     id: str
     policy: str
@@ -72,9 +80,26 @@ class RunRecord:
     queue: str = "default"
     priority: int = 0
     parent_id: str | None = None
+    trace: str | None = None
 
 
 CHILDREN_WAIT = "stalwart.children:"
+
+# What a wait for a signal asks (``ctx.ask``, ``ctx.wait_for(..., about=...)``):
+# a runtime record named ``stalwart.ask`` whose output is ``{"prompt": str or
+# None, "signal": name, "about": any value}``, at the wait's deadline key plus
+# ".0". Readers (the CLI, the inspector) find a waiting run's question there.
+ASKED = "ask"
+
+
+def asked_key(deadline_key: str) -> str:
+    """The key of the record of what the wait at ``deadline_key`` asks.
+
+    ``.0`` is a child key no context hands out (they count from 1), so the
+    record takes no key from the run's sequence (S1).
+    """
+    return f"{deadline_key}.0"
+
 
 # Child run ids: the parent's id, "~", the spawning step's key, "/", the index.
 # Run ids a user chooses may not contain "~" (see check_run_id), so a user's

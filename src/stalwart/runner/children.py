@@ -15,10 +15,12 @@ from typing import Any
 
 from ..core.engine.journal import Journal
 from ..core.errors import CancelledRun
+from ..core.events import Hook
 from ..core.ledger import RunRecord
 from ..core.policy import Policy
 from ..stores.base import Store
 from .identity import run_inputs
+from .observe import started, trace_for
 from .table import RunTable
 
 __all__ = ["Children"]
@@ -33,8 +35,9 @@ class Children:
         table: RunTable,
         register: Callable[[Any], Policy[Any, Any]],
         version: Callable[[Policy[Any, Any]], str],
-        start_here: Callable[[RunRecord, Policy[Any, Any], tuple[Any, ...], dict[str, Any]],
-                             Awaitable[None]],
+        start_here: Callable[
+            [RunRecord, Policy[Any, Any], tuple[Any, ...], dict[str, Any]], Awaitable[None]
+        ],
         await_outcome: Callable[[str], Awaitable[Any]],
     ) -> None:
         self.store = store
@@ -43,6 +46,9 @@ class Children:
         self._version = version
         self._start_here = start_here
         self._await_outcome = await_outcome
+        #: The runner's hooks: each child keeps the trace context of the step
+        #: that spawned it, so it joins that trace on whichever worker runs it.
+        self.hooks: tuple[Hook, ...] = ()
 
     async def spawn_children(
         self,
@@ -64,12 +70,15 @@ class Children:
                 queue=queue or parent.queue,
                 priority=priority,
                 parent_id=parent.run_id,
+                trace=trace_for(self.hooks, run_id, pol.name) if self.hooks else None,
             )
             for run_id, (args, kwargs) in zip(ids, calls, strict=True)
         ]
         if queue is None:
             self.table.mine.update(ids)
         await self.store.create_runs(runs)
+        for rec in runs:
+            started(rec)
         if memory:  # nobody else could ever execute them
             for rec, (args, kwargs) in zip(runs, calls, strict=True):
                 await self._start_here(rec, pol, args, kwargs)

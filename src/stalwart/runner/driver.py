@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -31,6 +32,7 @@ from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, child_group
 from ..core.policy import Policy
 from ..core.recorded import error_to_json
 from ..stores.base import Store
+from . import observe
 from .handle import Live
 from .identity import read_inputs
 from .table import RunTable
@@ -63,14 +65,23 @@ class Driver:
         self.inline_sleep = inline_sleep
         self._cleanups: set[asyncio.Future[None]] = set()
 
-    def launch(self, rec: RunRecord, pol: Policy[Any, Any], call: Call | None = None) -> None:
+    def launch(
+        self,
+        rec: RunRecord,
+        pol: Policy[Any, Any],
+        call: Call | None = None,
+        prior: RunRecord | None = None,
+    ) -> None:
         """Execute the claimed run ``rec`` in a task of its own.
 
         It is registered as live before any await, so the worker loop never
         mistakes a run this runner is starting for one it abandoned.
+        ``prior`` is the run as it stood before the claim, if known: the log
+        says whether the claim resumed it or recovered it from a dead holder.
         """
         if rec.id in self.table.live:
             return  # already executing here; its claim is the one that counts
+        observe.claimed(rec, prior, rec.owner or "")
         durable = not self.store.ephemeral
         execution = Execution(
             rec.id,
@@ -89,22 +100,22 @@ class Driver:
         self.table.live[rec.id] = live
         self.table.mine.add(rec.id)  # executed here: resumed here when it wakes
         live.task = asyncio.create_task(self._drive(live, pol, rec, call), name=f"run:{rec.id}")
-        live.task.add_done_callback(partial(self._task_done, live))
+        live.task.add_done_callback(partial(self._task_done, live, rec))
 
     async def drain(self) -> None:
         """Wait for the settling of runs cancelled before their first step."""
         if self._cleanups:
             await asyncio.wait(list(self._cleanups))
 
-    def _task_done(self, live: Live, task: asyncio.Task[None]) -> None:
+    def _task_done(self, live: Live, rec: RunRecord, task: asyncio.Task[None]) -> None:
         """A run task cancelled before its first step never ran its own cleanup."""
         if live.done.done():
             return
-        cleanup = asyncio.ensure_future(self._settle_unstarted(live))
+        cleanup = asyncio.ensure_future(self._settle_unstarted(live, rec))
         self._cleanups.add(cleanup)
         cleanup.add_done_callback(self._cleanups.discard)
 
-    async def _settle_unstarted(self, live: Live) -> None:
+    async def _settle_unstarted(self, live: Live, rec: RunRecord) -> None:
         x = live.execution
         outcome: tuple[str, Any] = ("released", None)
         try:
@@ -119,6 +130,7 @@ class Driver:
         except StoreError as exc:
             outcome = ("lost", exc)
         finally:
+            observe.ended(rec, outcome[0], outcome[1], 0.0)
             self._settled(live, outcome)
 
     async def _drive(
@@ -126,7 +138,13 @@ class Driver:
     ) -> None:
         x = live.execution
         outcome: tuple[str, Any] = ("lost", None)
+        began = time.monotonic()
+        # Hooks see the execution begin and end in this task, around every
+        # call: a tracer's run span is the parent of the run's step spans.
+        info = observe.info_of(rec) if self.hooks else None
         try:
+            if info is not None:
+                await observe.run_started(self.hooks, info)
             outcome = await self._execute(live, pol, rec, call)
         except (StaleLeaseError, StoreUnavailable) as exc:
             # Fenced out (another worker owns the run and will finish it), or
@@ -140,6 +158,10 @@ class Driver:
             except StoreError as store_exc:
                 outcome = ("lost", store_exc)
         finally:
+            if info is not None:
+                error = outcome[1] if isinstance(outcome[1], BaseException) else None
+                await observe.run_ended(self.hooks, info, outcome[0], error)
+            observe.ended(rec, outcome[0], outcome[1], time.monotonic() - began)
             self._settled(live, outcome)
             if x.parent_id is not None and outcome[0] in TERMINAL:
                 await self._wake_parent(x.parent_id, x.run_id)

@@ -39,6 +39,7 @@ from .children import Children
 from .driver import Driver
 from .handle import EventBuffer, RunHandle
 from .identity import check_same_run, code_version, run_inputs
+from .observe import started, trace_for
 from .registry import Registry
 from .streams import Streams
 from .table import RunTable
@@ -104,6 +105,7 @@ class Runner:
         self._children = Children(
             self.store, self._table, self.register, self._version, self._start_here, self.outcome
         )
+        self._children.hooks = self.hooks
         self._driver = Driver(
             self.store,
             self._table,
@@ -302,10 +304,13 @@ class Runner:
             if not memory:
                 raise
             inputs = ""  # in memory, inputs need not be JSON
-        rec = RunRecord(run_id, pol.name, inputs, code_version=self._version(pol))
+        trace = trace_for(self.hooks, run_id, pol.name) if self.hooks else None
+        rec = RunRecord(run_id, pol.name, inputs, code_version=self._version(pol), trace=trace)
         stored, created = await self.store.create_run(rec)
         if not created:
             check_same_run(pol, stored, rec, self.find_policy(stored.policy) is pol)
+        else:
+            started(rec)
         if stored.status in TERMINAL:
             return
         self._table.mine.add(run_id)
@@ -330,7 +335,7 @@ class Runner:
                 if rec.id not in table.live:
                     claimed = await self.store.claim(rec.id, self.owner, self.lease)
                     if claimed is not None:
-                        self._driver.launch(claimed, pol, call)
+                        self._driver.launch(claimed, pol, call, prior=rec)
         finally:
             table.claiming.discard(rec.id)
 
@@ -372,10 +377,13 @@ class Runner:
             queue=queue,
             priority=priority,
             wake_at=None if not delay else time.time() + delay,
+            trace=trace_for(self.hooks, run_id, pol.name) if self.hooks else None,
         )
         stored, created = await self.store.create_run(rec)
         if not created:
             check_same_run(pol, stored, rec, self.find_policy(stored.policy) is pol)
+        else:
+            started(rec)
         self._table.wake_worker()
         return RunHandle(self, run_id)
 

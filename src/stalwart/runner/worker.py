@@ -19,13 +19,14 @@ from collections.abc import Sequence
 from ..core.errors import StoreUnavailable
 from ..core.ledger import TERMINAL, RunRecord
 from ..stores.base import Store, owner_is_dead
+from . import observe
 from .driver import Driver
 from .registry import Registry
 from .table import RunTable
 
 __all__ = ["Worker"]
 
-_log = logging.getLogger("stalwart.runner")
+_log = observe.log
 
 #: Most runs claimed in one query: a worker with room for many takes them in
 #: batches, so one turn never holds the store for long.
@@ -68,6 +69,7 @@ class Worker:
         poke = self.table.poke
         assert poke is not None
         next_beat = 0.0
+        down = False
         while True:
             try:
                 now = time.time()
@@ -75,6 +77,7 @@ class Worker:
                     await self.beat()
                     next_beat = now + self.lease / 3
                 claimed = await self.claim_ready(everyone=self.serving)
+                _slow("heartbeat and claims", time.time() - now)
                 delay = min(self.poll_interval, max(0.0, next_beat - time.time()))
                 wake = await self.store.next_wake()
                 if wake is not None and (wake > time.time() or claimed):
@@ -82,8 +85,20 @@ class Worker:
                     # a run we cannot take (other queue, unknown policy, no
                     # room): waiting for it would spin; poll instead.
                     delay = min(delay, max(0.0, wake - time.time()))
-            except StoreUnavailable:
+                if down:
+                    down = False
+                    observe.emit(logging.INFO, "store.available", "the store answers again")
+            except StoreUnavailable as exc:
                 delay = self.poll_interval  # the store is down; try again later
+                if not down:  # once per outage, not once per poll
+                    down = True
+                    observe.emit(
+                        logging.WARNING,
+                        "store.unavailable",
+                        "the store is unavailable (%s); retrying every %.2f s",
+                        exc,
+                        delay,
+                    )
             except Exception:  # never let one bad row stop heartbeats and recovery
                 _log.exception("stalwart runner %s: background loop error", self.owner)
                 delay = self.poll_interval
@@ -99,7 +114,14 @@ class Worker:
         for run_id in beat.lost:
             live = self.table.live.get(run_id)
             if live is not None and live.task is not None and not live.task.done():
-                _log.warning("run %r: another worker took it over; stopping here", run_id)
+                observe.emit(
+                    logging.WARNING,
+                    "run.lease_lost",
+                    "run %r: its lease was lost, another worker took it over; stopping here",
+                    run_id,
+                    run_id=run_id,
+                    owner=self.owner,
+                )
                 live.lost = True
                 live.task.cancel()
         for run_id in beat.cancel:
@@ -153,13 +175,18 @@ class Worker:
             pol = self.registry.find(rec.policy)
             got = await self.store.claim(run_id, self.owner, self.lease)
             if got is not None and pol is not None:
-                self.driver.launch(got, pol)
+                self.driver.launch(got, pol, prior=rec)
                 claimed.append(run_id)
         return claimed
 
     async def _claim_due(self) -> list[str]:
+        prior: dict[str, RunRecord] = {}  # as each run stood before its claim, for the log
+
         def accept(rec: RunRecord) -> bool:
-            return self._acceptable(rec, everyone=True)
+            ok = self._acceptable(rec, everyone=True)
+            if ok:
+                prior[rec.id] = rec
+            return ok
 
         claimed: list[str] = []
         while (room := self._room()) > 0:
@@ -169,7 +196,7 @@ class Worker:
                 if pol is None:
                     await self.store.release(rec.id, rec.fence)
                     continue
-                self.driver.launch(rec, pol)
+                self.driver.launch(rec, pol, prior=prior.get(rec.id))
                 claimed.append(rec.id)
             if len(batch) < room:
                 break  # nothing more is ready; a full batch may have more behind it
@@ -182,6 +209,19 @@ class Worker:
         if retry is not None and time.monotonic() < retry[0]:
             return False
         return self.registry.can_run(rec)
+
+
+def _slow(what: str, seconds: float) -> None:
+    """Warn when the store took long enough that leases start to run short."""
+    if seconds > observe.SLOW_STORE:
+        observe.emit(
+            logging.WARNING,
+            "store.slow",
+            "the store is slow: %s took %.2f s",
+            what,
+            seconds,
+            seconds=seconds,
+        )
 
 
 def _ready(rec: RunRecord, now: float, owner: str) -> bool:

@@ -26,6 +26,7 @@ from ..core.ledger import (
 
 __all__ = [
     "Beat",
+    "RunDump",
     "SignalRecord",
     "Store",
     "children_prefix",
@@ -83,7 +84,7 @@ def _is_zombie(pid: int) -> bool:
 RUN_COLUMNS = (
     "id, policy, inputs, status, result, error, created_at, updated_at, code_version, "
     "wake_at, waiting_for, owner, lease_expires_at, fence, cancel_requested, queue, "
-    "priority, parent_id"
+    "priority, parent_id, trace"
 )
 _RUN_FIELDS = tuple(c.strip() for c in RUN_COLUMNS.split(","))
 SPILL_BYTES = 16 * 1024
@@ -139,6 +140,7 @@ _ROW_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("queue", (str,)),
     ("priority", (int,)),
     ("parent_id", _TEXT_OR_NONE),
+    ("trace", _TEXT_OR_NONE),
 )
 
 
@@ -161,6 +163,19 @@ class SignalRecord:
     name: str
     payload: str
     consumed_by: str | None = None
+    uid: str | None = None
+    created_at: float = 0.0
+
+
+@dataclass(slots=True)
+class RunDump:
+    """One run as a store keeps it, spilled payloads merged back: what
+    :meth:`Store.export_run` reads and :meth:`Store.import_run` writes, so a
+    run moves between stores (``stalwart.timetravel``) byte for byte."""
+
+    run: RunRecord
+    steps: list[StepRecord]
+    signals: list[SignalRecord]
 
 
 class Store(abc.ABC):
@@ -349,6 +364,19 @@ class Store(abc.ABC):
         Idempotent per step key: asking again for the same key returns the
         same payload, so a crash between taking and recording loses nothing.
         """
+
+    # -- moving runs between stores (stalwart.timetravel) --------------------
+    async def export_run(self, run_id: str) -> RunDump | None:
+        """The run, every step (large values included) and its signals, or
+        None if there is no such run. Not abstract: a store that cannot
+        export says so instead of breaking every other store subclass."""
+        raise NotImplementedError(f"{type(self).__name__} cannot export runs")
+
+    async def import_run(self, dump: RunDump) -> bool:
+        """Insert ``dump`` in one transaction; False (nothing written) if its
+        run id exists. Rows are inserted as given: the caller decides their
+        status, owner and fence."""
+        raise NotImplementedError(f"{type(self).__name__} cannot import runs")
 
     def describe(self) -> dict[str, Any]:
         return {"url": self.url}

@@ -18,7 +18,15 @@ from typing import Any
 
 from ..core.errors import RunNotFound, StaleLeaseError, StoreError
 from ..core.ledger import TERMINAL, RunRecord, RunStatus, StepRecord
-from .base import CANCELLED_ERROR, Beat, SignalRecord, Store, children_prefix, owner_is_dead
+from .base import (
+    CANCELLED_ERROR,
+    Beat,
+    RunDump,
+    SignalRecord,
+    Store,
+    children_prefix,
+    owner_is_dead,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -159,8 +167,10 @@ class MemoryStore(Store):
             if len(claimed) >= limit:
                 break
             dead = rec.status == "running" and rec.owner != owner and owner_is_dead(rec.owner)
-            if rec.status == "running" and rec.cancel_requested and (
-                dead or (rec.lease_expires_at or 0) < now
+            if (
+                rec.status == "running"
+                and rec.cancel_requested
+                and (dead or (rec.lease_expires_at or 0) < now)
             ):
                 # Cancelled, and its holder died before it could stop: finish it.
                 self._end(rec, "cancelled", None, CANCELLED_ERROR, now)
@@ -389,6 +399,22 @@ class MemoryStore(Store):
                 sig.consumed_by = step_key
                 return sig.payload
         return None
+
+    # -- moving runs between stores ------------------------------------------
+    async def export_run(self, run_id: str) -> RunDump | None:
+        rec = self._runs.get(run_id)
+        if rec is None:
+            return None
+        steps = [replace(s) for s in self._steps.get(run_id, {}).values()]
+        return RunDump(replace(rec), steps, [replace(s) for s in self._signals.get(run_id, [])])
+
+    async def import_run(self, dump: RunDump) -> bool:
+        if dump.run.id in self._runs:
+            return False
+        self._runs[dump.run.id] = replace(dump.run)
+        self._steps[dump.run.id] = {s.key: replace(s) for s in dump.steps}
+        self._signals[dump.run.id] = [replace(s) for s in dump.signals]
+        return True
 
     def describe(self) -> dict[str, Any]:
         return {"url": self.url, "runs": len(self._runs)}

@@ -12,6 +12,7 @@ recorded under its key before the caller sees it (S3, S11).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
@@ -32,6 +33,10 @@ from .waits import Waits
 __all__ = ["Execution", "Unit", "run_detached"]
 
 T = TypeVar("T")
+
+#: Retries are logged here (a warning each): a step that keeps failing is the
+#: first thing an operator looks for.
+_log = logging.getLogger("stalwart.engine")
 
 
 class _Step:
@@ -140,6 +145,8 @@ class Execution(Dispatch, Waits):
         if step.recorded:
             rec = self._identify(step, args, kwargs)
             if rec is not None:  # S2: answered from the ledger, nothing executes
+                if self.hooks:
+                    return await self._replayed(step, rec, args, kwargs)
                 return self.replayed_value(rec, key, pol.name, step.args_json, step.args_hash)
         if self.hooks or self.listeners:
             self._announce(step, args, kwargs)
@@ -190,6 +197,24 @@ class Execution(Dispatch, Waits):
         step.args_json = identity_json(args, kwargs, step.key)
         step.args_hash = step_hash(step.args_json)
         return self.replay.get(step.key)
+
+    async def _replayed(
+        self, step: _Step, rec: StepRecord, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """A recorded step answered for hooks that watch replays (a tracer
+        marks it replayed and, for a model call, emits no model-call span)."""
+        info = CallInfo(self.run_id, step.key, step.pol.name, args_for_record(args, kwargs))
+        try:
+            value = self.replayed_value(
+                rec, step.key, step.pol.name, step.args_json, step.args_hash
+            )
+        except Exception as exc:
+            for hook in self.hooks:
+                await hook.on_replayed(info, exc)
+            raise
+        for hook in self.hooks:
+            await hook.on_replayed(info, None)
+        return value
 
     def _announce(self, step: _Step, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Tell hooks and listeners a live call starts (CallStarted)."""
@@ -281,10 +306,36 @@ class Execution(Dispatch, Waits):
                 ):
                     raise
                 delay = min(pol.backoff * 2 ** (attempts.n - 1), pol.max_backoff)
+                await self._retrying(attempts, exc, delay)
                 if delay > 0:
                     await asyncio.sleep(delay)
             finally:
                 current_step.reset(token)
+
+    async def _retrying(self, step: _Step, exc: BaseException, delay: float) -> None:
+        """Say a call is retried: a warning in the log, and hooks told."""
+        _log.warning(
+            "run %r step %s (%s): attempt %d failed with %s: %s; retrying in %.2f s",
+            self.run_id,
+            step.key,
+            step.pol.name,
+            step.n,
+            type(exc).__name__,
+            exc,
+            delay,
+            extra={
+                "event": "step.retry",
+                "run_id": self.run_id,
+                "step": step.key,
+                "policy": step.pol.name,
+                "attempt": step.n + 1,
+                "error_type": type(exc).__name__,
+                "delay": delay,
+            },
+        )
+        if step.info is not None:
+            for hook in self.hooks:
+                await hook.on_retry(step.info, step.n + 1, exc)
 
     async def _failed(self, info: CallInfo | None, key: str, name: str, err: BaseException) -> None:
         if info is None:

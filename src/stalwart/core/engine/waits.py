@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import codec
 from ..errors import StoreError
-from ..ledger import CHILDREN_WAIT, TERMINAL, child_group, child_run_id
+from ..ledger import ASKED, CHILDREN_WAIT, TERMINAL, asked_key, child_group, child_run_id
 from ..policy import as_policy
 from ..recorded import error_to_json
 from .control import Suspend
@@ -40,9 +40,18 @@ class Waits(Journal):
             return
         raise Suspend(wake_at, None)
 
-    async def wait_for(self, deadline_key: str, key: str, name: str, timeout: float | None) -> Any:
+    async def wait_for(
+        self,
+        deadline_key: str,
+        key: str,
+        name: str,
+        timeout: float | None,
+        asked: dict[str, Any] | None = None,
+    ) -> Any:
         if self.store is None:
             return await self._wait_in_memory(name, timeout)
+        if asked is not None:
+            await self._note_asked(deadline_key, asked)
         deadline = await self.recorded(
             deadline_key, "deadline", lambda: None if timeout is None else time.time() + timeout
         )
@@ -59,6 +68,23 @@ class Waits(Journal):
             await self.record_value(key, f"signal:{name}", None, error_to_json(exc))
             raise exc
         raise Suspend(deadline, name)
+
+    async def _note_asked(self, deadline_key: str, asked: dict[str, Any]) -> None:
+        """Record what a wait asks (``stalwart.ask``), once, before the wait.
+
+        Its key is the wait's deadline key plus ``.0``: derived, never handed
+        out by a context (sequence numbers start at 1), so every other key of
+        the run stays what it was without this record (S1). A run that
+        reached this wait before (its deadline is recorded) writes nothing:
+        the record is already there, or the run waited on code that did not
+        write one, and it resumes as it was recorded. On replay the note is
+        not read back: it is for readers, so a changed prompt is no
+        nondeterminism (S5).
+        """
+        key = asked_key(deadline_key)
+        if deadline_key in self.replay or key in self.replay:
+            return
+        await self.record_value(key, ASKED, asked)
 
     async def _wait_in_memory(self, name: str, timeout: float | None) -> Any:
         box = self._mailbox.setdefault(name, deque())

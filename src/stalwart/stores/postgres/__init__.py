@@ -83,6 +83,7 @@ rules it shares with SQLite are in :mod:`stalwart.stores.sql`.
 from __future__ import annotations
 
 from .claims import PostgresClaims
+from .dump import PostgresDump
 from .runs import PostgresRuns
 from .schema import SCHEMA_VERSION
 from .signals import PostgresSignals
@@ -91,5 +92,5 @@ from .steps import PostgresSteps
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
 
-class PostgresStore(PostgresRuns, PostgresClaims, PostgresSteps, PostgresSignals):
+class PostgresStore(PostgresRuns, PostgresClaims, PostgresSteps, PostgresSignals, PostgresDump):
     """A Store in a PostgreSQL database. Build from a URL with :meth:`from_url`."""

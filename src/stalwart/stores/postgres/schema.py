@@ -35,7 +35,7 @@ __all__ = [
     "where_of",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -130,6 +130,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX runs_waiting ON {s}.runs (updated_at, id) "
         "WHERE status = 'suspended' AND waiting_for IS NOT NULL",
     ),
+    # The trace context a run was started under (stalwart[otel]).
+    4: ("ALTER TABLE {s}.runs ADD COLUMN trace TEXT",),
 }
 
 # Failures worth another attempt, by SQLSTATE: the connection broke (08),

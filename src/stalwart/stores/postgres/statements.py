@@ -45,7 +45,7 @@ class PgStatements(Statements):
             f"INSERT INTO {s}.runs ({RUN_COLUMNS}) SELECT * FROM unnest("
             "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
             "%s::float8[], %s::float8[], %s::text[], %s::float8[], %s::text[], %s::text[], "
-            "%s::float8[], %s::int8[], %s::bool[], %s::text[], %s::int4[], %s::text[]) "
+            "%s::float8[], %s::int8[], %s::bool[], %s::text[], %s::int4[], %s::text[], %s::text[]) "
             "ON CONFLICT (id) DO NOTHING"
         )
         self.claim = f"""UPDATE {s}.runs SET owner = %(owner)s,

@@ -34,6 +34,7 @@ with PostgreSQL are in :mod:`stalwart.stores.sql`.
 from __future__ import annotations
 
 from .claims import SQLiteClaims
+from .dump import SQLiteDump
 from .runs import SQLiteRuns
 from .schema import SCHEMA_VERSION
 from .signals import SQLiteSignals
@@ -42,5 +43,5 @@ from .steps import SQLiteSteps
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 
-class SQLiteStore(SQLiteRuns, SQLiteClaims, SQLiteSteps, SQLiteSignals):
+class SQLiteStore(SQLiteRuns, SQLiteClaims, SQLiteSteps, SQLiteSignals, SQLiteDump):
     """A Store in one SQLite file. Build from a URL with :meth:`from_url`."""

@@ -16,7 +16,7 @@ from ...core.errors import StoreError
 
 __all__ = ["SCHEMA_VERSION", "is_busy", "is_transient", "migrate", "prepare"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -98,6 +98,10 @@ MIGRATIONS: dict[int, str] = {
     CREATE INDEX runs_created ON runs (created_at, id);
     CREATE INDEX runs_waiting ON runs (updated_at, id)
         WHERE status = 'suspended' AND waiting_for IS NOT NULL;
+    """,
+    # The trace context a run was started under (stalwart[otel]).
+    4: """
+    ALTER TABLE runs ADD COLUMN trace TEXT;
     """,
 }
 

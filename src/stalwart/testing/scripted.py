@@ -12,8 +12,8 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from .core.context import Context
-from .core.message import Message
+from ..core.context import Context
+from ..core.message import Message
 
 __all__ = ["Reply", "ScriptExhausted", "ScriptedLLM", "call"]
 

@@ -1,0 +1,71 @@
+"""``stalwart runs export`` and ``runs import``: runs as JSON Lines.
+
+The format is :mod:`stalwart.timetravel.export`'s (``docs/time-travel.md``):
+what the store keeps, byte for byte, so a run moves between SQLite and
+PostgreSQL, or into a folder of recordings for replay tests.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..stores.base import RunDump
+from ..timetravel.export import export_runs, import_runs, read_export, write_export
+from .command import DEFAULT_STORE, StoreOption, console, execute, lit, open_store
+
+__all__ = ["export_run", "import_run"]
+
+
+def export_run(
+    run_id: Annotated[str, typer.Argument(help="The run's id.")],
+    children: Annotated[
+        bool, typer.Option("--children", help="Also the child runs it spawned, theirs included.")
+    ] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
+    ] = None,
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Write a run, its steps and signals (and with --children its child runs) as JSON Lines."""
+
+    async def go() -> list[RunDump]:
+        st = open_store(store)
+        await st.open()
+        try:
+            return await export_runs(st, run_id, children=children)
+        finally:
+            await st.close()
+
+    dumps = execute(go)
+    if output is None:
+        write_export(dumps, sys.stdout)
+        return
+    with open(output, "w", encoding="utf-8") as f:
+        count = write_export(dumps, f)
+    console().print(f"exported {count} run(s) to {lit(output)}")
+
+
+def import_run(
+    source: Annotated[Path, typer.Argument(help="An export file (JSON Lines), or - for stdin.")],
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Import the runs of an export; a run id the store has already is left as it is."""
+
+    async def go() -> tuple[list[str], int]:
+        dumps = read_export(sys.stdin) if str(source) == "-" else read_export(source)
+        st = open_store(store, must_exist=False)
+        await st.open()
+        try:
+            return await import_runs(st, dumps), len(dumps)
+        finally:
+            await st.close()
+
+    done, total = execute(go)
+    out = console()
+    out.print(f"imported {len(done)} of {total} run(s)")
+    for run_id in done:
+        out.print(f"  {lit(run_id)}")

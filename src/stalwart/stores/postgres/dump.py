@@ -1,0 +1,76 @@
+"""The PostgreSQL store's whole-run export and import (``stalwart.timetravel``)."""
+
+from __future__ import annotations
+
+import uuid
+
+from ...core.ledger import StepRecord
+from ..base import RunDump, run_from_row, run_to_row
+from ..sql import merge_payloads, quoted, step_from_row
+from ..sql.dump import DumpStatements, payload_rows, signal_from_row, step_row
+from .connection import Conn, PostgresBase
+
+__all__ = ["PostgresDump"]
+
+
+class PostgresDump(PostgresBase):
+    """Reads a run with everything it recorded in one snapshot; writes one
+    in one transaction."""
+
+    @property
+    def _dump_sql(self) -> DumpStatements:
+        built: DumpStatements | None = self.__dict__.get("_dump_statements")
+        if built is None:
+            built = self.__dict__["_dump_statements"] = DumpStatements(self._sql.dialect)
+        return built
+
+    async def export_run(self, run_id: str) -> RunDump | None:
+        sql, dump = self._sql, self._dump_sql
+
+        async def fn(conn: Conn, n: int) -> RunDump | None:
+            async with conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                row = await (await conn.execute(sql.get_run, (run_id,))).fetchone()
+                if row is None:
+                    return None
+                steps: dict[str, StepRecord] = {}
+                for r in await (await conn.execute(sql.steps_of_run, (run_id,))).fetchall():
+                    step = step_from_row(r)
+                    steps[step.key] = step
+                payloads = await (await conn.execute(sql.payloads_of_run, (run_id,))).fetchall()
+                merge_payloads(steps, payloads)
+                cur = await conn.execute(dump.signals_of_run, (run_id,))
+                signals = [signal_from_row(run_id, r) for r in await cur.fetchall()]
+            return RunDump(run_from_row(row), list(steps.values()), signals)
+
+        return await self._with_conn(f"exporting run {quoted(run_id)}", fn)
+
+    async def import_run(self, run_dump: RunDump) -> bool:
+        sql = self._dump_sql
+        run_id = run_dump.run.id
+
+        async def fn(conn: Conn, n: int) -> bool:
+            async with conn.transaction():
+                cur = await conn.execute(sql.insert_run, run_to_row(run_dump.run))
+                if cur.rowcount != 1:
+                    return False
+                async with conn.cursor() as c:
+                    for step in run_dump.steps:
+                        row, spilled = step_row(run_id, step)
+                        await c.execute(sql.insert_step, row)
+                        payloads = payload_rows(run_id, step, spilled)
+                        if payloads:
+                            await c.executemany(sql.insert_payload, payloads)
+                    for s in run_dump.signals:
+                        # A uid names one send in one store (see SQLiteDump).
+                        uid = s.uid or uuid.uuid4().hex
+                        await c.execute(self._sql.signal_sent, (uid,))
+                        if await c.fetchone():
+                            uid = uuid.uuid4().hex
+                        await c.execute(
+                            sql.insert_signal,
+                            (run_id, s.name, s.payload, s.consumed_by, uid, s.created_at),
+                        )
+            return True
+
+        return await self._with_conn(f"importing run {quoted(run_id)}", fn)

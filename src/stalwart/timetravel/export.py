@@ -1,0 +1,228 @@
+"""Runs as versioned JSON Lines: export from one store, import into another.
+
+The format (``docs/time-travel.md``) is one JSON object per line. The first
+is the header, ``{"format": "stalwart.runs", "version": 1, ...}``; then each
+run as ``{"type": "run", "run": {...}}`` followed by its steps
+(``{"type": "step", "run": ID, "step": {...}}``, in S1 order) and its signals
+(``{"type": "signal", "run": ID, "signal": {...}}``). Recorded values
+(inputs, results, arguments, outputs, errors, payloads) stay the JSON text
+the store keeps, so a run moves between SQLite and PostgreSQL byte for byte,
+spilled values included.
+
+Reading a file is data, never code (S13): each field is checked for its type
+and a line that does not fit is a :class:`CorruptedRecord` naming the line
+and the field; values are decoded only later, by whoever replays them, with
+the types the program declared.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import IO, Any
+
+from ..core.errors import CorruptedRecord, RunNotFound
+from ..core.ledger import TERMINAL, RunRecord, StepRecord
+from ..stores.base import RunDump, SignalRecord, Store, run_from_row
+from .keys import key_parts
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "export_runs",
+    "import_runs",
+    "read_export",
+    "spawned_ids",
+    "write_export",
+]
+
+FORMAT = "stalwart.runs"
+VERSION = 1
+SPAWN_PREFIX = "stalwart.spawn:"
+
+_RUN_FIELDS = tuple(f.name for f in fields(RunRecord))
+_STEP_TYPES: dict[str, tuple[type, ...]] = {
+    "key": (str,),
+    "name": (str,),
+    "args_hash": (str,),
+    "args": (str, type(None)),
+    "output": (str, type(None)),
+    "error": (str, type(None)),
+    "attempts": (int,),
+    "started_at": (int, float),
+    "finished_at": (int, float),
+    "kind": (str,),
+}
+_SIGNAL_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "payload": (str,),
+    "consumed_by": (str, type(None)),
+    "uid": (str, type(None)),
+    "created_at": (int, float),
+}
+
+
+def spawned_ids(dump: RunDump) -> list[str]:
+    """The child runs this run's recorded spawns started, in step order."""
+    out: list[str] = []
+    for step in sorted(dump.steps, key=lambda s: key_parts(s.key)):
+        if step.name.startswith(SPAWN_PREFIX) and step.output:
+            ids = json.loads(step.output)
+            if isinstance(ids, list):
+                out.extend(i for i in ids if isinstance(i, str))
+    return out
+
+
+async def export_runs(store: Store, run_id: str, *, children: bool = False) -> list[RunDump]:
+    """The run ``run_id`` as its store keeps it, and with ``children`` every
+    run it spawned, theirs included (found through its recorded spawns)."""
+    dumps: list[RunDump] = []
+    todo = [run_id]
+    seen: set[str] = set()
+    while todo:
+        current = todo.pop(0)
+        if current in seen:
+            continue
+        seen.add(current)
+        dump = await store.export_run(current)
+        if dump is None:
+            if current == run_id:
+                raise RunNotFound(f"no run {run_id!r}")
+            continue  # a child pruned since: the parent's records still say what it returned
+        dump.steps.sort(key=lambda s: key_parts(s.key))
+        dumps.append(dump)
+        if children:
+            todo.extend(spawned_ids(dump))
+    return dumps
+
+
+def write_export(dumps: Iterable[RunDump], out: IO[str]) -> int:
+    """Write ``dumps`` to ``out`` as JSON Lines; how many runs were written."""
+    dumps = list(dumps)
+    header = {"format": FORMAT, "version": VERSION, "exported_at": time.time(), "runs": len(dumps)}
+    out.write(_line(header))
+    for dump in dumps:
+        out.write(_line({"type": "run", "run": asdict(dump.run)}))
+        for step in dump.steps:
+            out.write(_line({"type": "step", "run": dump.run.id, "step": asdict(step)}))
+        for sig in dump.signals:
+            record = {k: v for k, v in asdict(sig).items() if k != "run_id"}
+            out.write(_line({"type": "signal", "run": dump.run.id, "signal": record}))
+    return len(dumps)
+
+
+def _line(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def read_export(source: IO[str] | str | Path) -> list[RunDump]:
+    """The runs of an export (a file object, or the path of one)."""
+    if isinstance(source, str | Path):
+        with open(source, encoding="utf-8") as f:
+            return _read(f, str(source))
+    return _read(source, getattr(source, "name", "<export>"))
+
+
+def _read(lines: Iterable[str], where: str) -> list[RunDump]:
+    dumps: dict[str, RunDump] = {}
+    numbered: Iterator[tuple[int, str]] = (
+        (n, text) for n, text in enumerate(lines, 1) if text.strip()
+    )
+    first = next(numbered, None)
+    if first is None:
+        raise CorruptedRecord(f"{where}: empty, not a Stalwart export")
+    header = _object(first[1], f"{where}:{first[0]}")
+    if header.get("format") != FORMAT:
+        raise CorruptedRecord(f"{where}:1: not a Stalwart export (format {header.get('format')!r})")
+    if header.get("version") != VERSION:
+        raise CorruptedRecord(
+            f"{where}:1: export version {header.get('version')!r}; this Stalwart reads {VERSION}"
+        )
+    for n, text in numbered:
+        at = f"{where}:{n}"
+        obj = _object(text, at)
+        kind = obj.get("type")
+        if kind == "run":
+            run = _run(obj.get("run"), at)
+            if run.id in dumps:
+                raise CorruptedRecord(f"{at}: run {run.id!r} appears twice")
+            dumps[run.id] = RunDump(run, [], [])
+            continue
+        owner = dumps.get(obj.get("run"))  # type: ignore[arg-type]
+        if owner is None:
+            raise CorruptedRecord(f"{at}: field 'run' names no run listed before it")
+        if kind == "step":
+            owner.steps.append(StepRecord(**_checked(obj.get("step"), _STEP_TYPES, f"{at}: step")))
+        elif kind == "signal":
+            values = _checked(obj.get("signal"), _SIGNAL_TYPES, f"{at}: signal")
+            owner.signals.append(SignalRecord(owner.run.id, **values))
+        else:
+            raise CorruptedRecord(f"{at}: field 'type' is {kind!r}, not run, step or signal")
+    return list(dumps.values())
+
+
+def _object(text: str, at: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise CorruptedRecord(f"{at}: not JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise CorruptedRecord(f"{at}: not a JSON object")
+    return obj
+
+
+def _run(value: Any, at: str) -> RunRecord:
+    if not isinstance(value, dict):
+        raise CorruptedRecord(f"{at}: field 'run' is not an object")
+    defaults = RunRecord("", "", "")
+    # Fields this version does not know are left out; missing ones take
+    # their defaults (an export from an older or newer Stalwart).
+    row = [value.get(name, getattr(defaults, name)) for name in _RUN_FIELDS]
+    try:
+        return run_from_row(row)
+    except CorruptedRecord as exc:
+        raise CorruptedRecord(f"{at}: {exc}") from None
+
+
+def _checked(value: Any, types: dict[str, tuple[type, ...]], at: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise CorruptedRecord(f"{at} is not an object")
+    out: dict[str, Any] = {}
+    for name, kinds in types.items():
+        if name not in value:
+            raise CorruptedRecord(f"{at}: field {name!r} is missing")
+        v = value[name]
+        if not isinstance(v, kinds) or (isinstance(v, bool) and bool not in kinds):
+            raise CorruptedRecord(
+                f"{at}: field {name!r} holds {type(v).__name__}, "
+                f"not {' or '.join(k.__name__ for k in kinds)}"
+            )
+        out[name] = v
+    return out
+
+
+async def import_runs(store: Store, dumps: Iterable[RunDump]) -> list[str]:
+    """Insert ``dumps`` into ``store``; the ids imported (one that exists is
+    left as it is, not overwritten).
+
+    A run that was executing where it was exported is imported as pending,
+    held by nobody: the process that held it does not exist here. Its fence
+    is at least 1 when it has steps, so the first claim here loads and
+    replays them (a first claim, fence 0 to 1, has nothing to replay).
+    """
+    done: list[str] = []
+    for dump in dumps:
+        run = dump.run
+        if run.status not in TERMINAL:
+            if run.status == "running":
+                run.status = "pending"
+            run.owner = None
+            run.lease_expires_at = None
+        if dump.steps and run.fence < 1:
+            run.fence = 1
+        if await store.import_run(dump):
+            done.append(run.id)
+    return done

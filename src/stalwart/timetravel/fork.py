@@ -1,0 +1,289 @@
+"""Fork: a new run that replays another's recorded prefix, then runs live.
+
+``await fork(runner, "ticket-42", at="3", new_run_id="ticket-42-b",
+replace=Replace(result=...))`` copies every step of ``ticket-42`` that
+finished before step ``3`` (S1 order, :mod:`.keys`) into the new run, sets
+step ``3``'s record as ``replace`` says, and starts the new run on
+``runner``: it replays that prefix without executing it (S2) and runs live
+from there. The original run is only read.
+
+What a fork records about where it came from is its first record, the step
+``0`` named ``stalwart.fork`` (no policy's step is ever keyed ``0``: keys
+count from 1), so no store needs a new column; :func:`lineage` reads it.
+
+Child runs spawned in the copied prefix are copied too, under the fork's
+ids (a child's id embeds its parent's, S1), with their whole ledgers: a
+finished child keeps its outcome, an unfinished one is copied pending and
+is executed by whoever serves its queue (``runner.recover()``, a worker).
+Children spawned at or after ``at`` are not copied: the fork spawns its own.
+Signals are not copied: those the prefix consumed are in its records; a
+fork that waits for one later gets it by ``runner.signal`` like any run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from dataclasses import replace as copy
+from typing import Any
+
+from ..core import codec
+from ..core.engine.execution import Execution
+from ..core.errors import CorruptedRecord, RunNotFound, StoreError
+from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, StepRecord, check_run_id
+from ..core.policy import Policy, as_policy
+from ..core.recorded import error_to_json
+from ..runner.handle import RunHandle
+from ..runner.identity import read_inputs, run_inputs
+from ..runner.runner import Runner
+from ..stores.base import RunDump
+from .export import SPAWN_PREFIX, export_runs
+from .keys import before
+
+__all__ = ["LINEAGE_KEY", "LINEAGE_NAME", "Lineage", "Replace", "fork", "lineage"]
+
+LINEAGE_KEY = "0"
+LINEAGE_NAME = "stalwart.fork"
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass(frozen=True)
+class Replace:
+    """What a fork changes.
+
+    ``result`` or ``error``: step ``at`` is recorded with this outcome (a
+    model's reply edited, a tool's answer corrected): the fork replays it
+    and goes live right after it. ``args``: step ``at`` is called again, at
+    fork time, with its recorded arguments updated by these (``policy``: the
+    policy recorded there, if the runner was not given it; ``options``: the
+    policies an offered ``options`` list names); its outcome is recorded
+    under the identity of the call the code makes, so the fork replays it.
+    ``inputs``: the run's keyword arguments updated by these.
+    """
+
+    result: Any = UNSET
+    error: BaseException | None = None
+    args: dict[str, Any] | None = None
+    inputs: dict[str, Any] | None = None
+    policy: Any = None
+    options: Sequence[Any] = ()
+
+    def changes(self) -> list[str]:
+        out = [] if self.result is UNSET else ["result"]
+        out += [name for name in ("error", "args", "inputs") if getattr(self, name) is not None]
+        return out
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Where a fork came from: the run, the step it left that run at, and
+    what it replaced (``result``, ``error``, ``args``, ``inputs``)."""
+
+    run_id: str
+    at: str | None
+    replaced: list[str] = field(default_factory=list)
+    forked_at: float = 0.0
+
+
+def lineage(steps: Sequence[StepRecord] | dict[str, StepRecord]) -> Lineage | None:
+    """The lineage a fork recorded among ``steps`` (a run's records), if any."""
+    found = (
+        steps.get(LINEAGE_KEY)
+        if isinstance(steps, dict)
+        else next((s for s in steps if s.key == LINEAGE_KEY), None)
+    )
+    if found is None or found.name != LINEAGE_NAME or found.output is None:
+        return None
+    try:
+        data = json.loads(found.output)
+        return Lineage(
+            str(data["from"]),
+            None if data["at"] is None else str(data["at"]),
+            [str(x) for x in data["replaced"]],
+            float(data["forked_at"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        raise CorruptedRecord(f"step {LINEAGE_KEY}: the fork's lineage cannot be read") from None
+
+
+async def fork(
+    runner: Runner,
+    run_id: str,
+    *,
+    at: str | None = None,
+    new_run_id: str | None = None,
+    replace: Replace | None = None,
+    policy: Any = None,
+) -> RunHandle:
+    """Fork run ``run_id`` at step ``at`` and start the fork on ``runner``.
+
+    ``at`` None replays nothing (the run again, from the top, with
+    ``replace.inputs``). ``policy``: the run's policy, if ``runner`` was not
+    given it. Returns the fork's handle; the fork is executed by ``runner``.
+    """
+    replace = replace or Replace()
+    await runner.open()
+    store = runner.store
+    if store.ephemeral:
+        raise StoreError("a fork replays recorded steps: it needs a durable store, not memory")
+    new_id = check_run_id(new_run_id) if new_run_id else f"{run_id}-fork-{int(time.time() * 1000)}"
+    dumps = await export_runs(store, run_id, children=True)
+    original = dumps[0]
+    if original.run.parent_id is not None:
+        raise ValueError(f"run {run_id!r} is a child run; fork its parent")
+    pol = as_policy(policy) if policy is not None else runner.find_policy(original.run.policy)
+    if pol is None:
+        raise RunNotFound(
+            f"run {run_id!r} is a run of policy {original.run.policy!r}, which this runner "
+            "was not given: pass policy=... or Runner(policies=[...])"
+        )
+    pol.declare_types()
+    steps = {s.key: s for s in original.steps if s.key != LINEAGE_KEY}
+    prefix = [s for s in original.steps if at is not None and s.key in steps and before(s.key, at)]
+    changed = replace.changes()
+    if at is not None and {"result", "error", "args"} & set(changed):
+        target = steps.get(at)
+        if target is None:
+            raise ValueError(f"run {run_id!r} has no recorded step {at!r} to replace")
+        prefix.append(await _replaced(target, replace, runner, new_id))
+    inputs = original.run.inputs
+    data = read_inputs(run_id, inputs)
+    args, kwargs = list(data["args"]), dict(data["kwargs"])
+    if replace.inputs is not None:
+        args, kwargs = [], {**_by_name(pol, args, kwargs), **replace.inputs}
+        inputs = run_inputs(pol, new_id, (), kwargs)
+    renamed = _Renamer(run_id, new_id)
+    copied = [renamed.step(s) for s in prefix]
+    now = time.time()
+    record = {"from": run_id, "at": at, "replaced": changed, "forked_at": now}
+    mark = json.dumps(record, separators=(",", ":"))
+    origin = StepRecord(LINEAGE_KEY, LINEAGE_NAME, "", None, mark, None, 1, now, now, "fork")
+    run = RunRecord(
+        new_id,
+        original.run.policy,
+        inputs,
+        code_version=original.run.code_version,
+        queue=original.run.queue,
+        priority=original.run.priority,
+        fence=1,  # the first claim then makes it 2, and loads the prefix to replay
+    )
+    for child in _children(dumps[1:], copied, run_id):
+        await store.import_run(renamed.child(child))
+    if not await store.import_run(RunDump(run, [origin, *copied], [])):
+        raise ValueError(f"run {new_id!r} exists; choose another new_run_id")
+    return await runner.start(pol, *args, run_id=new_id, **kwargs)
+
+
+async def _replaced(
+    target: StepRecord, replace: Replace, runner: Runner, new_id: str
+) -> StepRecord:
+    """Step ``at``'s record as ``replace`` sets it, under its recorded identity."""
+    now = time.time()
+    if replace.args is None:
+        if replace.error is not None:
+            return copy(target, output=None, error=error_to_json(replace.error), attempts=1)
+        where = f"replaced result of step {target.key}"
+        return copy(target, output=codec.dumps(replace.result, where), error=None, attempts=1)
+    pol = (
+        as_policy(replace.policy) if replace.policy is not None else runner.find_policy(target.name)
+    )
+    if pol is None:
+        raise ValueError(
+            f"step {target.key} is a call of {target.name!r}: "
+            "pass Replace(policy=...) to call it again"
+        )
+    pol.declare_types()
+    recorded = codec.loads(target.args or "{}", f"arguments of step {target.key}")
+    if not isinstance(recorded, dict):
+        raise CorruptedRecord(f"arguments of step {target.key} are not a record of arguments")
+    kwargs = {**_by_name(pol, list(recorded.pop("*", [])), recorded), **replace.args}
+    args: list[Any] = []
+    if "options" in kwargs:
+        kwargs["options"] = _options(kwargs["options"], replace.options, runner)
+    execution = Execution(new_id)  # in memory: the call's own steps are not recorded
+    started = time.time()
+    try:
+        value = await pol.invoke(execution.context(target.key), tuple(args), kwargs)
+    except Exception as exc:
+        return copy(
+            target,
+            output=None,
+            error=error_to_json(exc),
+            started_at=started,
+            finished_at=time.time(),
+            attempts=1,
+        )
+    output = codec.dumps(value, f"result of step {target.key} called again")
+    return copy(target, output=output, error=None, started_at=started, finished_at=now, attempts=1)
+
+
+def _by_name(pol: Policy[Any, Any], args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A run's recorded arguments all by keyword, so some can be replaced."""
+    fn: Any = pol.fn
+    sig = inspect.signature(fn if inspect.isroutine(fn) else type(fn).__call__.__get__(fn))
+    params = list(sig.parameters.values())[1 if pol.takes_ctx else 0 :]
+    bound = sig.replace(parameters=params).bind(*args, **kwargs)
+    return dict(bound.arguments)
+
+
+def _options(names: Any, given: Sequence[Any], runner: Runner) -> list[Policy[Any, Any]]:
+    """The policies a recorded options list names (``"<policy web_search>"``)."""
+    known = {p.name: p for p in map(as_policy, given)}
+    out: list[Policy[Any, Any]] = []
+    for name in names if isinstance(names, list) else []:
+        bare = str(name).removeprefix("<policy ").removesuffix(">")
+        pol = known.get(bare) or runner.find_policy(bare)
+        if pol is None:
+            raise ValueError(f"option {bare!r} of the step: pass it in Replace(options=[...])")
+        out.append(pol)
+    return out
+
+
+def _children(children: list[RunDump], prefix: list[StepRecord], run_id: str) -> list[RunDump]:
+    """The child runs the copied prefix spawned, and theirs, deepest first."""
+    roots: set[str] = set()
+    for step in prefix:
+        if step.name.startswith(SPAWN_PREFIX) and step.output:
+            roots.update(i for i in json.loads(step.output) if isinstance(i, str))
+    kept = [
+        d
+        for d in children
+        if any(d.run.id == r or d.run.id.startswith(r + CHILD_MARK) for r in roots)
+    ]
+    return sorted(kept, key=lambda d: -d.run.id.count(CHILD_MARK))
+
+
+class _Renamer:
+    """Moves child run ids from under the original's id to under the fork's."""
+
+    def __init__(self, old: str, new: str) -> None:
+        self.old = old + CHILD_MARK
+        self.new = new + CHILD_MARK
+
+    def id(self, run_id: str) -> str:
+        return self.new + run_id[len(self.old) :] if run_id.startswith(self.old) else run_id
+
+    def step(self, step: StepRecord) -> StepRecord:
+        if not (step.name.startswith(SPAWN_PREFIX) and step.output):
+            return copy(step)
+        ids = json.loads(step.output)
+        renamed = [self.id(i) if isinstance(i, str) else i for i in ids]
+        return copy(step, output=json.dumps(renamed, separators=(",", ":")))
+
+    def child(self, dump: RunDump) -> RunDump:
+        run = copy(dump.run, id=self.id(dump.run.id), created_at=time.time())
+        run.parent_id = None if run.parent_id is None else self.id(run.parent_id)
+        if run.status not in TERMINAL:
+            run.status, run.owner, run.lease_expires_at = "pending", None, None
+            run.fence = max(run.fence, 1)
+        return RunDump(run, [self.step(s) for s in dump.steps], [])
