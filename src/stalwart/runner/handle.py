@@ -26,6 +26,7 @@ class Runs(Protocol):
     ) -> AsyncIterator[Event]: ...
     def unlisten(self, run_id: str, queue: asyncio.Queue[Any]) -> None: ...
 
+
 __all__ = ["EventBuffer", "Live", "RunHandle"]
 
 
@@ -60,9 +61,7 @@ class EventBuffer(asyncio.Queue[Any]):
 class RunHandle:
     """A run you started or found: await its result, stream it, cancel it."""
 
-    def __init__(
-        self, runner: Runs, run_id: str, queue: asyncio.Queue[Any] | None = None
-    ) -> None:
+    def __init__(self, runner: Runs, run_id: str, queue: asyncio.Queue[Any] | None = None) -> None:
         self.runner = runner
         self.run_id = run_id
         # Events since start(), kept for the first events() call; let go of

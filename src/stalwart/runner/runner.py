@@ -27,20 +27,20 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from ..core import codec
 from ..core.context import SupportsPolicy
-from ..core.engine.execution import Execution
-from ..core.errors import CancelledRun, RunNotFound, SerializationError, StoreError
+from ..core.errors import CancelledRun, RunNotFound, StoreError
 from ..core.events import Event, Hook
-from ..core.ledger import TERMINAL, RunRecord, StepRecord, check_run_id
-from ..core.policy import Policy, as_policy
-from ..core.recorded import recorded_outcome
+from ..core.ledger import RunRecord, StepRecord, check_run_id
+from ..core.policy import Policy
 from ..stores import open_store
 from ..stores.base import Store, this_host
+from .awaiting import await_outcome
 from .children import Children
 from .driver import Driver
 from .handle import EventBuffer, RunHandle
 from .identity import check_same_run, code_version, run_inputs
 from .observe import started, trace_for
 from .registry import Registry
+from .starting import Starter
 from .streams import Streams
 from .table import RunTable
 from .worker import Worker
@@ -59,7 +59,8 @@ def _run_id(run_id: str | None) -> str:
 class Runner:
     """Runs policies: in memory by default, durably given a store URL.
 
-    ``store``: None or "memory", "sqlite:///path.db" (durability settings as
+    ``store``: None (``$STALWART_STORE`` if set, else memory), "memory",
+    "sqlite:///path.db" (durability settings as
     query parameters, see the README), "postgresql://…", or a Store.
     ``hooks`` observe or veto calls; ``max_parallel`` caps concurrent option
     calls; ``lease`` is how long a claim on a run lasts without a heartbeat;
@@ -89,6 +90,8 @@ class Runner:
     ) -> None:
         if concurrency is not None and concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if store is None:  # as the CLI does: the environment names the store
+            store = os.environ.get("STALWART_STORE") or None
         self.store: Store = open_store(store)
         self.hooks = tuple(hooks)
         self.max_parallel = max_parallel
@@ -125,6 +128,17 @@ class Runner:
             queues=queues,
             concurrency=concurrency,
             serving=recover,
+        )
+        self._starter = Starter(
+            self.store,
+            self._table,
+            self.registry,
+            self._driver,
+            self._worker,
+            owner=self.owner,
+            lease=lease,
+            hooks=self.hooks,
+            version=self._version,
         )
         self._streams = Streams(self._table, self.registry, self.get_run)
         self._opened = False
@@ -220,16 +234,24 @@ class Runner:
         self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any
     ) -> Any:
         """Run ``target`` to the end and return its result (or raise its error)."""
-        if self.store.ephemeral and not self._table.listeners and not self.hooks and run_id is None:
-            # In memory with nobody watching: no bookkeeping beyond the call (B1).
-            execution = Execution(
-                uuid.uuid4().hex, max_parallel=self.max_parallel, inline_sleep=self.inline_sleep
-            )
-            execution.host = self._children
-            return await execution.run_root(as_policy(target), args, kwargs)
+        memory = self.store.ephemeral
+        forget = run_id is None and memory
         run_id = _run_id(run_id)
-        await self._start(target, args, kwargs, run_id)
-        return await self.outcome(run_id)
+        try:
+            await self._start(target, args, kwargs, run_id, settle=False)
+            return await self.outcome(run_id)
+        except asyncio.CancelledError:
+            live = self._table.live.get(run_id)
+            if memory and live is not None and live.task is not None:
+                # In memory the run lives only for its caller: stop it with
+                # the caller, and let it settle (its option calls cancelled).
+                live.cancel_requested = True
+                live.task.cancel()
+                await asyncio.wait([live.task])
+            raise
+        finally:
+            if forget:
+                self._forget(run_id)
 
     def run_sync(self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any) -> Any:
         """Run ``target`` from synchronous code (a script); closes the runner after."""
@@ -293,57 +315,32 @@ class Runner:
             raise
 
     async def _start(
-        self, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], run_id: str
+        self,
+        target: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        run_id: str,
+        settle: bool = True,
     ) -> None:
         await self.open()
-        pol = self.register(target)
-        memory = self.store.ephemeral
-        try:
-            inputs = run_inputs(pol, run_id, args, kwargs)
-        except SerializationError:
-            if not memory:
-                raise
-            inputs = ""  # in memory, inputs need not be JSON
-        trace = trace_for(self.hooks, run_id, pol.name) if self.hooks else None
-        rec = RunRecord(run_id, pol.name, inputs, code_version=self._version(pol), trace=trace)
-        stored, created = await self.store.create_run(rec)
-        if not created:
-            check_same_run(pol, stored, rec, self.find_policy(stored.policy) is pol)
-        else:
-            started(rec)
-        if stored.status in TERMINAL:
-            return
-        self._table.mine.add(run_id)
-        await self._claim_here(stored, pol, (args, kwargs) if memory else None)
-        # Let the run reach its first await: starting many runs in a loop
-        # then holds one at a time, not all of them at once (B7).
-        await asyncio.sleep(0)
-
-    async def _claim_here(
-        self,
-        rec: RunRecord,
-        pol: Policy[Any, Any],
-        call: tuple[tuple[Any, ...], dict[str, Any]] | None,
-    ) -> None:
-        """Claim the run and execute it here, unless it is already taken."""
-        table = self._table
-        if rec.id in table.live or rec.id in table.claiming:
-            return
-        table.claiming.add(rec.id)
-        try:
-            async with table.claims():  # never beside the worker loop's claims
-                if rec.id not in table.live:
-                    claimed = await self.store.claim(rec.id, self.owner, self.lease)
-                    if claimed is not None:
-                        self._driver.launch(claimed, pol, call, prior=rec)
-        finally:
-            table.claiming.discard(rec.id)
+        await self._starter.start(target, args, kwargs, run_id, settle=settle)
 
     async def _start_here(
         self, rec: RunRecord, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> None:
-        """Execute a run of the memory store here (a child run)."""
-        await self._claim_here(rec, pol, (args, kwargs))
+        """Execute a child run of the memory store here (the child host's callback)."""
+        await self._starter.start_child(rec, pol, args, kwargs)
+
+    def _forget(self, run_id: str) -> None:
+        """Drop a finished memory run nobody can address (``run()`` without an
+        id) and its children, so a process calling ``run()`` in a loop does
+        not keep every result."""
+        forget = getattr(self.store, "forget", None)
+        gone = forget(run_id) if forget is not None else [run_id]
+        for rid in gone:
+            self._table.kept.pop(rid, None)
+            self._table.calls.pop(rid, None)
+            self._table.mine.discard(rid)
 
     # -- queues and workers ------------------------------------------------------
     async def enqueue(
@@ -415,22 +412,14 @@ class Runner:
                 installed.append(sig)
             except (RuntimeError, ValueError, NotImplementedError):
                 pass  # not the main thread: the caller sets ``stop``
-        serving = self._worker.serving
-        self._worker.serving = True
         try:
             await self.open()
-            self._table.wake_worker()
-            await stop.wait()
-            self._worker.draining = True
-            tasks = [lv.task for lv in self._table.live.values() if lv.task is not None]
-            if tasks:
-                await asyncio.wait(tasks, timeout=self.shutdown_timeout)
+            await self._worker.serve(stop, self.shutdown_timeout)
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)
             await self.close()
             self._worker.draining = False
-            self._worker.serving = serving
 
     async def recover(self) -> list[RunHandle]:
         """Claim, once and now, every ready run this runner has the policy for
@@ -444,34 +433,14 @@ class Runner:
     async def outcome(self, run_id: str) -> Any:
         """The run's result, or its error raised, waiting as long as needed
         (what :meth:`RunHandle.result` awaits)."""
-        table = self._table
-        delay = 0.01
-        while True:
-            live = table.live.get(run_id)
-            if live is not None:
-                status, value = await asyncio.shield(live.done)
-                if status == "succeeded":
-                    return value
-                if status in ("failed", "cancelled"):
-                    raise value
-            kept = table.kept.get(run_id)
-            if kept is not None:
-                if kept[0] == "succeeded":
-                    return kept[1]
-                raise kept[1]
-            rec = await self.get_run(run_id)
-            if rec.status in TERMINAL:
-                self.registry.declare_for(rec)
-                return recorded_outcome(run_id, rec.status, rec.result, rec.error)
-            if self.store.ephemeral:
-                raise RunNotFound(f"run {run_id!r} is {rec.status} and not executing here")
-            watcher = table.watchers.setdefault(run_id, asyncio.Event())
-            watcher.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay):
-                    await watcher.wait()
-            table.watchers.pop(run_id, None)  # no Event left behind per awaited run
-            delay = min(delay * 2, self.poll_interval)
+        return await await_outcome(
+            run_id,
+            self._table,
+            self.registry,
+            self.get_run,
+            ephemeral=self.store.ephemeral,
+            poll_interval=self.poll_interval,
+        )
 
     def events(self, run_id: str, queue: asyncio.Queue[Any] | None = None) -> AsyncIterator[Event]:
         """The events of run ``run_id`` from now on, ending with RunFinished.
@@ -536,9 +505,14 @@ class Runner:
         steps = await self.store.load_steps(run_id)
         return sorted(steps.values(), key=lambda s: (s.finished_at, s.key))
 
-    async def list_runs(self, status: str | None = None, limit: int = 100) -> list[RunRecord]:
+    async def list_runs(
+        self, status: str | None = None, limit: int = 100, **filters: Any
+    ) -> list[RunRecord]:
+        """Runs newest first; ``filters`` as :meth:`Store.list_runs` takes them
+        (``queue``, ``policy``, ``id_contains``, ``created_after``,
+        ``created_before``, and ``before``, the cursor of the next page)."""
         await self.open()
-        return await self.store.list_runs(status, limit)
+        return await self.store.list_runs(status, limit, **filters)
 
     async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
         """Delete finished runs older than ``older_than`` seconds, or all but ``keep``."""

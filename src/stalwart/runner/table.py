@@ -36,6 +36,8 @@ class RunTable:
       the worker loop may claim a second time meanwhile.
     * ``kept``: outcomes of runs in an ephemeral (memory) store, as Python
       values, since such a run's result need not be JSON.
+    * ``calls``: the arguments of memory runs whose inputs are not JSON, to
+      tell a second start of the same id with other inputs (compared ``==``).
     * ``retry_after``: run id -> (not before, last delay) for runs dropped on
       ``StoreUnavailable`` (the worker loop backs off from them, S14).
     """
@@ -48,6 +50,7 @@ class RunTable:
         self.watchers: dict[str, asyncio.Event] = {}
         self.claiming: set[str] = set()
         self.kept: dict[str, tuple[str, Any]] = {}
+        self.calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self.retry_after: dict[str, tuple[float, float]] = {}
         self.poke: asyncio.Event | None = None  # the worker loop's wake-up, when it runs
         self._claim_lock: asyncio.Lock | None = None

@@ -61,6 +61,9 @@ class Worker:
         self.concurrency = concurrency
         #: Claims any ready run it has the policy for, not only its own.
         self.serving = serving
+        #: Executes runs (it has started one): also takes over the runs a
+        #: dead process left running, as the next runner on a store does (S8).
+        self.executor = False
         #: Shutting down: claim nothing more.
         self.draining = False
 
@@ -133,17 +136,18 @@ class Worker:
     async def claim_ready(self, everyone: bool) -> list[str]:
         """Claim and launch ready runs until none is left or there is no room.
 
-        Always this runner's own runs (started or spawned here) that are
-        ready; with ``everyone``, also any ready run it has the policy for.
+        What it takes depends on the runner's role: with ``everyone`` (it
+        serves), any ready run it has the policy for; else its own runs
+        (started or spawned here) that woke, and, once it executes runs at
+        all, the runs a dead process left running (S8). A runner that only
+        enqueues, signals or inspects takes nothing.
         """
-        claimed: list[str] = []
+        if not (everyone or self.executor or self.table.mine):
+            return []
         async with self.table.claims():  # recover(), start() and this loop, one at a time
-            # A worker serving every queue finds its own runs among all the
-            # ready ones; otherwise they are looked up by id.
-            if self.table.mine and not (everyone and self.queues is None):
+            claimed, crowded = await self._claim_due(everyone)
+            if crowded and self.table.mine:
                 claimed += await self._claim_own()
-            if everyone:
-                claimed += await self._claim_due()
         return claimed
 
     def _room(self) -> int:
@@ -154,8 +158,10 @@ class Worker:
         return min(CLAIM_BATCH, self.concurrency - len(self.table.live))
 
     async def _claim_own(self) -> list[str]:
-        """This runner's runs that are ready again, found by id: a store full
-        of other ready runs can never crowd them out."""
+        """This runner's runs that are ready again, found by id: asked only
+        when other runs crowded the ready list, so a store full of them can
+        never starve a run of ours, and a poll costs one query, not a read of
+        every run we wait for."""
         table = self.table
         ids = [i for i in table.mine if i not in table.live and i not in table.claiming]
         if not ids:
@@ -170,7 +176,7 @@ class Worker:
                 continue
             if self._room() <= 0:
                 break
-            if not _ready(rec, now, self.owner) or not self._acceptable(rec, everyone=False):
+            if not _ready(rec, now, self.owner) or not self._acceptable(rec):
                 continue
             pol = self.registry.find(rec.policy)
             got = await self.store.claim(run_id, self.owner, self.lease)
@@ -179,18 +185,31 @@ class Worker:
                 claimed.append(run_id)
         return claimed
 
-    async def _claim_due(self) -> list[str]:
+    async def _claim_due(self, everyone: bool) -> tuple[list[str], bool]:
+        """Claim from the store's ready runs; also whether runs this role may
+        not take filled the list (then ours may be behind them)."""
         prior: dict[str, RunRecord] = {}  # as each run stood before its claim, for the log
+        refused = 0
+        mine = self.table.mine
 
         def accept(rec: RunRecord) -> bool:
-            ok = self._acceptable(rec, everyone=True)
+            nonlocal refused
+            allowed = everyone or rec.id in mine or (self.executor and rec.status == "running")
+            if not allowed:
+                refused += 1
+                return False
+            ok = self._acceptable(rec)
             if ok:
                 prior[rec.id] = rec
             return ok
 
         claimed: list[str] = []
+        queues = self.queues if everyone else None
+        crowded = False
         while (room := self._room()) > 0:
-            batch = await self.store.claim_due(self.owner, self.lease, room, accept, self.queues)
+            refused = 0
+            batch = await self.store.claim_due(self.owner, self.lease, room, accept, queues)
+            crowded = crowded or refused >= room
             for rec in batch:
                 pol = self.registry.find(rec.policy)
                 if pol is None:
@@ -200,9 +219,27 @@ class Worker:
                 claimed.append(rec.id)
             if len(batch) < room:
                 break  # nothing more is ready; a full batch may have more behind it
-        return claimed
+        if everyone and self.queues is not None:
+            crowded = True  # our own runs may sit in queues we do not serve
+        return claimed, crowded
 
-    def _acceptable(self, rec: RunRecord, everyone: bool) -> bool:
+    async def serve(self, stop: asyncio.Event, shutdown_timeout: float) -> None:
+        """Serve until ``stop``; then claim nothing more and give held runs
+        ``shutdown_timeout`` seconds to finish (the rest are handed back by
+        the runner's close)."""
+        serving = self.serving
+        self.serving = True
+        try:
+            self.table.wake_worker()
+            await stop.wait()
+            self.draining = True
+            tasks = [lv.task for lv in self.table.live.values() if lv.task is not None]
+            if tasks:
+                await asyncio.wait(tasks, timeout=shutdown_timeout)
+        finally:
+            self.serving = serving
+
+    def _acceptable(self, rec: RunRecord) -> bool:
         if rec.id in self.table.live or rec.id in self.table.claiming:
             return False
         retry = self.table.retry_after.get(rec.id)
