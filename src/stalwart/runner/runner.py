@@ -25,9 +25,8 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, ParamSpec, TypeVar, overload
 
-from ..core import codec
 from ..core.context import SupportsPolicy
-from ..core.errors import CancelledRun, RunNotFound, StoreError
+from ..core.errors import RunNotFound, StoreError
 from ..core.events import Event, Hook
 from ..core.ledger import RunRecord, StepRecord, check_run_id
 from ..core.policy import Policy
@@ -35,6 +34,7 @@ from ..stores import open_store
 from ..stores.base import Store, this_host
 from .awaiting import await_outcome
 from .children import Children
+from .control import cancel_run, prune_runs, send_signal
 from .driver import Driver
 from .handle import EventBuffer, RunHandle
 from .identity import check_same_run, code_version, run_inputs
@@ -461,34 +461,13 @@ class Runner:
         Signalling never executes the run here: its own runner, or a worker,
         resumes it.
         """
-        if self.store.ephemeral:
-            live = self._table.live.get(run_id)
-            if live is None:
-                raise RunNotFound(f"no live run {run_id!r} in this runner")
-            live.execution.deliver(name, payload)
-            return
         await self.open()
-        await self.store.send_signal(run_id, name, codec.dumps(payload, f"signal {name!r}"))
-        self._table.wake_worker()
+        await send_signal(self.store, self._table, run_id, name, payload)
 
     async def cancel(self, run_id: str) -> None:
         """Cancel the run: at its next await here, within a heartbeat elsewhere."""
         await self.open()
-        live = self._table.live.get(run_id)
-        rec = await self.store.request_cancel(run_id)
-        if rec is None:
-            raise RunNotFound(f"no run {run_id!r}")
-        if self.store.ephemeral and rec.status == "cancelled" and live is None:
-            self._table.kept.setdefault(
-                run_id, ("cancelled", CancelledRun(f"run {run_id!r} was cancelled"))
-            )
-        watcher = self._table.watchers.get(run_id)
-        if watcher is not None:
-            watcher.set()
-        if live is not None and live.task is not None:
-            live.cancel_requested = True
-            live.task.cancel()
-            await asyncio.shield(live.done)  # set once the run has settled, never raises
+        await cancel_run(self.store, self._table, run_id)
 
     # -- inspecting ------------------------------------------------------------
     async def get_run(self, run_id: str) -> RunRecord:
@@ -517,12 +496,4 @@ class Runner:
     async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
         """Delete finished runs older than ``older_than`` seconds, or all but ``keep``."""
         await self.open()
-        cutoff = None if older_than is None else time.time() - older_than
-        if cutoff is None and keep is None and self.store.ephemeral:
-            cutoff = time.time() + 1  # in memory, every finished run
-        gone = await self.store.prune(cutoff, keep)
-        if self._table.kept:
-            present = {r.id for r in await self.store.get_runs(list(self._table.kept))}
-            for run_id in [i for i in self._table.kept if i not in present]:
-                del self._table.kept[run_id]
-        return gone
+        return await prune_runs(self.store, self._table, older_than, keep)

@@ -120,9 +120,9 @@ class Starter:
         (children spawned into another queue stay with that queue's workers)."""
         prefix = f"{parent.id}{CHILD_MARK}"
         for rec in await self.store.list_runs(limit=ADOPT_LIMIT, id_contains=prefix):
-            if rec.id.startswith(prefix) and rec.status not in TERMINAL:
-                if rec.queue == parent.queue:
-                    self.table.mine.add(rec.id)
+            unfinished = rec.id.startswith(prefix) and rec.status not in TERMINAL
+            if unfinished and rec.queue == parent.queue:
+                self.table.mine.add(rec.id)
 
     async def claim_here(self, rec: RunRecord, pol: Policy[Any, Any], call: Call | None) -> None:
         """Claim the run and execute it here, unless it is already taken."""
