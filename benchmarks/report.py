@@ -110,7 +110,8 @@ def _speed(spec: Spec, row: dict[str, Any]) -> float | None:
 
 def _table(spec: Spec, rows: list[dict[str, Any]]) -> list[str]:
     by = {r["subject"]: r for r in rows}
-    floor_speed = _speed(spec, by[spec.floor]) if spec.floor in by else None
+    subjects = {s.name: s for s in spec.subjects}
+    floors = {s.floor or spec.floor for s in spec.subjects} | {spec.floor}
     head = [f"{spec.metric.label}, median [min, max]"]
     if spec.floor:
         head.append("vs floor")
@@ -129,20 +130,23 @@ def _table(spec: Spec, rows: list[dict[str, Any]]) -> list[str]:
         stats = row["stats"]
         cells = [_cell(stats.get(spec.metric.key))]
         speed = _speed(spec, row)
+        subject = subjects.get(row["subject"])
+        floor = (subject.floor if subject else None) or spec.floor
+        floor_speed = _speed(spec, by[floor]) if floor in by else None
         if spec.floor:
-            if row["subject"] == spec.floor or speed is None or floor_speed is None:
-                cells.append("—" if row["subject"] == spec.floor else "")
+            if row["subject"] in floors or speed is None or floor_speed is None:
+                cells.append("—" if row["subject"] in floors else "")
             elif spec.higher_is_better:
                 cells.append(f"{speed / floor_speed:.0%} of floor")
             else:
                 cells.append(f"{_ratio(floor_speed / speed)} floor")
-        lead = ""
-        subject = next((s for s in spec.subjects if s.name == row["subject"]), None)
-        if subject is not None and subject.compare_to and subject.compare_to in by:
-            ours = _speed(spec, by[subject.compare_to])
-            if ours is not None and speed is not None:
-                lead = f"{_ratio(ours / speed)} ({subject.compare_to})"
-        cells.append(lead)
+        leads = []
+        for ours_name in (subject.compare_to, subject.equal) if subject else ():
+            if ours_name and ours_name in by:
+                ours = _speed(spec, by[ours_name])
+                if ours is not None and speed is not None:
+                    leads.append(f"{_ratio(ours / speed)} ({ours_name})")
+        cells.append("; ".join(leads))
         cells += [_cell(stats.get(c.key)) for c in spec.columns]
         cells.append(f"{row['peak_rss_mb']:.0f}")
         lines.append(f"| {row['subject']} | " + " | ".join(cells) + " |")

@@ -231,12 +231,25 @@ def b2_stalwart_group(n: int = 1_000) -> Result:
     return _b2_stalwart(n, "?durability=group")
 
 
+def b2_stalwart_full(n: int = 1_000) -> Result:
+    """fsync on every commit, as LangGraph's SqliteSaver and DBOS run SQLite."""
+    return _b2_stalwart(n, "?synchronous=FULL")
+
+
 def b2_floor(n: int = 1_000) -> Result:
+    return _b2_floor(n, "NORMAL")
+
+
+def b2_floor_full(n: int = 1_000) -> Result:
+    return _b2_floor(n, "FULL")
+
+
+def _b2_floor(n: int, synchronous: str) -> Result:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "raw.db"
         db = sqlite3.connect(path, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(f"PRAGMA synchronous={synchronous}")
         db.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)")
         before = sqlite_bytes(path)
         start = time.perf_counter()
@@ -334,6 +347,13 @@ def b4_stalwart_sqlite(n: int = 1_000) -> Result:
     return {"seconds": seconds}
 
 
+def b4_stalwart_sqlite_full(n: int = 1_000) -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        url = _sqlite_url(tmp, "b4.db", "?synchronous=FULL")
+        seconds, _ = asyncio.run(_timed_run(url, fanout, n))
+    return {"seconds": seconds}
+
+
 def b4_stalwart_postgres(n: int = 1_000) -> Result:
     require_postgres()
     with pg_schema("sw") as schema:
@@ -406,6 +426,12 @@ APPS = [sys.executable, "-m", "benchmarks.apps"]
 def b5_stalwart_sqlite(n: int = 1_000) -> Result:
     with tempfile.TemporaryDirectory() as tmp:
         return kill_and_recover([*APPS, "stalwart-b5", _sqlite_url(tmp, "b5.db")], n, tmp)
+
+
+def b5_stalwart_sqlite_full(n: int = 1_000) -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        url = _sqlite_url(tmp, "b5.db", "?synchronous=FULL")
+        return kill_and_recover([*APPS, "stalwart-b5", url], n, tmp)
 
 
 def b5_stalwart_postgres(n: int = 1_000) -> Result:
@@ -559,6 +585,120 @@ def b7_stalwart_postgres(n: int = 10_000) -> Result:
     require_postgres()
     with pg_schema("sw") as schema:
         return _b7(pg_url_with(schema=schema), n)
+
+
+# -- B11: enqueue, one run at a time and in batches -----------------------------------
+BATCH = 1_000  # runs per enqueue_many call, and per COMMIT in the batch floors
+
+
+def _b11_inputs(i: int) -> str:
+    """What a run of ``noop(i)`` records as its inputs: the floors write the same."""
+    return f'{{"args":[{i}],"kwargs":{{}}}}'
+
+
+def _b11_stalwart(url: str, n: int, batch: bool) -> Result:
+    from stalwart.runner.batch import RunCall, enqueue_many
+
+    async def main() -> float:
+        async with sw.Runner(url, recover=False) as client:
+            await client.enqueue(noop, -1, run_id="warm", queue="b11")  # schema, pool, caches
+            start = time.perf_counter()
+            if batch:
+                for lo in range(0, n, BATCH):
+                    calls = [
+                        RunCall(noop, i, run_id=f"b11-{i}") for i in range(lo, min(n, lo + BATCH))
+                    ]
+                    await enqueue_many(client, calls, queue="b11")
+            else:
+                for i in range(n):
+                    await client.enqueue(noop, i, run_id=f"b11-{i}", queue="b11")
+            seconds = time.perf_counter() - start
+            assert (await client.store.count_runs(queue="b11"))["pending"]["b11"] == n + 1
+            return seconds
+
+    seconds = asyncio.run(main())
+    return {"seconds": seconds, "runs_per_s": n / seconds}
+
+
+def b11_stalwart_sqlite_batch(n: int = 20_000) -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        return _b11_stalwart(_sqlite_url(tmp, "b11.db"), n, batch=True)
+
+
+def b11_stalwart_postgres_batch(n: int = 20_000) -> Result:
+    require_postgres()
+    with pg_schema("sw") as schema:
+        return _b11_stalwart(pg_url_with(schema=schema), n, batch=True)
+
+
+def b11_stalwart_sqlite(n: int = 2_000) -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        return _b11_stalwart(_sqlite_url(tmp, "b11.db"), n, batch=False)
+
+
+def b11_stalwart_postgres(n: int = 2_000) -> Result:
+    require_postgres()
+    with pg_schema("sw") as schema:
+        return _b11_stalwart(pg_url_with(schema=schema), n, batch=False)
+
+
+def _b11_sqlite_floor(n: int, per_commit: int) -> Result:
+    """Raw sqlite3 in WAL with synchronous=NORMAL (Stalwart's default): the
+    run's id and inputs into a two-column table, ``per_commit`` rows a COMMIT."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = sqlite3.connect(Path(tmp) / "raw.db", isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)")
+        start = time.perf_counter()
+        for lo in range(0, n, per_commit):
+            rows = [(f"b11-{i}", _b11_inputs(i)) for i in range(lo, min(n, lo + per_commit))]
+            db.execute("BEGIN")
+            db.executemany("INSERT INTO t VALUES (?, ?)", rows)
+            db.execute("COMMIT")
+        seconds = time.perf_counter() - start
+        db.close()
+    return {"seconds": seconds, "runs_per_s": n / seconds}
+
+
+def b11_floor_sqlite_batch(n: int = 20_000) -> Result:
+    return _b11_sqlite_floor(n, BATCH)
+
+
+def b11_floor_sqlite(n: int = 2_000) -> Result:
+    return _b11_sqlite_floor(n, 1)
+
+
+def _b11_pg_floor(n: int, per_commit: int) -> Result:
+    """Raw psycopg: ``executemany`` INSERT (pipelined), one COMMIT per
+    ``per_commit`` rows; with 1, BEGIN; INSERT; COMMIT a run."""
+    require_postgres()
+    import psycopg
+
+    with pg_schema("raw", create=True) as schema, psycopg.connect(PG_URL) as conn:
+        conn.autocommit = True
+        conn.execute(f'CREATE TABLE "{schema}".t (k TEXT PRIMARY KEY, v TEXT)')
+        conn.autocommit = False
+        sql = f'INSERT INTO "{schema}".t VALUES (%s, %s)'
+        start = time.perf_counter()
+        with conn.cursor() as cur:
+            for lo in range(0, n, per_commit):
+                rows = [(f"b11-{i}", _b11_inputs(i)) for i in range(lo, min(n, lo + per_commit))]
+                if per_commit == 1:
+                    cur.execute(sql, rows[0])
+                else:
+                    cur.executemany(sql, rows)
+                conn.commit()
+        seconds = time.perf_counter() - start
+    return {"seconds": seconds, "runs_per_s": n / seconds}
+
+
+def b11_floor_postgres_batch(n: int = 20_000) -> Result:
+    return _b11_pg_floor(n, BATCH)
+
+
+def b11_floor_postgres(n: int = 2_000) -> Result:
+    return _b11_pg_floor(n, 1)
 
 
 # -- B8: import time -------------------------------------------------------------------

@@ -36,7 +36,7 @@ from .core.events import (
 from .core.message import ActionCall, ActionResult, Media, Message, Text
 from .core.policy import Policy, ToolSpec, policy
 from .core.schema import ArgumentError
-from .runner import RunHandle, Runner
+from .runner import RunCall, RunHandle, Runner
 
 __version__ = "0.1.0"
 
@@ -73,6 +73,7 @@ __all__ = [
     "Message",
     "NonDeterminismError",
     "Policy",
+    "RunCall",
     "RunFailed",
     "RunFinished",
     "RunHandle",

@@ -22,7 +22,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, ParamSpec, TypeVar, overload
 
 from ..core.context import SupportsPolicy
@@ -33,6 +33,7 @@ from ..core.policy import Policy
 from ..stores import open_store
 from ..stores.base import Store, this_host
 from .awaiting import await_outcome
+from .batch import RunCall, enqueue_many
 from .children import Children
 from .control import cancel_run, prune_runs, send_signal
 from .driver import Driver
@@ -45,7 +46,7 @@ from .streams import Streams
 from .table import RunTable
 from .worker import Worker
 
-__all__ = ["RunHandle", "Runner"]
+__all__ = ["RunCall", "RunHandle", "Runner"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -383,6 +384,20 @@ class Runner:
             started(rec)
         self._table.wake_worker()
         return RunHandle(self, run_id)
+
+    async def enqueue_many(
+        self,
+        calls: Iterable[RunCall],
+        *,
+        queue: str = "default",
+        priority: int = 0,
+        delay: float | None = None,
+    ) -> list[RunHandle]:
+        """Put many runs on ``queue`` in one transaction: ``RunCall(policy,
+        *args, run_id=..., **kwargs)`` each (see :mod:`stalwart.runner.batch`)."""
+        return await enqueue_many(
+            self, calls, queue=queue, priority=priority, delay=delay, wake=self._table.wake_worker
+        )
 
     async def set_queue(
         self, name: str, *, concurrency: int | None = None, rate: float | None = None

@@ -276,8 +276,14 @@ class Store(abc.ABC):
         executing at once, and at most ``rate`` runs started per second."""
 
     @abc.abstractmethod
-    async def create_runs(self, runs: Sequence[RunRecord]) -> None:
-        """Insert many runs at once; ids that exist are left as they are."""
+    async def create_runs(self, runs: Sequence[RunRecord]) -> list[RunRecord]:
+        """Insert many runs in one transaction; ids that exist are left as they are.
+
+        Returns the runs among them that existed before, as stored, so that a
+        batch enqueue can hold each id to the same call, as ``create_run``
+        lets a single one (one run id is one run, S13). An id given twice is
+        created once, from its first record.
+        """
 
     @abc.abstractmethod
     async def get_runs(self, run_ids: Sequence[str]) -> list[RunRecord]:

@@ -213,9 +213,13 @@ class MemoryStore(Store):
         tokens = known[2] if known is not None else max(rate or 0.0, 1.0)
         self._queues[name] = [concurrency, rate, tokens, time.time()]
 
-    async def create_runs(self, runs: Sequence[RunRecord]) -> None:
+    async def create_runs(self, runs: Sequence[RunRecord]) -> list[RunRecord]:
+        existed = [
+            replace(self._runs[i]) for i in dict.fromkeys(r.id for r in runs) if i in self._runs
+        ]
         for run in runs:
             self._runs.setdefault(run.id, replace(run))
+        return existed
 
     async def get_runs(self, run_ids: Sequence[str]) -> list[RunRecord]:
         return [replace(self._runs[i]) for i in dict.fromkeys(run_ids) if i in self._runs]
@@ -415,6 +419,18 @@ class MemoryStore(Store):
         self._steps[dump.run.id] = {s.key: replace(s) for s in dump.steps}
         self._signals[dump.run.id] = [replace(s) for s in dump.signals]
         return True
+
+    def forget(self, run_id: str) -> list[str]:
+        """Delete a run and its child runs at once, whatever their status:
+        for runs nobody can address any more (``Runner.run()`` without an id).
+        Returns the ids deleted."""
+        prefix = f"{run_id}~"
+        gone = [i for i in self._runs if i == run_id or i.startswith(prefix)]
+        for i in gone:
+            del self._runs[i]
+            self._steps.pop(i, None)
+            self._signals.pop(i, None)
+        return gone
 
     def describe(self) -> dict[str, Any]:
         return {"url": self.url, "runs": len(self._runs)}

@@ -47,19 +47,36 @@ class PostgresRuns(PostgresBase):
         row = await self._fetchone(f"reading run {quoted(run_id)}", self._sql.get_run, (run_id,))
         return run_from_row(row) if row else None
 
-    async def create_runs(self, runs: Sequence[RunRecord]) -> None:
+    async def create_runs(self, runs: Sequence[RunRecord]) -> list[RunRecord]:
         rows = [run_to_row(r) for r in runs]
+        ids = list(dict.fromkeys(r.id for r in runs))
 
-        async def fn(conn: Conn, n: int) -> None:
-            # One statement per thousand runs, all in one transaction.
+        async def fn(conn: Conn, n: int) -> list[RunRecord]:
+            # One statement per thousand runs, all in one transaction; each
+            # returns the ids it created, so the ones that existed are read
+            # back only when there are some (never, for a batch of new runs).
+            created: set[str] = set()
             async with conn.transaction():
                 for i in range(0, len(rows), 1000):
                     chunk = rows[i : i + 1000]
                     cols = [list(c) for c in zip(*chunk, strict=True)]
-                    await conn.execute(self._sql.create_runs, cols)
+                    cur = await conn.execute(self._sql.create_runs_returning, cols)
+                    created.update(r[0] for r in await cur.fetchall())
+                missing = [i for i in ids if i not in created]
+                if not missing:
+                    return []
+                cur = await conn.execute(
+                    f"SELECT {RUN_COLUMNS} FROM {self._sql.s}.runs WHERE id = ANY(%s)", (missing,)
+                )
+                existed = [run_from_row(r) for r in await cur.fetchall()]
+                if len(existed) != len(missing):  # pruned between the statements: again
+                    raise pg_errors.SerializationFailure("runs vanished while created")
+            return existed
 
-        if rows:
-            await self._with_conn(f"creating {len(rows)} runs", fn)
+        if not rows:
+            return []
+        existed: list[RunRecord] = await self._with_conn(f"creating {len(rows)} runs", fn)
+        return existed
 
     async def get_runs(self, run_ids: Sequence[str]) -> list[RunRecord]:
         rows = await self._fetchall(

@@ -21,22 +21,60 @@ from .writer import SQLiteBase
 
 __all__ = ["SQLiteRuns"]
 
+_CREATE_RUN_RETURNING = f"{SQLiteBase.sql.create_run} RETURNING {RUN_COLUMNS}"
+
 
 class SQLiteRuns(SQLiteBase):
     """Runs: each write is one short transaction, committed with any batched steps."""
 
     async def create_run(self, run: RunRecord) -> tuple[RunRecord, bool]:
         row = run_to_row(run)
-        created: bool = self._write_now(
-            lambda db: db.execute(self.sql.create_run, row).rowcount == 1
-        )
-        stored = await self.get_run(run.id)
-        assert stored is not None
-        return stored, created
 
-    async def create_runs(self, runs: Sequence[RunRecord]) -> None:
+        def write(db: sqlite3.Connection) -> tuple[RunRecord, bool]:
+            # The new row comes back from the INSERT itself: a new run (every
+            # enqueue but a repeated one) costs no second statement (B11).
+            rows = db.execute(_CREATE_RUN_RETURNING, row).fetchall()
+            if rows:
+                return run_from_row(rows[0]), True
+            found = db.execute(self.sql.get_run, (run.id,)).fetchall()
+            return run_from_row(found[0]), False
+
+        out: tuple[RunRecord, bool] = self._write_now(write)
+        return out
+
+    async def create_runs(self, runs: Sequence[RunRecord]) -> list[RunRecord]:
         rows = [run_to_row(r) for r in runs]
-        self._write_now(lambda db: db.executemany(self.sql.create_run, rows))
+        if not rows:
+            return []
+
+        def write(db: sqlite3.Connection) -> list[RunRecord]:
+            # Fast path: insert all, and if every row went in, nothing existed
+            # and no id needs looking up (a batch enqueue of new runs pays one
+            # executemany). Otherwise undo it and find the existing ones first:
+            # WITHOUT ROWID rows leave no trace of which were there before.
+            db.execute("SAVEPOINT stalwart_runs")
+            if db.executemany(self.sql.create_run, rows).rowcount == len(rows):
+                db.execute("RELEASE stalwart_runs")
+                return []
+            db.execute("ROLLBACK TO stalwart_runs")
+            db.execute("RELEASE stalwart_runs")
+            existed = self._existing(db, [r.id for r in runs])
+            db.executemany(self.sql.create_run, rows)
+            return existed
+
+        existed: list[RunRecord] = self._write_now(write)
+        return existed
+
+    def _existing(self, db: sqlite3.Connection, ids: list[str]) -> list[RunRecord]:
+        """The runs with these ids, read inside the caller's write transaction."""
+        out: list[RunRecord] = []
+        unique = list(dict.fromkeys(ids))
+        for i in range(0, len(unique), 500):
+            chunk = unique[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT {RUN_COLUMNS} FROM runs WHERE id IN ({marks})"
+            out.extend(run_from_row(r) for r in db.execute(sql, chunk))
+        return out
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         rows = self._read(self.sql.get_run, (run_id,))

@@ -1,0 +1,132 @@
+"""Batch enqueue: many runs put on a queue in one transaction.
+
+``Runner.enqueue`` costs a transaction (a commit, a round trip) a run, so a
+producer of many small runs is as slow as the workers draining them (issue
+17). :func:`enqueue_many` validates every call first, exactly as ``enqueue``
+does, then creates all the runs with one ``Store.create_runs`` and wakes the
+worker loop once.
+
+Idempotency is the same as ``enqueue``'s: each run id names one run (S13). An
+id that exists, or that appears twice in the batch, must be the same call
+(policy and inputs), or :class:`~stalwart.InputMismatchError` is raised. That
+check needs the stored run, known only once the transaction has run, so a
+refused id does not undo the new runs beside it: they are enqueued, and
+sending the corrected batch again returns the same runs.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from ..core.errors import StoreError
+from ..core.events import Hook
+from ..core.ledger import RunRecord, check_run_id
+from ..core.policy import Policy
+from ..stores.base import Store
+from .handle import RunHandle, Runs
+from .identity import check_same_run, code_version, run_inputs
+from .observe import started, trace_for
+
+
+class Runner(Runs, Protocol):
+    """What a batch needs of its runner (a :class:`~stalwart.Runner`)."""
+
+    store: Store
+    hooks: tuple[Hook, ...]
+    code_version: str | None
+
+    async def open(self) -> None: ...
+    def register(self, target: Any) -> Policy[Any, Any]: ...
+    def find_policy(self, name: str) -> Policy[Any, Any] | None: ...
+
+
+__all__ = ["RunCall", "enqueue_many"]
+
+
+class RunCall:
+    """One run of a batch: ``RunCall(policy, *args, run_id=None, **kwargs)``,
+    spelled like the call ``enqueue`` takes, so moving a loop of enqueues to a
+    batch changes no argument."""
+
+    __slots__ = ("args", "kwargs", "run_id", "target")
+
+    def __init__(self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any):
+        self.target = target
+        self.args = args
+        self.kwargs = kwargs
+        self.run_id = run_id
+
+    def __repr__(self) -> str:
+        name = getattr(self.target, "name", None) or getattr(self.target, "__name__", "?")
+        return f"<RunCall {name} run_id={self.run_id!r}>"
+
+
+async def enqueue_many(
+    runner: Runner,
+    calls: Iterable[RunCall],
+    *,
+    queue: str = "default",
+    priority: int = 0,
+    delay: float | None = None,
+    wake: Callable[[], None] | None = None,
+) -> list[RunHandle]:
+    """Put every call on ``queue`` as a run, in one transaction; return their
+    handles in the order of ``calls``.
+
+    ``wake`` is the runner's worker-loop poke (called once, after the write,
+    so a runner that serves ``queue`` starts on them without waiting for
+    its poll).
+    """
+    if runner.store.ephemeral:
+        raise StoreError("enqueue needs a durable store; in memory, use start()")
+    await runner.open()
+    wake_at = None if not delay else time.time() + delay
+    hooks = runner.hooks
+    version = runner.code_version
+    # Validate everything before writing anything: a call whose inputs cannot
+    # be recorded fails the batch with no run created.
+    given: list[tuple[Policy[Any, Any], RunRecord]] = []
+    first: dict[str, tuple[Policy[Any, Any], RunRecord]] = {}
+    records: list[RunRecord] = []
+    target: Any = None
+    pol: Policy[Any, Any] | None = None
+    pol_version = ""
+    for call in calls:
+        if not isinstance(call, RunCall):
+            raise TypeError(f"enqueue_many takes RunCall(policy, *args, **kwargs), not {call!r}")
+        run_id = uuid.uuid4().hex if call.run_id is None else check_run_id(call.run_id)
+        if pol is None or call.target is not target:  # a batch is mostly one policy
+            target = call.target
+            pol = runner.register(target)
+            pol_version = version if version is not None else code_version(pol)
+        rec = RunRecord(
+            run_id,
+            pol.name,
+            run_inputs(pol, run_id, call.args, call.kwargs),
+            code_version=pol_version,
+            queue=queue,
+            priority=priority,
+            wake_at=wake_at,
+            trace=trace_for(hooks, run_id, pol.name) if hooks else None,
+        )
+        seen = first.get(run_id)
+        if seen is None:
+            first[run_id] = (pol, rec)
+            records.append(rec)
+        else:  # the same id twice in one batch: the same call, or refused
+            check_same_run(pol, seen[1], rec, seen[0] is pol)
+        given.append((pol, rec))
+    existed = {r.id: r for r in await runner.store.create_runs(records)} if records else {}
+    for rec in records:
+        if rec.id not in existed:
+            started(rec)
+    if wake is not None and records:
+        wake()
+    for pol, rec in given:
+        stored = existed.get(rec.id)
+        if stored is not None:
+            check_same_run(pol, stored, rec, runner.find_policy(stored.policy) is pol)
+    return [RunHandle(runner, rec.id) for _, rec in given]
