@@ -27,11 +27,12 @@ from .base import (
     children_prefix,
     owner_is_dead,
 )
+from .memory_reads import MemoryReads
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(Store):
+class MemoryStore(MemoryReads, Store):
     """Runs, steps and signals in dicts, with the SQL stores' rules.
 
     Records are copied in and out, so a caller holding a ``RunRecord`` never
@@ -59,60 +60,6 @@ class MemoryStore(Store):
     async def get_run(self, run_id: str) -> RunRecord | None:
         rec = self._runs.get(run_id)
         return None if rec is None else replace(rec)
-
-    async def list_runs(
-        self,
-        status: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        *,
-        queue: str | None = None,
-        policy: str | None = None,
-        id_contains: str | None = None,
-        created_after: float | None = None,
-        created_before: float | None = None,
-        before: tuple[float, str] | None = None,
-    ) -> list[RunRecord]:
-        def wanted(r: RunRecord) -> bool:
-            return (
-                (status is None or r.status == status)
-                and (queue is None or r.queue == queue)
-                and (policy is None or r.policy == policy)
-                and (id_contains is None or id_contains in r.id)
-                and (created_after is None or r.created_at >= created_after)
-                and (created_before is None or r.created_at < created_before)
-                and (before is None or (r.created_at, r.id) < before)
-            )
-
-        found = sorted(
-            (r for r in self._runs.values() if wanted(r)),
-            key=lambda r: (r.created_at, r.id),
-            reverse=True,
-        )
-        return [replace(r) for r in found[offset : offset + limit]]
-
-    async def count_runs(
-        self, *, queue: str | None = None, policy: str | None = None
-    ) -> dict[str, dict[str, int]]:
-        counts: dict[str, dict[str, int]] = {}
-        for r in self._runs.values():
-            if (queue is None or r.queue == queue) and (policy is None or r.policy == policy):
-                by_queue = counts.setdefault(r.status, {})
-                by_queue[r.queue] = by_queue.get(r.queue, 0) + 1
-        return counts
-
-    async def waiting_for_signals(self, limit: int = 100) -> list[RunRecord]:
-        waiting = sorted(
-            (
-                r
-                for r in self._runs.values()
-                if r.status == "suspended"
-                and r.waiting_for is not None
-                and children_prefix(r.waiting_for) is None
-            ),
-            key=lambda r: (r.updated_at, r.id),
-        )
-        return [replace(r) for r in waiting[:limit]]
 
     def _claimable(self, rec: RunRecord, owner: str, now: float, dead: bool) -> bool:
         if rec.cancel_requested:
