@@ -117,7 +117,11 @@ def request_run_id(tool_name: str, arguments: Mapping[str, Any], meta: Mapping[s
     if key is not None:
         if not isinstance(key, str) or not key:
             raise ValueError(f"_meta[{IDEMPOTENCY_KEY!r}] must be a non-empty string")
-        return f"mcp-{tool_name}-key-{key}"
+        # Hashed with the tool's name: two tools' keys can never name one run
+        # (``a`` + ``b-key-c`` vs ``a-key-b`` + ``c``), and no client key can
+        # make a run id the runtime refuses (control characters, length).
+        digest = hashlib.sha256(f"{tool_name}\0{key}".encode()).hexdigest()[:32]
+        return f"mcp-{tool_name}-key-{digest}"
     canonical = json.dumps(
         {"tool": tool_name, "arguments": arguments},
         sort_keys=True, separators=(",", ":"), ensure_ascii=False,
@@ -182,6 +186,12 @@ def build_server(
             kwargs = pol.validate(arguments)
             run_id = request_run_id(params.name, arguments, dict(params.meta or {}))
             handle = await runner.start(pol, run_id=run_id, **kwargs)
+        except sw.InputMismatchError:
+            # Not the stored run's inputs: another client's, never shown here.
+            return _error(
+                "InputMismatchError: this request's idempotency key was already used "
+                "with other arguments"
+            )
         except (sw.ArgumentError, sw.StalwartError, ValueError) as exc:
             return _error(f"{type(exc).__name__}: {exc}")
         try:

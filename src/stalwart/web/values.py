@@ -37,7 +37,7 @@ def load(text: str | None) -> Any:
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a hostile row nested past the parser's depth
         return text
 
 
@@ -69,7 +69,10 @@ def fmt_time(ts: float | None) -> str:
     """A timestamp in UTC, to the second (the page says UTC once)."""
     if ts is None:
         return ""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, ValueError, OSError):  # a wake time in the year 33715
+        return f"{ts:.0f} (beyond the calendar)"
 
 
 def fmt_duration(seconds: float | None) -> str:

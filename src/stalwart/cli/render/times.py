@@ -12,7 +12,10 @@ def when(ts: float | None) -> str:
     """Local time, to the second; dates matter for runs that wait for days."""
     if ts is None:
         return ""
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, ValueError, OSError):  # a wake time in the year 33715
+        return f"{ts:.0f} (beyond the calendar)"
 
 
 def relative(ts: float, now: float | None = None) -> str:

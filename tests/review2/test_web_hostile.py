@@ -1,0 +1,41 @@
+"""The inspector over a recorded value nested deeper than Python's JSON decoder goes.
+
+``values.load`` catches ValueError only; ``json.loads`` of a value nested
+100,000 deep raises RecursionError, so the run's page is a 500 (the CLI
+shows the same run, marking the value unreadable). A row written behind
+the runtime's back, or an imported export, is enough.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from tests.hostile import write_row
+
+import stalwart as sw
+from stalwart.web import create_app
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@sw.policy
+async def echo(text: str) -> str:
+    return text
+
+
+@pytest.mark.parametrize("column", ["result", "inputs", "error"])
+async def test_run_page_survives_a_deeply_nested_value(tmp_path: Path, column: str) -> None:
+    url = f"sqlite:///{tmp_path / 'deep.db'}"
+    async with sw.Runner(url, policies=[echo]) as r:
+        await r.run(echo, "x", run_id="deep")
+    write_row(url, f"UPDATE runs SET {column} = ? WHERE id = 'deep'", DEEP)
+    app = create_app(url, hosts=("127.0.0.1",))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            page = await c.get("/run", params={"id": "deep"})
+            listed = await c.get("/runs")
+    assert listed.status_code == 200
+    assert page.status_code == 200, page.text[:200]
