@@ -90,3 +90,34 @@ def test_json_lines_mask_passwords_and_carry_extras_and_tracebacks() -> None:
     assert line["level"] == "WARNING" and line["logger"] == "stalwart.test"
     assert line["run_id"] == "r-1" and line["attempt"] == 2 and "object" in line["obj"]
     assert "s3cret" not in line["exception"] and "ValueError" in line["exception"]
+
+
+def test_text_logs_escape_what_a_row_holds() -> None:
+    """A policy name from a stored row, written by an adversary, can neither
+    drive the terminal nor forge a second log line."""
+    import io
+    import logging
+
+    from stalwart.cli.logs import LogFormat, configure_logging
+
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level, logging.getLogger("stalwart").level)
+    try:
+        configure_logging("info", LogFormat.text)  # type: ignore[arg-type]
+        handler = root.handlers[0]
+        stream = io.StringIO()
+        handler.setStream(stream)  # type: ignore[attr-defined]
+        logging.getLogger("stalwart.runner").info(
+            "run %r (%s) claimed", "r1", "evil\x1b[2J\n2026-01-01 INFO forged: all good"
+        )
+    finally:
+        for h in list(root.handlers):
+            root.removeHandler(h)
+        for h in saved[0]:
+            root.addHandler(h)
+        root.setLevel(saved[1])
+        logging.getLogger("stalwart").setLevel(saved[2])
+    out = stream.getvalue()
+    assert "\x1b" not in out
+    assert out.count("\n") == 1, out  # one record, one line
+    assert "\\x1b[2J" in out and "\\nforged" not in out and "\\n2026" in out

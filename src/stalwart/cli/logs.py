@@ -22,7 +22,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from ..core.redact import redact
+from ..core.redact import printable, redact
 
 __all__ = ["JsonFormatter", "LogFormat", "LogLevel", "configure_logging"]
 
@@ -81,7 +81,12 @@ class _TextFormatter(logging.Formatter):
     """The usual one-line text, passwords masked."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        # A message quotes ledger data (a policy name, a holder) that an
+        # adversary may have written: escape its controls, and its newlines,
+        # so it can neither drive the terminal nor forge a log line.
+        safe = printable(record.getMessage()).replace("\n", "\\n")
+        copy = logging.makeLogRecord({**record.__dict__, "msg": safe, "args": None})
+        return redact(super().format(copy))
 
 
 def configure_logging(level: LogLevel, fmt: LogFormat) -> None:
