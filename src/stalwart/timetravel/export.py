@@ -18,6 +18,7 @@ the types the program declared.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, fields
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..core.errors import CorruptedRecord, RunNotFound
-from ..core.ledger import TERMINAL, RunRecord, StepRecord
+from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, StepRecord, check_run_id
 from ..stores.base import RunDump, SignalRecord, Store, run_from_row
 from .keys import key_parts
 
@@ -35,6 +36,7 @@ __all__ = [
     "export_runs",
     "import_runs",
     "read_export",
+    "spawn_record",
     "spawned_ids",
     "write_export",
 ]
@@ -56,6 +58,9 @@ _STEP_TYPES: dict[str, tuple[type, ...]] = {
     "finished_at": (int, float),
     "kind": (str,),
 }
+_RUN_TIMES = ("created_at", "updated_at", "wake_at", "lease_expires_at")
+_STEP_TIMES = ("started_at", "finished_at")
+_SIGNAL_TIMES = ("created_at",)
 _SIGNAL_TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,),
     "payload": (str,),
@@ -65,14 +70,34 @@ _SIGNAL_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+def spawn_record(run_id: str, step: StepRecord) -> list[str]:
+    """The child run ids a spawn step of run ``run_id`` recorded (none when
+    it recorded no output, or is not a spawn).
+
+    The output is data from a store, so it is checked before anything
+    follows it: text that is not a JSON list of strings is a
+    :class:`CorruptedRecord` naming the run and step. An id that is not
+    under ``run_id`` (``<run_id>~...``) is left out: the runtime never
+    records one, and following it would copy an unrelated run's ledger.
+    """
+    if not (step.name.startswith(SPAWN_PREFIX) and step.output):
+        return []
+    where = f"run {run_id[:80]!r}, step {step.key[:80]!r}"
+    try:
+        ids = json.loads(step.output, parse_constant=_refuse_constant)
+    except ValueError:
+        raise CorruptedRecord(f"{where}: the spawn record is not JSON") from None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise CorruptedRecord(f"{where}: the spawn record is not a list of run ids")
+    mine = run_id + CHILD_MARK
+    return [i for i in ids if i.startswith(mine)]
+
+
 def spawned_ids(dump: RunDump) -> list[str]:
     """The child runs this run's recorded spawns started, in step order."""
     out: list[str] = []
     for step in sorted(dump.steps, key=lambda s: key_parts(s.key)):
-        if step.name.startswith(SPAWN_PREFIX) and step.output:
-            ids = json.loads(step.output)
-            if isinstance(ids, list):
-                out.extend(i for i in ids if isinstance(i, str))
+        out.extend(spawn_record(dump.run.id, step))
     return out
 
 
@@ -128,6 +153,7 @@ def read_export(source: IO[str] | str | Path) -> list[RunDump]:
 
 def _read(lines: Iterable[str], where: str) -> list[RunDump]:
     dumps: dict[str, RunDump] = {}
+    keys: dict[str, set[str]] = {}
     numbered: Iterator[tuple[int, str]] = (
         (n, text) for n, text in enumerate(lines, 1) if text.strip()
     )
@@ -150,28 +176,87 @@ def _read(lines: Iterable[str], where: str) -> list[RunDump]:
             if run.id in dumps:
                 raise CorruptedRecord(f"{at}: run {run.id!r} appears twice")
             dumps[run.id] = RunDump(run, [], [])
+            keys[run.id] = set()
             continue
         owner = dumps.get(obj.get("run"))  # type: ignore[arg-type]
         if owner is None:
             raise CorruptedRecord(f"{at}: field 'run' names no run listed before it")
         if kind == "step":
-            owner.steps.append(StepRecord(**_checked(obj.get("step"), _STEP_TYPES, f"{at}: step")))
+            step = StepRecord(**_checked(obj.get("step"), _STEP_TYPES, _STEP_TIMES, f"{at}: step"))
+            if step.key in keys[owner.run.id]:
+                raise CorruptedRecord(
+                    f"{at}: step: field 'key' {step.key[:80]!r} appears twice "
+                    f"for run {owner.run.id[:80]!r}"
+                )
+            keys[owner.run.id].add(step.key)
+            owner.steps.append(step)
         elif kind == "signal":
-            values = _checked(obj.get("signal"), _SIGNAL_TYPES, f"{at}: signal")
+            values = _checked(obj.get("signal"), _SIGNAL_TYPES, _SIGNAL_TIMES, f"{at}: signal")
             owner.signals.append(SignalRecord(owner.run.id, **values))
         else:
             raise CorruptedRecord(f"{at}: field 'type' is {kind!r}, not run, step or signal")
     return list(dumps.values())
 
 
+class _NonFinite(ValueError):
+    """NaN or Infinity in JSON text: Python accepts them, JSON and stores do not."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
 def _object(text: str, at: str) -> dict[str, Any]:
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_constant=_refuse_constant)
+    except _NonFinite as exc:
+        # Parse again, keeping the constant, only to name the field it sits in.
+        path = _non_finite(json.loads(text), "")
+        raise CorruptedRecord(
+            f"{at}: field {path or '?'!r} holds {exc}, not a finite number"
+        ) from None
     except ValueError as exc:
         raise CorruptedRecord(f"{at}: not JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise CorruptedRecord(f"{at}: not a JSON object")
     return obj
+
+
+def _non_finite(value: Any, path: str) -> str | None:
+    """Where in ``value`` the first NaN or Infinity is (``run.created_at``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    items: Iterable[tuple[str, Any]] = ()
+    if isinstance(value, dict):
+        items = ((str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((str(n), v) for n, v in enumerate(value))
+    for name, inner in items:
+        found = _non_finite(inner, f"{path}.{name}" if path else name)
+        if found is not None:
+            return found
+    return None
+
+
+def _finite(value: Any, name: str, at: str) -> None:
+    """A time a page shows and a store compares: ``1e999`` parses as Infinity."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CorruptedRecord(f"{at}: field {name!r} holds {value}, not a finite time")
+
+
+def _run_id(run: RunRecord, at: str) -> None:
+    """The id a file may give a run is one the runtime could have made: a
+    user's id as ``check_run_id`` allows it, or a child's, under its parent's."""
+    run_id, parent = run.id, run.parent_id
+    top = run_id
+    if parent is not None and run_id.startswith(parent + CHILD_MARK):
+        top = run_id.split(CHILD_MARK, 1)[0]
+        if not run_id.isprintable():
+            raise CorruptedRecord(f"{at}: field 'id' {run_id[:80]!r} contains control characters")
+    try:
+        check_run_id(top)
+    except ValueError as exc:
+        raise CorruptedRecord(f"{at}: field 'id': {exc}") from None
 
 
 def _run(value: Any, at: str) -> RunRecord:
@@ -182,12 +267,18 @@ def _run(value: Any, at: str) -> RunRecord:
     # their defaults (an export from an older or newer Stalwart).
     row = [value.get(name, getattr(defaults, name)) for name in _RUN_FIELDS]
     try:
-        return run_from_row(row)
+        run = run_from_row(row)
     except CorruptedRecord as exc:
         raise CorruptedRecord(f"{at}: {exc}") from None
+    _run_id(run, at)
+    for name in _RUN_TIMES:
+        _finite(getattr(run, name), name, at)
+    return run
 
 
-def _checked(value: Any, types: dict[str, tuple[type, ...]], at: str) -> dict[str, Any]:
+def _checked(
+    value: Any, types: dict[str, tuple[type, ...]], times: tuple[str, ...], at: str
+) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise CorruptedRecord(f"{at} is not an object")
     out: dict[str, Any] = {}
@@ -200,6 +291,8 @@ def _checked(value: Any, types: dict[str, tuple[type, ...]], at: str) -> dict[st
                 f"{at}: field {name!r} holds {type(v).__name__}, "
                 f"not {' or '.join(k.__name__ for k in kinds)}"
             )
+        if name in times:
+            _finite(v, name, at)
         out[name] = v
     return out
 

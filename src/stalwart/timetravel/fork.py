@@ -40,7 +40,7 @@ from ..runner.handle import RunHandle
 from ..runner.identity import read_inputs, run_inputs
 from ..runner.runner import Runner
 from ..stores.base import RunDump
-from .export import SPAWN_PREFIX, export_runs
+from .export import SPAWN_PREFIX, export_runs, spawn_record
 from .keys import before
 
 __all__ = ["LINEAGE_KEY", "LINEAGE_NAME", "Lineage", "Replace", "fork", "lineage"]
@@ -163,7 +163,7 @@ async def fork(
         args, kwargs = [], {**_by_name(pol, args, kwargs), **replace.inputs}
         inputs = run_inputs(pol, new_id, (), kwargs)
     renamed = _Renamer(run_id, new_id)
-    copied = [renamed.step(s) for s in prefix]
+    copied = [renamed.step(s, run_id) for s in prefix]
     now = time.time()
     record = {"from": run_id, "at": at, "replaced": changed, "forked_at": now}
     mark = json.dumps(record, separators=(",", ":"))
@@ -253,8 +253,7 @@ def _children(children: list[RunDump], prefix: list[StepRecord], run_id: str) ->
     """The child runs the copied prefix spawned, and theirs, deepest first."""
     roots: set[str] = set()
     for step in prefix:
-        if step.name.startswith(SPAWN_PREFIX) and step.output:
-            roots.update(i for i in json.loads(step.output) if isinstance(i, str))
+        roots.update(spawn_record(run_id, step))
     kept = [
         d
         for d in children
@@ -273,11 +272,11 @@ class _Renamer:
     def id(self, run_id: str) -> str:
         return self.new + run_id[len(self.old) :] if run_id.startswith(self.old) else run_id
 
-    def step(self, step: StepRecord) -> StepRecord:
+    def step(self, step: StepRecord, owner: str) -> StepRecord:
+        """``step`` of run ``owner`` (its original id), its spawned ids renamed."""
         if not (step.name.startswith(SPAWN_PREFIX) and step.output):
             return copy(step)
-        ids = json.loads(step.output)
-        renamed = [self.id(i) if isinstance(i, str) else i for i in ids]
+        renamed = [self.id(i) for i in spawn_record(owner, step)]
         return copy(step, output=json.dumps(renamed, separators=(",", ":")))
 
     def child(self, dump: RunDump) -> RunDump:
@@ -286,4 +285,4 @@ class _Renamer:
         if run.status not in TERMINAL:
             run.status, run.owner, run.lease_expires_at = "pending", None, None
             run.fence = max(run.fence, 1)
-        return RunDump(run, [self.step(s) for s in dump.steps], [])
+        return RunDump(run, [self.step(s, dump.run.id) for s in dump.steps], [])
