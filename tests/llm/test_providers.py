@@ -43,6 +43,10 @@ def _clear_ran() -> None:
     RAN.clear()
 
 
+# How each API says a reply ended normally.
+FINISHED = {"chat": "stop", "responses": "completed", "anthropic": "end_turn"}
+
+
 def sent_tools(kind: str, sent: dict[str, Any]) -> list[str]:
     if kind == "chat":
         return [t["function"]["name"] for t in sent["tools"]]
@@ -96,6 +100,8 @@ async def test_options_become_tools_and_the_reply_carries_usage(
     assert reply.meta["model"] == MODELS[kind]
     usage = llm.Usage.from_dict(reply.meta["usage"])
     assert usage.input_tokens > 0 and usage.output_tokens > 0
+    # The provider's own finish reason, for tracing (gen_ai.response.finish_reasons).
+    assert reply.meta["finish_reason"] == FINISHED[kind]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -197,6 +203,7 @@ async def test_deltas_stream_live_and_the_step_records_the_whole_reply(
     (recorded,) = codec.loads(steps["1"].output or "null")
     assert recorded.text == text  # the whole message, not the deltas
     assert recorded.meta["usage"]["output_tokens"] > 0
+    assert recorded.meta["finish_reason"] == FINISHED[kind]  # recorded: replay traces it too
 
 
 @pytest.mark.parametrize("kind", KINDS)

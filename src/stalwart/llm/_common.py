@@ -9,6 +9,7 @@ provider module only has to render them.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import mimetypes
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,7 @@ __all__ = [
     "plain_arguments",
     "result_content",
     "result_of",
+    "stamped",
     "text_message",
     "turns",
     "unsupported",
@@ -169,6 +171,17 @@ def plain_arguments(message: Message) -> dict[str, Any]:
         return {}
     plain_args: dict[str, Any] = plain(call.arguments)
     return plain_args
+
+
+def stamped(messages: list[Message], finish_reason: Any) -> list[Message]:
+    """``messages`` with the provider's finish reason in the first one's
+    ``meta["finish_reason"]``, recorded with the step, where tracing reads it
+    (``gen_ai.response.finish_reasons``) on replay as well as live."""
+    if not messages or not isinstance(finish_reason, str) or not finish_reason:
+        return messages
+    first = messages[0]
+    meta = {**(first.meta or {}), "finish_reason": finish_reason}
+    return [dataclasses.replace(first, meta=meta), *messages[1:]]
 
 
 def text_message(texts: Sequence[str], actor: str) -> Message | None:

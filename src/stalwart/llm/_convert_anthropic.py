@@ -24,6 +24,7 @@ from ._common import (
     plain_arguments,
     result_content,
     result_of,
+    stamped,
     text_message,
     turns,
     unsupported,
@@ -221,7 +222,7 @@ def from_anthropic_message(
     truncated = get(message, "stop_reason") in _TRUNCATED
     content = get(message, "content", ())
     messages = from_anthropic_content(content, actor=actor, truncated=truncated)
-    return messages, anthropic_usage(get(message, "usage"))
+    return stamped(messages, get(message, "stop_reason")), anthropic_usage(get(message, "usage"))
 
 
 _USAGE_KEYS = (
@@ -320,4 +321,4 @@ class AnthropicStreamAccumulator:
         head = text_message(texts, self.actor)
         if head is not None:
             out.append(head)
-        return out, anthropic_usage(self._usage)
+        return stamped(out, self._stop_reason), anthropic_usage(self._usage)

@@ -28,6 +28,7 @@ from ._common import (
     only_text,
     result_content,
     result_of,
+    stamped,
     text_message,
     turns,
     unsupported,
@@ -221,8 +222,9 @@ def from_chat_completion(
     if not choices:
         return [], usage
     choice = choices[0]
-    truncated = get(choice, "finish_reason") == "length"
-    return from_chat_message(get(choice, "message"), actor=actor, truncated=truncated), usage
+    reason = get(choice, "finish_reason")
+    messages = from_chat_message(get(choice, "message"), actor=actor, truncated=reason == "length")
+    return stamped(messages, reason), usage
 
 
 class _ChatCall:
@@ -305,4 +307,4 @@ class ChatStreamAccumulator:
             call = self._calls[index]
             raw = "".join(call.arguments)
             out.append(call_message(call.id, call.name, raw, self.actor, truncated=truncated))
-        return out, self._usage
+        return stamped(out, self._finish_reason), self._usage

@@ -27,6 +27,7 @@ from ._common import (
     only_text,
     result_content,
     result_of,
+    stamped,
     text_message,
     turns,
     unsupported,
@@ -173,7 +174,10 @@ def from_response(response: Any, *, actor: str = "assistant") -> tuple[list[Mess
     reason = get(get(response, "incomplete_details", {}), "reason")
     truncated = get(response, "status") == "incomplete" and reason == "max_output_tokens"
     messages = from_responses_output(get(response, "output", ()), actor=actor, truncated=truncated)
-    return messages, responses_usage(get(response, "usage"))
+    # The Responses API has a status, not a finish reason: "completed", or
+    # the reason it is incomplete ("max_output_tokens", "content_filter").
+    finish = reason if get(response, "status") == "incomplete" else get(response, "status")
+    return stamped(messages, finish), responses_usage(get(response, "usage"))
 
 
 class ResponsesStreamAccumulator:
