@@ -28,7 +28,7 @@ from ..core.errors import (
     StoreUnavailable,
 )
 from ..core.events import Hook
-from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, child_group
+from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, RunStatus, child_group
 from ..core.policy import Policy
 from ..core.recorded import error_to_json
 from ..stores.base import Store
@@ -121,9 +121,7 @@ class Driver:
         try:
             if live.cancel_requested or self.store.ephemeral:
                 err = CancelledRun(f"run {x.run_id!r} was cancelled")
-                await self.store.finish_run(
-                    x.run_id, x.fence, "cancelled", None, error_to_json(err)
-                )
+                await self._finish(x, "cancelled", err)
                 outcome = ("cancelled", err)
             else:
                 await self.store.release(x.run_id, x.fence)
@@ -192,7 +190,6 @@ class Driver:
                 return ("failed", exc)
             output = None  # in memory, a result need not be JSON
         await self.store.finish_run(x.run_id, x.fence, "succeeded", output, None)
-        self._keep(x.run_id, ("succeeded", result))
         return ("succeeded", result)
 
     async def _cancelled(self, live: Live) -> tuple[str, Any]:
@@ -228,17 +225,14 @@ class Driver:
         await self.store.suspend_run(x.run_id, x.fence, suspend.wake_at, suspend.waiting_for)
         return ("suspended", None)
 
-    async def _finish(self, x: Execution, status: str, err: BaseException) -> None:
-        await self.store.finish_run(x.run_id, x.fence, status, None, error_to_json(err))  # type: ignore[arg-type]
-        self._keep(x.run_id, (status, err))
-
-    def _keep(self, run_id: str, outcome: tuple[str, Any]) -> None:
-        if self.store.ephemeral:  # the only copy of a memory run's result
-            self.table.kept[run_id] = outcome
+    async def _finish(self, x: Execution, status: RunStatus, err: BaseException) -> None:
+        await self.store.finish_run(x.run_id, x.fence, status, None, error_to_json(err))
 
     def _settled(self, live: Live, outcome: tuple[str, Any]) -> None:
-        if outcome[0] in TERMINAL:
-            self._keep(live.execution.run_id, outcome)
+        """Every way a run stops here ends here: a final outcome of a memory
+        run is kept (the only copy of its value), then waiters are told."""
+        if outcome[0] in TERMINAL and self.store.ephemeral:
+            self.table.kept[live.execution.run_id] = outcome
         self.table.finish(live, outcome)
 
     async def _wake_parent(self, parent_id: str, child_id: str) -> None:
