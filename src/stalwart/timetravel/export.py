@@ -7,7 +7,8 @@ run as ``{"type": "run", "run": {...}}`` followed by its steps
 (``{"type": "signal", "run": ID, "signal": {...}}``). Recorded values
 (inputs, results, arguments, outputs, errors, payloads) stay the JSON text
 the store keeps, so a run moves between SQLite and PostgreSQL byte for byte,
-spilled values included.
+spilled values included; arguments that refer to an earlier step's
+(``core/stepargs.py``) stay compact in the file and are read back whole.
 
 Reading a file is data, never code (S13): each field is checked for its type
 and a line that does not fit is a :class:`CorruptedRecord` naming the line
@@ -27,6 +28,7 @@ from typing import IO, Any
 
 from ..core.errors import CorruptedRecord, RunNotFound
 from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, StepRecord, check_run_id
+from ..core.stepargs import check_references, expanding, stored_args
 from ..stores.base import RunDump, SignalRecord, Store, run_from_row
 from .keys import key_parts
 
@@ -132,11 +134,18 @@ def write_export(dumps: Iterable[RunDump], out: IO[str]) -> int:
     for dump in dumps:
         out.write(_line({"type": "run", "run": asdict(dump.run)}))
         for step in dump.steps:
-            out.write(_line({"type": "step", "run": dump.run.id, "step": asdict(step)}))
+            out.write(_line({"type": "step", "run": dump.run.id, "step": _stored(step)}))
         for sig in dump.signals:
             record = {k: v for k, v in asdict(sig).items() if k != "run_id"}
             out.write(_line({"type": "signal", "run": dump.run.id, "signal": record}))
     return len(dumps)
+
+
+def _stored(step: StepRecord) -> dict[str, Any]:
+    """A step's fields as its store keeps them: compact arguments stay compact."""
+    return {
+        name: stored_args(step) if name == "args" else getattr(step, name) for name in _STEP_TYPES
+    }
 
 
 def _line(obj: dict[str, Any]) -> str:
@@ -195,6 +204,13 @@ def _read(lines: Iterable[str], where: str) -> list[RunDump]:
             owner.signals.append(SignalRecord(owner.run.id, **values))
         else:
             raise CorruptedRecord(f"{at}: field 'type' is {kind!r}, not run, step or signal")
+    for dump in dumps.values():
+        steps = {s.key: s for s in dump.steps}
+        try:  # every reference to an earlier step's arguments lands in this run
+            check_references(dump.run.id, steps)
+        except CorruptedRecord as exc:
+            raise CorruptedRecord(f"{where}: {exc}") from None
+        dump.steps = list(expanding(dump.run.id, steps).values())
     return list(dumps.values())
 
 

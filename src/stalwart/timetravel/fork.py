@@ -36,6 +36,7 @@ from ..core.errors import CorruptedRecord, RunNotFound, StoreError
 from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, StepRecord, check_run_id
 from ..core.policy import Policy, as_policy
 from ..core.recorded import error_to_json
+from ..core.stepargs import as_stored
 from ..runner.handle import RunHandle
 from ..runner.identity import read_inputs, run_inputs
 from ..runner.runner import Runner
@@ -189,11 +190,12 @@ async def _replaced(
 ) -> StepRecord:
     """Step ``at``'s record as ``replace`` sets it, under its recorded identity."""
     now = time.time()
+    stored = as_stored(target)  # its arguments as recorded: compact stays compact
     if replace.args is None:
         if replace.error is not None:
-            return copy(target, output=None, error=error_to_json(replace.error), attempts=1)
+            return copy(stored, output=None, error=error_to_json(replace.error), attempts=1)
         where = f"replaced result of step {target.key}"
-        return copy(target, output=codec.dumps(replace.result, where), error=None, attempts=1)
+        return copy(stored, output=codec.dumps(replace.result, where), error=None, attempts=1)
     pol = (
         as_policy(replace.policy) if replace.policy is not None else runner.find_policy(target.name)
     )
@@ -216,7 +218,7 @@ async def _replaced(
         value = await pol.invoke(execution.context(target.key), tuple(args), kwargs)
     except Exception as exc:
         return copy(
-            target,
+            stored,
             output=None,
             error=error_to_json(exc),
             started_at=started,
@@ -224,7 +226,7 @@ async def _replaced(
             attempts=1,
         )
     output = codec.dumps(value, f"result of step {target.key} called again")
-    return copy(target, output=output, error=None, started_at=started, finished_at=now, attempts=1)
+    return copy(stored, output=output, error=None, started_at=started, finished_at=now, attempts=1)
 
 
 def _by_name(pol: Policy[Any, Any], args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -274,10 +276,11 @@ class _Renamer:
 
     def step(self, step: StepRecord, owner: str) -> StepRecord:
         """``step`` of run ``owner`` (its original id), its spawned ids renamed."""
+        stored = as_stored(step)  # compact arguments are copied as they are
         if not (step.name.startswith(SPAWN_PREFIX) and step.output):
-            return copy(step)
+            return stored
         renamed = [self.id(i) for i in spawn_record(owner, step)]
-        return copy(step, output=json.dumps(renamed, separators=(",", ":")))
+        return copy(stored, output=json.dumps(renamed, separators=(",", ":")))
 
     def child(self, dump: RunDump) -> RunDump:
         run = copy(dump.run, id=self.id(dump.run.id), created_at=time.time())

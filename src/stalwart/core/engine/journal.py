@@ -23,7 +23,9 @@ from ..events import CallFailed, CallFinished, Emitted, Hook, TextDelta
 from ..ledger import Ledger, StepRecord
 from ..policy import Policy
 from ..recorded import error_from_json
+from ..stepargs import full_args
 from .control import Halt
+from .identity import ArgsLog
 
 T = TypeVar("T")
 
@@ -44,6 +46,18 @@ class Host(Protocol):
     ) -> None: ...
 
     async def await_memory_children(self, ids: list[str]) -> list[dict[str, Any]]: ...
+
+    def find_policy(self, name: str) -> Policy[Any, Any] | None:
+        """The runner's policy of that name (an option offered by name)."""
+        ...
+
+    def live_execution(self, run_id: str) -> Journal | None:
+        """The execution of ``run_id`` if it runs in this process (in-memory mail)."""
+        ...
+
+    def wake_worker(self) -> None:
+        """Make the runner look for ready runs now (a recipient woke)."""
+        ...
 
 
 class Journal:
@@ -78,6 +92,8 @@ class Journal:
         self._mailbox: dict[str, deque[Any]] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._decoded: dict[str, dict[str, Any]] = {}
+        # The list arguments of recent steps: what is new in the next (S1, S5).
+        self.args_log = ArgsLog()
         self._refresh()
 
     def _refresh(self) -> None:
@@ -190,15 +206,26 @@ class Journal:
         args_json: str,
         args_hash: str,
         publish: bool = True,
+        *,
+        full: Callable[[], str] | None = None,
     ) -> Any:
         """A recorded step's outcome, after checking it is the same call (S5):
-        its value, or its recorded error raised (S4)."""
+        its value, or its recorded error raised (S4).
+
+        ``args_json`` is the call's arguments as it would record them;
+        ``full`` builds their whole JSON when that record is compact
+        (``core/stepargs.py``): both sides of a mismatch are shown whole.
+        """
         if rec.name != name or rec.args_hash != args_hash:
+            try:
+                recorded = full_args(self.run_id, rec, self.replay)
+            except CorruptedRecord as bad:
+                raise self.halt(bad) from None
             raise self.halt(
                 NonDeterminismError(
                     f"step {key} of run {self.run_id} does not match its record:\n"
-                    f"  recorded: {rec.name}({rec.args})\n"
-                    f"  now:      {name}({args_json})\n"
+                    f"  recorded: {rec.name}({recorded})\n"
+                    f"  now:      {name}({args_json if full is None else full()})\n"
                     "The policy's code changed, or it is not deterministic; "
                     "guard changed code with `await ctx.patched(...)`."
                 )

@@ -19,6 +19,7 @@ import psycopg
 
 from ...core.errors import StaleLeaseError, StoreError, StoreUnavailable
 from ...core.ledger import StepRecord
+from ...core.stepargs import expanding
 from ..sql import STEP, merge_payloads, quoted, spilled_values, split_spill, step_from_row
 from .connection import Conn, Pending, PostgresBase
 from .schema import refused_for_good
@@ -43,7 +44,8 @@ class PostgresSteps(PostgresBase):
 
     async def load_steps(self, run_id: str) -> dict[str, StepRecord]:
         async def fn(conn: Conn, n: int) -> dict[str, StepRecord]:
-            return await self._load_steps(conn, run_id, None)
+            # Compact arguments (core/stepargs.py) read back whole.
+            return expanding(run_id, await self._load_steps(conn, run_id, None))
 
         return await self._with_conn(f"reading the steps of run {quoted(run_id)}", fn)
 

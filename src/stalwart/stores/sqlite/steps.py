@@ -6,6 +6,7 @@ import sqlite3
 
 from ...core.errors import StaleLeaseError, StoreError
 from ...core.ledger import StepRecord
+from ...core.stepargs import expanding
 from ..sql import STEP, merge_payloads, step_from_row
 from .schema import UNBINDABLE
 from .writer import SQLiteBase
@@ -27,7 +28,7 @@ class SQLiteSteps(SQLiteBase):
             spilled = spilled or bool(row[_SPILLED])
         if spilled:
             merge_payloads(steps, self._read(self.sql.payloads_of_run, (run_id,)))
-        return steps
+        return expanding(run_id, steps)  # compact arguments read back whole
 
     async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
         if self._lost:
