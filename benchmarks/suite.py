@@ -253,6 +253,59 @@ SPECS: dict[str, Spec] = {
             ),
         ),
         Spec(
+            "B9",
+            "an agent loop of N turns (quickstart loop, scripted model, ~1 KB tool results)",
+            Column("ledger_x", "ledger ÷ content"),
+            False,
+            12,
+            "ledger ≤ 2x the tool output's bytes at every N; turn N within 1.5x of turn 10",
+            (
+                _s("stalwart sqlite, 10 turns", "b9_agent_ledger:stalwart_sqlite_10"),
+                _s("stalwart sqlite, 100 turns", "b9_agent_ledger:stalwart_sqlite"),
+                _s("stalwart sqlite, 1000 turns", "b9_agent_ledger:stalwart_sqlite_1000"),
+                _s("stalwart postgres, 10 turns", "b9_agent_ledger:stalwart_postgres_10"),
+                _s("stalwart postgres, 100 turns", "b9_agent_ledger:stalwart_postgres"),
+                _s("stalwart postgres, 1000 turns", "b9_agent_ledger:stalwart_postgres_1000"),
+                _s(
+                    "langgraph sqlite, 10 turns",
+                    "b9_agent_ledger:langgraph_sqlite_10",
+                    "stalwart sqlite, 10 turns",
+                ),
+                _s(
+                    "langgraph sqlite, 100 turns",
+                    "b9_agent_ledger:langgraph_sqlite",
+                    "stalwart sqlite, 100 turns",
+                ),
+            ),
+            (
+                Column("ledger_bytes", "ledger bytes"),
+                Column("content_bytes", "tool output bytes"),
+                Column("db_bytes", "store on disk, bytes"),
+                Column("turn_ratio", "last turns ÷ first 10"),
+                Column("seconds", "seconds"),
+            ),
+        ),
+        Spec(
+            "B10",
+            "wake-ups from another process: enqueue -> first step, signal -> resume",
+            Column("enqueue_p50_ms", "enqueue -> first step p50, ms"),
+            False,
+            3,
+            "PostgreSQL p50 ≤ 10 ms, p99 ≤ 50 ms; SQLite p50 ≤ 50 ms",
+            (
+                _s("stalwart postgres", "b10_wakeup:b10_stalwart_postgres"),
+                _s("stalwart sqlite", "b10_wakeup:b10_stalwart_sqlite"),
+                _s("dbos postgres", "b10_wakeup:b10_dbos_postgres", "stalwart postgres"),
+                _s("dbos sqlite", "b10_wakeup:b10_dbos_sqlite", "stalwart sqlite"),
+            ),
+            (
+                Column("enqueue_p99_ms", "enqueue p99, ms"),
+                Column("signal_p50_ms", "signal -> resume p50, ms"),
+                Column("signal_p99_ms", "signal p99, ms"),
+                Column("cold_enqueue_ms", "enqueue after 3 s idle, ms"),
+            ),
+        ),
+        Spec(
             "B11",
             "enqueuing runs (20,000 in batches of 1,000; 2,000 one at a time)",
             RUNS,
@@ -379,6 +432,23 @@ def aims(rows: Rows) -> list[tuple[str, str, str, bool | None]]:
                 f"{held:.0f} held, RSS +{grow:.1f} MB",
                 held == 0 and grow <= 10,
             )
+    for db in ("sqlite", "postgres"):
+        for turns in (10, 100, 1000):
+            sub = f"stalwart {db}, {turns} turns"
+            x = _median(rows, "B9", sub, "ledger_x")
+            if x is not None:
+                add("B9", f"{sub}: ledger ≤ 2x content", f"{x:.2f}x", x <= 2)
+            t = _median(rows, "B9", sub, "turn_ratio")
+            if t is not None and turns > 10:
+                add("B9", f"{sub}: turn N ≤ 1.5x turn 10", f"{t:.2f}x", t <= 1.5)
+    for sub, p50_aim, p99_aim in (("stalwart postgres", 10, 50), ("stalwart sqlite", 50, None)):
+        for what in ("enqueue", "signal"):
+            p50 = _median(rows, "B10", sub, f"{what}_p50_ms")
+            p99 = _median(rows, "B10", sub, f"{what}_p99_ms")
+            if p50 is not None:
+                add("B10", f"{sub}: {what} p50 ≤ {p50_aim} ms", f"{p50:.1f} ms", p50 <= p50_aim)
+            if p99 is not None and p99_aim is not None:
+                add("B10", f"{sub}: {what} p99 ≤ {p99_aim} ms", f"{p99:.1f} ms", p99 <= p99_aim)
     for sub in ("stalwart sqlite enqueue_many", "stalwart postgres enqueue_many"):
         m = _median(rows, "B11", sub, "runs_per_s")
         if m is not None:

@@ -52,6 +52,10 @@ def test_stalwart_and_floor_workloads_run_at_smoke_size(wid: str) -> None:
     if wid == "B7":
         for row in by.values():
             assert row["stats"]["live_runs_held"]["max"] == 0
+    if wid == "B10":  # both latencies, from another process, as percentiles
+        for row in by.values():
+            keys = {f"{w}_{p}_ms" for w in ("enqueue", "signal") for p in ("p50", "p99")}
+            assert keys <= set(row["stats"])
     meta = {**machine_info(), "seconds": 0.0, "load_after": os.getloadavg(), "versions": {}}
     assert f"## {wid}:" in render(rows, meta)
     _check(rows, allow_missing_peers=False)

@@ -6,6 +6,7 @@ for, records every step in a ledger, and resumes a run that died by replay.
 
 from .core.context import Context
 from .core.declared import register_type
+from .core.engine.mailbox import Mail, MailboxClosed
 from .core.errors import (
     CancelledRun,
     CorruptedRecord,
@@ -20,6 +21,7 @@ from .core.errors import (
     StepError,
     StoreError,
     StoreUnavailable,
+    UnknownOption,
     Veto,
 )
 from .core.events import (
@@ -37,6 +39,8 @@ from .core.message import ActionCall, ActionResult, Media, Message, Text
 from .core.policy import Policy, ToolSpec, policy
 from .core.schema import ArgumentError
 from .runner import RunCall, RunHandle, Runner
+from .runner.schedules import ScheduleError, ScheduleNotFound, ScheduleRecord
+from .runner.threads import Thread, TurnFailed
 
 __version__ = "0.1.0"
 
@@ -69,6 +73,8 @@ __all__ = [
     "Event",
     "Hook",
     "InputMismatchError",
+    "Mail",
+    "MailboxClosed",
     "Media",
     "Message",
     "NonDeterminismError",
@@ -79,6 +85,9 @@ __all__ = [
     "RunHandle",
     "RunNotFound",
     "Runner",
+    "ScheduleError",
+    "ScheduleNotFound",
+    "ScheduleRecord",
     "SerializationError",
     "StaleLeaseError",
     "StalwartError",
@@ -87,7 +96,10 @@ __all__ = [
     "StoreUnavailable",
     "Text",
     "TextDelta",
+    "Thread",
     "ToolSpec",
+    "TurnFailed",
+    "UnknownOption",
     "Veto",
     "__version__",
     "policy",

@@ -203,8 +203,11 @@ async def test_an_option_that_is_not_a_policy_is_named() -> None:
     async def agent(ctx: sw.Context) -> Any:
         return await ctx.call(llm, observations=[], options=[fine, "web_search"])
 
-    with pytest.raises(TypeError, match=r"options\[1\] is 'web_search'"):
+    # A name is looked up (the context's bound policies, the runner's): one
+    # that names nothing is the program's error, raised at the call, named.
+    with pytest.raises(sw.UnknownOption, match=r"options\[1\] names 'web_search'"):
         await sw.Runner().run(agent)
+    assert llm.calls == 0  # refused before the model was called
 
 
 # -- BaseExceptions raised by a step's code ----------------------------------------------

@@ -1,6 +1,8 @@
-"""PocketJoe programs on Stalwart: the README example with only its imports
-changed, in memory, on SQLite, killed and resumed; and what Stalwart's
-dispatch adds (allow-list, validation, errors as results)."""
+"""PocketJoe 0.1 programs on Stalwart: our own example written against its
+API (``examples/pocketjoe_agent.py``), in memory, on SQLite, killed and
+resumed; and what Stalwart's dispatch adds (allow-list, validation, errors
+as results). PocketJoe's own README example and test suite are run from its
+sdist by the opt-in ``test_upstream_readme.py`` and the last test here."""
 
 from __future__ import annotations
 
@@ -24,12 +26,12 @@ from stalwart.pocketjoe import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "pocketjoe_search_agent.py"
-ANSWER = "Final Result: From the web: Title: Python 3.14 released"
+EXAMPLE = ROOT / "examples" / "pocketjoe_agent.py"
+ANSWER = "Desk: According to train_times: Leeds to York: 09:12, 09:42 and 10:12"
 
 
-def run_example(tmp_path: Path, *args: str, slow: float = 0) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PJ_LOG": str(tmp_path / "log"), "PJ_SLOW_SEARCH": str(slow)}
+def run_example(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PJ_LOG": str(tmp_path / "log")}
     return subprocess.run(
         [sys.executable, str(EXAMPLE), *args], env=env, capture_output=True, text=True, timeout=60
     )
@@ -40,48 +42,49 @@ def executed(tmp_path: Path) -> list[str]:
     return log.read_text().split() if log.exists() else []
 
 
-def test_readme_example_in_memory(tmp_path: Path) -> None:
+def test_our_01_example_in_memory(tmp_path: Path) -> None:
     done = run_example(tmp_path)
     assert done.returncode == 0, done.stderr
     assert ANSWER in done.stdout
-    assert executed(tmp_path) == ["llm", "search", "llm"]
+    assert executed(tmp_path) == ["llm", "timetable", "llm"]
 
 
-def test_readme_example_on_sqlite_answers_a_finished_run_from_the_ledger(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'agent.db'}"
-    first = run_example(tmp_path, url)
-    assert first.returncode == 0, first.stderr
-    assert ANSWER in first.stdout
-    again = run_example(tmp_path, url)
-    assert again.returncode == 0, again.stderr
-    assert ANSWER in again.stdout
+def test_our_01_example_on_sqlite_answers_a_finished_run_from_the_ledger(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'rail.db'}"
+    for _ in range(2):
+        done = run_example(tmp_path, url)
+        assert done.returncode == 0, done.stderr
+        assert ANSWER in done.stdout
     # The second process executed nothing: the run was finished and recorded.
-    assert executed(tmp_path) == ["llm", "search", "llm"]
+    assert executed(tmp_path) == ["llm", "timetable", "llm"]
 
 
-def test_readme_example_killed_during_the_search_resumes_without_asking_the_model_again(
+def test_our_01_example_killed_during_the_lookup_resumes_without_asking_the_model_again(
     tmp_path: Path,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'agent.db'}"
-    env = {**os.environ, "PJ_LOG": str(tmp_path / "log"), "PJ_SLOW_SEARCH": "60"}
+    url = f"sqlite:///{tmp_path / 'rail.db'}"
+    env = {**os.environ, "PJ_LOG": str(tmp_path / "log"), "RAIL_SLOW_LOOKUP": "60"}
     proc = subprocess.Popen(
         [sys.executable, str(EXAMPLE), url], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
         deadline = time.monotonic() + 30
-        while "search" not in executed(tmp_path):
-            assert time.monotonic() < deadline, "the search never started"
+        while "timetable" not in executed(tmp_path):
+            assert time.monotonic() < deadline, "the lookup never started"
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             time.sleep(0.05)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe:
+                pipe.close()
     resumed = run_example(tmp_path, url)
     assert resumed.returncode == 0, resumed.stderr
     assert ANSWER in resumed.stdout
-    # The model's first answer came from the ledger; the search that was in
+    # The model's first answer came from the ledger; the lookup that was in
     # flight ran again (at least once, S3); the model answered once more.
-    assert executed(tmp_path) == ["llm", "search", "search", "llm"]
+    assert executed(tmp_path) == ["llm", "timetable", "timetable", "llm"]
 
 
 # -- what Stalwart's dispatch adds ------------------------------------------
@@ -185,12 +188,17 @@ async def test_a_durable_runner_records_each_decision_as_a_step(tmp_path: Path) 
         await runner.close()
 
 
-@pytest.mark.skipif(os.environ.get("STALWART_POCKETJOE") != "1", reason=(
-    "opt-in (STALWART_POCKETJOE=1): fetches pocket-joe sdists from PyPI and runs their tests"
-))
+@pytest.mark.skipif(
+    os.environ.get("STALWART_POCKETJOE") != "1",
+    reason=(
+        "opt-in (STALWART_POCKETJOE=1): fetches pocket-joe sdists from PyPI and runs their tests"
+    ),
+)
 def test_pocketjoes_own_0_1_suite_passes() -> None:
     done = subprocess.run(
         [sys.executable, str(Path(__file__).with_name("upstream.py")), "0.1.0.1"],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -22,6 +22,8 @@ from .mcp_serve import mcp_serve
 from .pending import waiting_runs
 from .resume import resume_run
 from .runs import cancel_run, count_runs, list_runs, prune_runs, show_run
+from .schedules import delete_schedule, list_schedules, pause_schedule, resume_schedule
+from .serve import serve
 from .signals import send_signal
 from .ui import ui
 from .worker import worker
@@ -55,6 +57,15 @@ app.command("signal")(send_signal)
 app.command("demo")(demo)
 app.command("worker")(worker)
 app.command("ui")(ui)
+app.command("serve")(serve)
 mcp_app = typer.Typer(help="Serve policies as MCP tools.", no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
 mcp_app.command("serve")(mcp_serve)
+schedules_app = typer.Typer(
+    help="List, pause, resume and delete recurring schedules.", no_args_is_help=True
+)
+app.add_typer(schedules_app, name="schedules")
+schedules_app.command("list")(list_schedules)
+schedules_app.command("pause")(pause_schedule)
+schedules_app.command("resume")(resume_schedule)
+schedules_app.command("delete")(delete_schedule)

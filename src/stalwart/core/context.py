@@ -17,7 +17,7 @@ import random as _random
 import time
 import uuid as _uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any, ParamSpec, Protocol, TypeVar, overload
+from typing import Any, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
 from .errors import StalwartError
 from .ledger import StepRecord
@@ -68,6 +68,17 @@ class Engine(Protocol):
     def step(
         self, key: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Coroutine[Any, Any, Any]: ...
+    def call_from(
+        self,
+        up: Context,
+        n: int,
+        target: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Coroutine[Any, Any, Any]:
+        """``Context.call``: run ``target`` as child ``n`` of the step ``up``."""
+        ...
+
     def run_unit(
         self,
         key: str,
@@ -116,16 +127,91 @@ class Engine(Protocol):
     def takes_patch(self, key: str, change: str) -> bool: ...
     async def mark_patch(self, key: str, change: str) -> None: ...
 
+    # -- mailboxes (core/engine/mailbox.py) --------------------------------------
+    async def send_mail(self, key: str, to: str, payload: Any, kind: str) -> str:
+        """Deliver ``payload`` to run ``to``'s mailbox once; the delivery id."""
+        ...
+
+    async def receive_mail(
+        self,
+        deadline_key: str,
+        key: str,
+        sender: str | None,
+        kind: str | None,
+        timeout: float | None,
+    ) -> Any:
+        """The oldest matching message (a ``Mail``), suspending while there is none."""
+        ...
+
+    @property
+    def generation(self) -> int:
+        """Which generation of the run this is (1, then +1 per continue-as-new)."""
+        ...
+
+    async def continue_as_new(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NoReturn:
+        """Start the run again from the top with these inputs and an empty ledger."""
+        ...
+
+
+def _no_binding(attr: str, value: Any) -> Any:
+    return None
+
+
+# How a class attribute of an application context is bound (a policy renamed
+# after its attribute, a provider or an agent made callable as a step). The
+# policy module, which builds on this one, installs it when it loads, so that
+# this module does not import it.
+_binder: Callable[[str, Any], Any] = _no_binding
+
+
+def on_bind(binder: Callable[[str, Any], Any]) -> None:
+    """Install how an application context class binds its attributes: the
+    binder returns what replaces the attribute, or None to leave it be."""
+    global _binder
+    _binder = binder
+
 
 class Context:
     """The runtime, as seen from inside one step. Injected, never built by hand."""
 
-    __slots__ = ("__dict__", "_seq", "_x", "key")
+    __slots__ = ("__dict__", "_key", "_n", "_seq", "_up", "_x")
 
-    def __init__(self, execution: Engine, key: str) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Bind what an application context class holds, once, when the class
+        is made: a policy whose name was not given is named after its
+        attribute (``search = web_search`` is offered and recorded as
+        ``search``), and a provider, an agent or any object standing for a
+        policy becomes callable as a step (``await ctx.llm(observations=...)``),
+        not as the bare object, whose ``__call__`` wants a context first."""
+        super().__init_subclass__(**kwargs)
+        for attr, value in list(vars(cls).items()):
+            if attr.startswith("__"):
+                continue
+            bound = _binder(attr, value)
+            if bound is not None and bound is not value:
+                setattr(cls, attr, bound)
+
+    def __init__(
+        self, execution: Engine, key: str | None, up: Context | None = None, n: int = 0
+    ) -> None:
+        # ``key`` None: the child ``n`` of ``up``, its key spelled out only
+        # when something asks for it (in memory, usually nothing does: B1).
         self._x = execution
-        self.key = key
+        self._key = key
+        self._up = up
+        self._n = n
         self._seq = 0
+
+    @property
+    def key(self) -> str:
+        """This step's key in the ledger (S1): ``""`` for the run's root, else
+        the parent's key, a dot and the child's number."""
+        k = self._key
+        if k is None:
+            up = self._up
+            assert up is not None  # a context without a key always has a parent
+            k = self._key = up.child_key(self._n)
+        return k
 
     # -- identity -------------------------------------------------------------
     @property
@@ -148,11 +234,16 @@ class Context:
         dot, the next number. Take it synchronously, before any await, so that
         units started together keep their keys on every execution."""
         self._seq += 1
-        return f"{self.key}.{self._seq}" if self.key else str(self._seq)
+        return self.child_key(self._seq)
+
+    def child_key(self, n: int) -> str:
+        """The key of this step's child number ``n`` (taken or not)."""
+        key = self.key
+        return f"{key}.{n}" if key else str(n)
 
     def _peek_key(self) -> str:
         # The key next_key() would take, without taking it.
-        return f"{self.key}.{self._seq + 1}" if self.key else str(self._seq + 1)
+        return self.child_key(self._seq + 1)
 
     # -- calling -------------------------------------------------------------
     @overload
@@ -173,8 +264,7 @@ class Context:
         results, in call order.
         """
         self._seq += 1
-        key = f"{self.key}.{self._seq}" if self.key else str(self._seq)
-        return self._x.step(key, target, args, kwargs)
+        return self._x.call_from(self, self._seq, target, args, kwargs)
 
     # -- streaming -----------------------------------------------------------
     def emit(self, value: Any) -> None:
@@ -260,6 +350,40 @@ class Context:
         """
         self.emit({"prompt": prompt, "signal": signal})
         return await self.wait_for(signal, timeout, prompt=prompt, about=about)
+
+    # -- mailboxes ---------------------------------------------------------------
+    async def send(self, to: str, payload: Any, *, kind: str = "message") -> str:
+        """Send ``payload`` (JSON data) to run ``to``'s mailbox, as a step.
+
+        Delivered exactly once: a resumed run whose send is recorded does not
+        send again, and one that died between delivering and recording
+        delivers under the same id, which the store keeps once. Returns that
+        id. A recipient that does not exist (``RunNotFound``) or has finished
+        (``MailboxClosed``) is this step's error, naming run and step.
+        """
+        return await self._x.send_mail(self.next_key(), to, payload, kind)
+
+    async def receive(
+        self,
+        *,
+        timeout: float | None = None,
+        sender: str | None = None,
+        kind: str | None = None,
+    ) -> Any:
+        """The oldest unread message in this run's mailbox, as a ``stalwart.Mail``
+        (``payload``, ``sender``, ``kind``, ``sent_at``, ``id``).
+
+        ``sender`` and ``kind`` keep only the messages from that run, of that
+        kind; the others stay queued for a later receive. While none is
+        there the run suspends, holding no memory or worker (S7), and
+        resumes when a matching message arrives, from any process. With a
+        ``timeout`` (seconds), raise :class:`TimeoutError` when none came.
+        Recorded: a replay returns the same message.
+        """
+        deadline_key = self.next_key()
+        key = self.next_key()
+        mail: Any = await self._x.receive_mail(deadline_key, key, sender, kind, timeout)
+        return mail
 
     # -- child runs --------------------------------------------------------------
     async def spawn(

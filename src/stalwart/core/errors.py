@@ -20,6 +20,7 @@ __all__ = [
     "StepError",
     "StoreError",
     "StoreUnavailable",
+    "UnknownOption",
     "Veto",
 ]
 
@@ -57,6 +58,16 @@ class Veto(StalwartError):
     """Raised by a hook's ``before_call`` to refuse a call.
 
     Inside options dispatch the veto becomes an error result the model reads.
+    """
+
+
+class UnknownOption(StalwartError, LookupError):
+    """A program offered an option by a name no policy has
+    (``options=["web_search"]`` with nothing named so).
+
+    Raised at the call, naming the run, the step and the names that exist.
+    A *model* calling a tool that is not offered is not this: that call gets
+    an error result the model reads.
     """
 
 

@@ -10,21 +10,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
+import sys
+import types
 import typing
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
-from .context import Context
+from .callables import check_definable, with_bound_arguments
+from .context import Context, on_bind
 from .declared import declare_hints, register_type
 from .schema import Signature
 
 __all__ = [
     "Policy",
+    "PolicyDecorator",
     "ToolSpec",
     "as_policy",
+    "class_call",
     "current_context",
     "current_step",
     "policy",
@@ -35,7 +42,9 @@ __all__ = [
 
 P = ParamSpec("P")
 R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 C = TypeVar("C", bound="Context")
+C_contra = TypeVar("C_contra", bound="Context", contravariant=True)
 
 # The context of the step running in this task, so that ``await some_policy()``
 # inside a policy becomes a child step without passing ``ctx`` around. Public
@@ -107,11 +116,13 @@ class Policy(Generic[P, R]):
         "backoff",
         "ctx_class",
         "declared",
+        "exclusive",
         "fn",
         "is_async",
         "max_backoff",
         "max_parallel",
         "name",
+        "named",
         "record",
         "retries",
         "retry_on",
@@ -120,6 +131,8 @@ class Policy(Generic[P, R]):
         "takes_ctx",
         "timeout",
     )
+
+    fn: Callable[..., Any]  # what runs: the function, the object, a class policy's call
 
     def __init__(
         self,
@@ -134,11 +147,24 @@ class Policy(Generic[P, R]):
         timeout: float | None = None,
         record: bool = True,
         max_parallel: int | None = None,
+        exclusive: bool | str = False,
     ) -> None:
+        # Whether the name was given (else it comes from the function, and an
+        # application context may name the policy after its attribute).
+        self.named = name is not None
         if retries < 0:
             raise ValueError("retries must be >= 0")
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be > 0 seconds")
+        if not isinstance(exclusive, bool | str) or exclusive == "":
+            raise ValueError("exclusive must be True, False or the name of a shared lock")
+        if isinstance(fn, functools.partial):  # a tool with arguments the program fixes
+            inner = fn.func
+            name = name or getattr(inner, "name", None)
+            fn = with_bound_arguments(fn, inner.fn if isinstance(inner, Policy) else inner, name)
+        check_definable(fn, name)
+        if isinstance(fn, type):  # a class policy: a fresh instance for every call
+            fn = class_call(fn)
         target: Any = fn
         if not (inspect.isfunction(fn) or inspect.ismethod(fn)) and callable(fn):
             target = type(fn).__call__.__get__(fn)  # a class policy: an object with a __call__
@@ -155,6 +181,7 @@ class Policy(Generic[P, R]):
         self.timeout = timeout
         self.record = record
         self.max_parallel = max_parallel
+        self.exclusive = exclusive
         self.declared = False  # declare_types() done (read on every durable step)
         # No retries, no timeout, a coroutine: the runtime's fast path.
         self.simple = self.is_async and not retries and timeout is None
@@ -206,11 +233,14 @@ class Policy(Generic[P, R]):
             "timeout": self.timeout,
             "record": self.record,
             "max_parallel": self.max_parallel,
+            "exclusive": self.exclusive,
         }
 
     def with_settings(self, **changes: Any) -> Policy[P, R]:
         """A copy with other settings (``timeout``, ``retries``, ``name``...)."""
-        return Policy(self.fn, **{**self.settings(), **changes})
+        copy: Policy[P, R] = Policy(self.fn, **{**self.settings(), **changes})
+        copy.named = self.named or "name" in changes
+        return copy
 
     # -- calling -------------------------------------------------------------
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
@@ -278,7 +308,7 @@ def same_policy(a: Policy[Any, Any], b: Policy[Any, Any]) -> bool:
 
 def where_defined(pol: Policy[Any, Any]) -> str:
     fn: Any = pol.fn
-    target = fn if inspect.isroutine(fn) else type(fn)
+    target = getattr(fn, "__stalwart_class__", None) or (fn if inspect.isroutine(fn) else type(fn))
     name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
     try:
         file = inspect.getsourcefile(target)
@@ -340,6 +370,258 @@ def _resolve_name(fn: Callable[..., Any], ann: str) -> Any:
     return obj
 
 
+# -- class policies ---------------------------------------------------------------
+# The function each class policy runs as, one per class, so that two Policy
+# objects of one class are one policy (``same_policy``) and S13's "one name,
+# one policy" holds.
+_CLASS_CALLS: weakref.WeakKeyDictionary[type, Callable[..., Any]] = weakref.WeakKeyDictionary()
+
+
+def class_call(cls: type) -> Callable[..., Any]:
+    """The function a class policy runs as: a fresh instance for every call,
+    which reaches the call's context as ``self.ctx`` (and as a parameter, if
+    its ``__call__`` asks for one).
+
+    A fresh instance, not one shared: calls of one policy run concurrently
+    (an LLM's parallel tool calls), each with its own context, so a context
+    kept on a shared instance would be the wrong one half the time.
+    The schema is ``__call__``'s (hints and docstring), without ``self`` and
+    the context; a TypeError names a class that cannot be a policy.
+    """
+    made = _CLASS_CALLS.get(cls)
+    if made is None:
+        made = _CLASS_CALLS[cls] = _make_class_call(cls)
+    return made
+
+
+def _own_call(cls: type) -> Callable[..., Any]:
+    """The ``__call__`` a class's instances have, or a TypeError saying why
+    the class cannot be a policy."""
+    call = next((vars(k)["__call__"] for k in cls.__mro__[:-1] if "__call__" in vars(k)), None)
+    where = f"class policy {cls.__qualname__} ({cls.__module__})"
+    if call is None:
+        raise TypeError(
+            f"{where} has no __call__: a class becomes a policy through its "
+            "`async def __call__(self, ...)`, whose parameters are the policy's arguments"
+        )
+    if not inspect.iscoroutinefunction(call):
+        raise TypeError(
+            f"{where}: its __call__ is not async; write `async def __call__(self, ...)` "
+            "(a plain function, not a class, may be a synchronous policy)"
+        )
+    return call  # type: ignore[no-any-return]
+
+
+def _declared_ctx(cls: type) -> type[Context] | None:
+    """The context class a class policy declares for ``self.ctx``
+    (``ctx: App`` in its body), or None: none declared, or a name not defined
+    yet (``ctx: "App"`` above ``class App``), which is looked up again when
+    the policy is called."""
+    for klass in cls.__mro__[:-1]:
+        ann = vars(klass).get("__annotations__", {}).get("ctx")
+        if ann is None:
+            continue
+        if isinstance(ann, str):
+            # Where the class's code looks names up: its functions' globals
+            # (code run with exec has no module), else its module's.
+            funcs = [v for v in vars(klass).values() if inspect.isfunction(v)]
+            module = sys.modules.get(klass.__module__)
+            scope = funcs[0].__globals__ if funcs else vars(module) if module else {}
+            head, _, tail = ann.strip("'\"").partition(".")
+            ann = scope.get(head)
+            if tail and ann is not None:
+                ann = getattr(ann, tail, None)
+        if isinstance(ann, type) and issubclass(ann, Context):
+            return ann
+        return None
+    return None
+
+
+def _constructor_takes_ctx(cls: type) -> bool:
+    """Whether a class policy is built as ``cls(ctx)`` (PocketJoe's way) rather
+    than ``cls()``; a TypeError for a constructor that needs more."""
+    try:
+        params = list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):  # a builtin's constructor: no signature to read
+        return False
+    required = [
+        p
+        for p in params
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if not required:
+        return False
+    if len(required) == 1 and required[0].kind is not required[0].KEYWORD_ONLY:
+        return True
+    needs = ", ".join(p.name for p in required)
+    raise TypeError(
+        f"class policy {cls.__qualname__} ({cls.__module__}): its constructor needs "
+        f"{needs}, but a class policy is made anew for every call, with no argument or "
+        "with its context alone (`def __init__(self, ctx)`). To configure a policy, "
+        f"make the instance yourself and pass that: sw.policy({cls.__name__}(...))"
+    )
+
+
+def _make_class_call(cls: type) -> Callable[..., Any]:
+    call = _own_call(cls)
+    gives_ctx = _constructor_takes_ctx(cls)
+    params = list(inspect.signature(call).parameters.values())[1:]  # self
+    asked = _context_param(types.MethodType(call, cls))  # ``__call__(self, ctx: App, ...)``
+    passes_ctx = asked is not None
+    if passes_ctx:
+        params = params[1:]
+    # The context class the engine should build: asked for by ``__call__``,
+    # else declared as ``ctx: App``, else (known at the first call) Context.
+    wanted: list[type[Context] | None] = [asked or _declared_ctx(cls)]
+
+    async def run(ctx: Context, /, *args: Any, **kwargs: Any) -> Any:
+        want = wanted[0]
+        if want is None:  # ``ctx: "App"`` written above ``class App``: defined by now?
+            want = wanted[0] = _declared_ctx(cls)
+        token = None
+        if want is not None and not isinstance(ctx, want):
+            # The engine built the plain context before the class was known:
+            # the same step as the class asks for, and the current one below.
+            upgraded = want(ctx.engine, ctx.key)
+            upgraded._seq = ctx._seq
+            ctx = upgraded
+            token = current_step.set(ctx)
+        try:
+            obj = cls(ctx) if gives_ctx else cls()
+            if getattr(obj, "ctx", None) is not ctx:
+                try:
+                    obj.ctx = ctx
+                except AttributeError as exc:
+                    raise TypeError(
+                        f"class policy {cls.__qualname__}: cannot set self.ctx ({exc}); "
+                        "give the class a `ctx` attribute (or drop __slots__)"
+                    ) from exc
+            if passes_ctx:
+                return await call(obj, ctx, *args, **kwargs)
+            return await call(obj, *args, **kwargs)
+        finally:
+            if token is not None:
+                current_step.reset(token)
+
+    signature = inspect.signature(call)
+    first = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_ONLY, annotation=wanted[0])
+    out: Any = run
+    out.__signature__ = signature.replace(parameters=[first, *params])
+    dropped = {p.name for p in list(signature.parameters.values())[: 2 if passes_ctx else 1]}
+    out.__annotations__ = {
+        **{k: v for k, v in getattr(call, "__annotations__", {}).items() if k not in dropped},
+        "ctx": wanted[0] or Context,
+    }
+    if wanted[0] is None:
+        first = first.replace(annotation=Context)
+        out.__signature__ = signature.replace(parameters=[first, *params])
+    out.__name__ = _snake(cls.__name__)
+    out.__qualname__ = cls.__qualname__
+    out.__module__ = cls.__module__
+    out.__doc__ = call.__doc__ or cls.__doc__
+    out.__wrapped__ = call  # hints resolve in __call__'s module; its source is the code
+    out.__stalwart_class__ = cls
+    return out  # type: ignore[no-any-return]
+
+
+# -- binding on an application context ---------------------------------------------------
+def _named_after(pol: Policy[Any, Any], attr: str) -> Policy[Any, Any]:
+    """``pol`` as bound on attribute ``attr``: renamed after it, unless its
+    name was given (``@policy(name=...)``) or already is ``attr``."""
+    if pol.named or pol.name == attr:
+        return pol
+    renamed = pol.with_settings(name=attr)
+    renamed.named = False  # named by where it is bound: bound elsewhere, named again
+    return renamed
+
+
+class _Attribute:
+    """A provider, an agent, a flow or any object standing for a policy, bound
+    on an application context class: ``ctx.llm(...)`` is a step of that
+    policy, named after the attribute unless the object was given a name;
+    ``App.llm`` is the object itself."""
+
+    __slots__ = ("_policy", "attr", "obj")
+
+    def __init__(self, obj: Any, attr: str) -> None:
+        self.obj = obj
+        self.attr = attr
+        self._policy: Policy[Any, Any] | None = None
+
+    @property
+    def __stalwart_policy__(self) -> Policy[Any, Any]:
+        if self._policy is None:  # on first use: a flow makes its policy lazily
+            self._policy = _named_after(as_policy(self.obj), self.attr)
+        return self._policy
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        if obj is None or not isinstance(obj, Context):
+            return self.obj
+        return _Bound(obj, self.__stalwart_policy__)
+
+    def __repr__(self) -> str:
+        return f"<bound {self.attr}: {self.obj!r}>"
+
+
+def _bind_attribute(attr: str, value: Any) -> Any:
+    """What an application context class keeps as attribute ``attr`` in place
+    of ``value``, or None to keep ``value`` (methods, classes, data)."""
+    if isinstance(value, Policy):
+        return _named_after(value, attr)
+    if isinstance(value, type | _Bound | _Attribute) or not callable(value):
+        return None
+    if isinstance(getattr(value, "__stalwart_policy__", None), Policy):
+        return _Attribute(value, attr)  # before the test below: a provider has a __get__
+    if inspect.isroutine(value):  # methods, static and class methods: the class's own
+        return None
+    if inspect.iscoroutinefunction(type(value).__call__):
+        return _Attribute(value, attr)  # an object with an async __call__ (a scripted model)
+    return None
+
+
+on_bind(_bind_attribute)
+
+
+class _CallWithCtx(Protocol[C_contra, P, R_co]):
+    """What a class policy's instances are when ``__call__`` takes a context."""
+
+    def __call__(self, ctx: C_contra, /, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R_co]: ...
+
+
+class _Call(Protocol[P, R_co]):
+    """What a class policy's instances are: an async ``__call__``."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R_co]: ...
+
+
+class PolicyDecorator(Protocol):
+    """What ``policy(name=..., retries=...)`` returns: a decorator that keeps
+    the policy's signature for type checkers, as bare ``@policy`` does."""
+
+    @overload
+    def __call__(self, fn: type[_CallWithCtx[C, P, R]], /) -> Policy[P, R]: ...
+    @overload
+    def __call__(self, fn: type[_Call[P, R]], /) -> Policy[P, R]: ...
+    @overload
+    def __call__(self, fn: Policy[P, R], /) -> Policy[P, R]: ...
+    @overload
+    def __call__(self, fn: Callable[Concatenate[C, P], Awaitable[R]], /) -> Policy[P, R]: ...
+    @overload
+    def __call__(self, fn: Callable[P, Awaitable[R]], /) -> Policy[P, R]: ...
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> Policy[P, R]: ...
+
+
+# A class comes first: a class is callable too (its constructor), and its
+# policy takes ``__call__``'s arguments, not the constructor's. (mypy keeps a
+# decorated class's own type, python/mypy#3135: write ``X = policy(XClass)``
+# or bind ``x = policy(XClass)`` where a checker should see the policy.)
+@overload
+def policy(fn: type[_CallWithCtx[C, P, R]], /) -> Policy[P, R]: ...
+@overload
+def policy(fn: type[_Call[P, R]], /) -> Policy[P, R]: ...
+@overload
+def policy(fn: Policy[P, R], /) -> Policy[P, R]: ...
 @overload
 def policy(fn: Callable[Concatenate[C, P], Awaitable[R]], /) -> Policy[P, R]: ...
 @overload
@@ -358,19 +640,30 @@ def policy(
     timeout: float | None = None,
     record: bool = True,
     max_parallel: int | None = None,
-) -> Callable[[Callable[..., Any]], Policy[Any, Any]]: ...
+    exclusive: bool | str = False,
+) -> PolicyDecorator: ...
 def policy(fn: Any = None, /, **settings: Any) -> Any:
-    """Make a function, or an object with a ``__call__``, a policy.
+    """Make a function, a class with an ``async def __call__``, or an object
+    with a ``__call__``, a policy.
+
+    A class policy is made anew for every call (``cls()``, or ``cls(ctx)``
+    when its constructor takes one argument) and reaches its context as
+    ``self.ctx``, typed by a ``ctx: App`` annotation in its body; its schema
+    is ``__call__``'s. A policy given again is returned (a copy, with settings).
 
     Use bare (``@policy``) or with settings: ``name``, ``description``,
     ``retries`` (extra attempts), ``backoff`` (first delay in seconds, doubled
     each attempt up to ``max_backoff``), ``retry_on`` (exception types worth a
     retry), ``timeout`` (seconds per attempt), ``record`` (record calls as
     steps; on by default), ``max_parallel`` (limit on concurrent option calls
-    this policy's actions start).
+    this policy's actions start), ``exclusive`` (as an option, one call at a
+    time within a run: ``True`` for its own lock, a string for a lock shared
+    by every option naming it).
     """
     if fn is None:
-        return lambda f: Policy(f, **settings)
+        return lambda f: policy(f, **settings)
+    if isinstance(fn, Policy):
+        return fn.with_settings(**settings) if settings else fn
     return Policy(fn, **settings)
 
 
@@ -382,12 +675,20 @@ def as_policy(obj: Any) -> Policy[Any, Any]:
         return obj
     if isinstance(obj, _Bound):  # ``ctx.web_search`` offered as an option
         return obj.policy
-    cached = getattr(obj, "__stalwart_policy__", None)
+    # A class's own cache only: a subclass is another policy.
+    cached = (
+        vars(obj).get("__stalwart_policy__")
+        if isinstance(obj, type)
+        else getattr(obj, "__stalwart_policy__", None)
+    )
     if isinstance(cached, Policy):
         return cached
     if not callable(obj):
         raise TypeError(f"{obj!r} is not callable, so it cannot be a policy")
-    p: Policy[Any, Any] = Policy(obj)
+    if isinstance(obj, functools.partial) and isinstance(obj.func, Policy):
+        p: Policy[Any, Any] = Policy(obj, **obj.func.settings())  # its settings kept
+    else:
+        p = Policy(obj)
     with contextlib.suppress(AttributeError, TypeError):
         obj.__stalwart_policy__ = p
     return p

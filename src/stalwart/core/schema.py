@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["ArgumentError", "Signature"]
+__all__ = ["BOUND", "ArgumentError", "Signature"]
+
+#: The attribute where a tool with arguments fixed by the program
+#: (``functools.partial(tool, account_id=7)``, see :mod:`.callables`) keeps
+#: their names: they are not in its schema, and a model may not give them.
+BOUND = "__stalwart_bound__"
 
 
 class ArgumentError(ValueError):
@@ -33,7 +38,7 @@ class Signature:
     signature inspection, not a docstring parse or a pydantic model.
     """
 
-    __slots__ = ("_description", "_docs", "_fn", "_model", "fn_name", "params")
+    __slots__ = ("_description", "_docs", "_fn", "_model", "bound", "fn_name", "params")
 
     def __init__(
         self, fn: Callable[..., Any], skip_first: bool, fn_name: str, description: str | None
@@ -43,6 +48,7 @@ class Signature:
             params = params[1:]
         self.params = [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         self.fn_name = fn_name
+        self.bound: frozenset[str] = getattr(fn, BOUND, frozenset())
         self._fn = fn
         self._description = description
         self._docs: dict[str, str] | None = None
@@ -108,6 +114,13 @@ class Signature:
         """Validate and coerce ``arguments``; raise :class:`ArgumentError`."""
         from pydantic import ValidationError
 
+        if self.bound:
+            fixed = sorted(k for k in arguments if k in self.bound)
+            if fixed:  # said plainly, not as an "unexpected argument"
+                raise ArgumentError(
+                    f"invalid arguments for {self.fn_name!r}: "
+                    + "; ".join(f"{k}: set by the program; a model may not give it" for k in fixed)
+                )
         try:
             obj = self.model.model_validate(arguments)
         except ValidationError as exc:

@@ -34,13 +34,15 @@
 
 Each step has its own instructions (rendered from the state) and tools; a
 tool that takes a :class:`Turn` changes the state and moves the journey, and
-the next model call of the same turn sees the new step. See
-``docs/journeys.md``.
+the next model call of the same turn sees the new step. A
+:class:`Router` lets a model pick which journey (or agent) a conversation
+goes to. See ``docs/journeys.md``.
 """
 
 from __future__ import annotations
 
 from .journey import OUT_OF_TURNS, Journey, JourneyReply, Step
+from .router import NoRoute, Route, Router
 from .turn import Turn
 
-__all__ = ["OUT_OF_TURNS", "Journey", "JourneyReply", "Step", "Turn"]
+__all__ = ["OUT_OF_TURNS", "Journey", "JourneyReply", "NoRoute", "Route", "Router", "Step", "Turn"]

@@ -26,9 +26,9 @@ import dataclasses
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from types import ModuleType
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, overload
 
 from ..core.context import Context
 from ..core.message import Message
@@ -86,6 +86,14 @@ def resolve_api_key(given: str | None, env_var: str, who: str) -> str:
     return key
 
 
+class BoundModel(Protocol):
+    """A model bound on an application context: ``await ctx.llm(observations=...)``."""
+
+    def __call__(
+        self, observations: list[Message], options: Sequence[Any] = ()
+    ) -> Awaitable[list[Message]]: ...
+
+
 class Provider:
     """A model behind a provider's SDK, as a policy (subclasses fill in the wire).
 
@@ -118,9 +126,26 @@ class Provider:
         self.params = params
         # Registered up front so that every use of this object as a policy
         # (``ctx.call``, an agent's model) shares one Policy with this name.
+        # Its name counts as given only if it was: bound on an application
+        # context class, an unnamed provider is named after its attribute.
         self.__stalwart_policy__: Policy[Any, Any] = Policy(
-            self, name=self.name, description=f"The {self.what} model {model}."
+            self, name=name, description=f"The {self.what} model {model}."
         )
+
+    # Bound on an application context class (``llm = openai("gpt-4o")``),
+    # ``ctx.llm(observations=...)`` is a step of this model, and a type
+    # checker sees that signature; on any other class, the provider itself.
+    # The context class binds it when the class is made
+    # (``Context.__init_subclass__``); this ``__get__`` only tells type
+    # checkers so. A real one would make every instance a method descriptor,
+    # which ``inspect.isroutine`` takes for a function.
+    if TYPE_CHECKING:
+
+        @overload
+        def __get__(self, obj: Context, owner: type | None = None) -> BoundModel: ...
+        @overload
+        def __get__(self, obj: object, owner: type | None = None) -> Self: ...
+        def __get__(self, obj: object, owner: type | None = None) -> Any: ...
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}{' stream' if self.stream else ''}>"

@@ -19,9 +19,23 @@ def tool_specs(options: Iterable[Any]) -> list[ToolSpec]:
 
     Options are policies (anything :func:`~stalwart.core.policy.as_policy` takes);
     a :class:`ToolSpec` passes as it is, for callers that describe a tool the
-    runtime will not run for them.
+    runtime will not run for them. A name is refused with the reason: the
+    runtime resolves ``options=["web_search"]`` to policies before a model
+    step runs, so a model called directly must be given the policies.
     """
-    return [o if isinstance(o, ToolSpec) else as_policy(o).spec for o in options]
+    specs: list[ToolSpec] = []
+    for i, o in enumerate(options):
+        if isinstance(o, ToolSpec):
+            specs.append(o)
+        elif isinstance(o, str):
+            raise TypeError(
+                f"options[{i}] is the name {o!r}: names are resolved by the runtime when a "
+                "step is offered them (ctx.call(model, options=[...])); a model called "
+                "directly needs the policy itself"
+            )
+        else:
+            specs.append(as_policy(o).spec)
+    return specs
 
 
 def parse_arguments(

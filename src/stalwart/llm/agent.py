@@ -24,8 +24,8 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Self, overload
 
 from pydantic import ValidationError
 from pydantic.json_schema import SkipJsonSchema
@@ -48,6 +48,12 @@ __all__ = ["Agent"]
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+class BoundAgent(Protocol):
+    """An agent bound on an application context: ``await ctx.researcher(question=...)``."""
+
+    def __call__(self, question: str, history: list[Message] | None = None) -> Awaitable[Any]: ...
+
+
 class Agent:
     """A tool-calling agent: a model, instructions and tools, in a loop, as a policy.
 
@@ -61,7 +67,8 @@ class Agent:
             sub-agent: the model asks it a question, and its token usage counts
             toward this agent's budget.
         name: The agent's name: its policy name, and its tool name when it is a
-            sub-agent (letters, digits, ``_`` and ``-``).
+            sub-agent (letters, digits, ``_`` and ``-``). Default ``"agent"``,
+            or, bound on an application context class, the attribute's name.
         description: What a model that may call this agent is told it does
             (default: the first paragraph of the instructions).
         max_turns: The most model calls before :class:`MaxTurnsExceeded`.
@@ -83,7 +90,7 @@ class Agent:
         *,
         instructions: str = "",
         tools: Sequence[Any] = (),
-        name: str = "agent",
+        name: str | None = None,
         description: str | None = None,
         max_turns: int = 20,
         output_type: Any = None,
@@ -91,6 +98,8 @@ class Agent:
         context: ContextPolicy | None = None,
         budget: int | None = None,
     ) -> None:
+        given = name  # an unnamed agent bound on a context is named after its attribute
+        name = name or "agent"
         _check_limits(name, max_turns, max_repairs, budget)
         if isinstance(model, str):
             from ._model import model as from_string
@@ -119,8 +128,23 @@ class Agent:
         if twice:
             raise ValueError(f"agent {name!r} has several tools named {', '.join(twice)}")
         self.__stalwart_policy__: Policy[Any, Any] = Policy(
-            self, name=name, description=self.description
+            self, name=given, description=self.description
         )
+
+    # Bound on an application context class (``researcher = Agent(...)``),
+    # ``ctx.researcher(question=...)`` is a step of this agent, and a type
+    # checker sees that signature; on any other class, the agent itself.
+    # The context class binds it when the class is made
+    # (``Context.__init_subclass__``); this ``__get__`` only tells type
+    # checkers so. A real one would make every instance a method descriptor,
+    # which ``inspect.isroutine`` takes for a function.
+    if TYPE_CHECKING:
+
+        @overload
+        def __get__(self, obj: Context, owner: type | None = None) -> BoundAgent: ...
+        @overload
+        def __get__(self, obj: object, owner: type | None = None) -> Self: ...
+        def __get__(self, obj: object, owner: type | None = None) -> Any: ...
 
     @functools.cached_property
     def system_prompt(self) -> str:

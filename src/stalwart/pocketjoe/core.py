@@ -88,30 +88,37 @@ class Policy:
 
 
 class BaseContext:
-    """The application context: subclasses bind policies as attributes
-    (``self.llm = self._bind(OpenAILLMPolicy_v1)``), which IDEs complete.
+    """The application context. A subclass's ``__init__`` assigns each policy
+    class, passed through ``_bind``, to an attribute (``self.model =
+    self._bind(DeskModel)``); editors then complete ``ctx.model(...)``.
 
-    The attribute name is the policy's option name: the name an LLM policy
-    offers (``options=["web_search"]``) and a model calls.
+    That attribute's name is also the option's name: what a policy lists in
+    ``options=[...]`` and what a model's ``action_call`` names.
     """
 
     def __init__(self, runner: Any) -> None:
         self._runner = runner
 
-    def _bind(self, policy: type[P]) -> P:
-        """Bind ``policy`` through the runner's strategy; typed as an instance
-        of the policy class, so ``await ctx.llm(...)`` completes like its
-        ``__call__``."""
-        bound = self._runner._bind_strategy(policy, self)
-        bound.__policy_class__ = policy
+    def _bind(self, cls: type[P]) -> P:
+        """What the runner makes of ``cls`` on this context (for Stalwart's
+        runners, a :class:`~stalwart.pocketjoe.runtime.BoundPolicy`), marked
+        with the class it came from. Declared to return an instance of
+        ``cls`` so a type checker and an editor see ``__call__``'s signature."""
+        bound = self._runner._bind_strategy(cls, self)
+        bound.__policy_class__ = cls
         return bound  # type: ignore[no-any-return]
 
     def get_policy(self, name: str) -> type[Policy]:
-        """The policy class bound as attribute ``name`` (AttributeError if none)."""
+        """The class behind attribute ``name``: AttributeError when the
+        context has no such attribute, ValueError when ``_bind`` did not make it."""
         bound = getattr(self, name)
         cls = getattr(bound, "__policy_class__", None)
         if cls is None:
-            raise ValueError(f"Policy class not found for bound policy '{name}', check binding.")
+            # The first words are the ones PocketJoe's own tests match.
+            raise ValueError(
+                f"Policy class not found: {type(self).__name__}.{name} was not made by "
+                "self._bind(SomePolicy)"
+            )
         return cls  # type: ignore[no-any-return]
 
     def bound_policies(self) -> dict[str, Any]:

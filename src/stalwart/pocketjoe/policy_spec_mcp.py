@@ -25,13 +25,16 @@ __all__ = [
     "policy_spec_mcp_tool",
 ]
 
-T = TypeVar("T")
+# How an MCP server would show a policy; the values are PocketJoe's, which
+# programs pass as ``mcp_kind``.
 PolicyKind = Literal["tool", "resource", "none_mcp"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class PolicyMetadata:
-    """What ``@policy_spec`` records on a policy."""
+    """What ``@policy_spec`` records on a policy. The fields are PocketJoe's,
+    in its order, so code that builds or reads one works unchanged."""
 
     name: str
     description: str
@@ -48,6 +51,29 @@ def signature_of(target: Any, name: str, description: str | None) -> Signature:
     return Signature(target, False, name, description)
 
 
+def _attach(
+    kind: PolicyKind,
+    name: str | None,
+    description: str,
+    input_schema: dict[str, Any] | None,
+    annotations: dict[str, Any] | None,
+) -> Callable[[T], T]:
+    """The decorator all three spellings share: it sets ``__policy_spec__``."""
+
+    def decorator(target: T) -> T:
+        called = str(name or getattr(target, "__name__", type(target).__name__))
+        schema = input_schema or signature_of(target, called, description or None).json_schema()
+        meta = PolicyMetadata(called, description, kind, schema, dict(annotations or {}))
+        target.__policy_spec__ = meta  # type: ignore[attr-defined]
+        return target
+
+    return decorator
+
+
+# The three public decorators keep PocketJoe's keyword-only signatures, so its
+# programs call them unchanged; each only fixes the kind.
+
+
 def policy_spec(
     *,
     mcp_kind: PolicyKind = "none_mcp",
@@ -56,16 +82,8 @@ def policy_spec(
     input_schema: dict[str, Any] | None = None,
     annotations: dict[str, Any] | None = None,
 ) -> Callable[[T], T]:
-    """Attach a :class:`PolicyMetadata` to a policy class or function."""
-
-    def decorator(target: T) -> T:
-        pname = str(name or getattr(target, "__name__", type(target).__name__))
-        schema = input_schema or signature_of(target, pname, description or None).json_schema()
-        meta = PolicyMetadata(pname, description, mcp_kind, schema, annotations or {})
-        target.__policy_spec__ = meta  # type: ignore[attr-defined]
-        return target
-
-    return decorator
+    """Attach a :class:`PolicyMetadata` of any kind to a policy class or function."""
+    return _attach(mcp_kind, name, description, input_schema, annotations)
 
 
 def policy_spec_mcp_tool(
@@ -76,13 +94,7 @@ def policy_spec_mcp_tool(
     annotations: dict[str, Any] | None = None,
 ) -> Callable[[T], T]:
     """A policy an MCP server may list as a tool."""
-    return policy_spec(
-        mcp_kind="tool",
-        name=name,
-        description=description,
-        input_schema=input_schema,
-        annotations=annotations,
-    )
+    return _attach("tool", name, description, input_schema, annotations)
 
 
 def policy_spec_mcp_resource(
@@ -93,19 +105,16 @@ def policy_spec_mcp_resource(
     annotations: dict[str, Any] | None = None,
 ) -> Callable[[T], T]:
     """A policy an MCP server may list as a resource."""
-    return policy_spec(
-        mcp_kind="resource",
-        name=name,
-        description=description,
-        input_schema=input_schema,
-        annotations=annotations,
-    )
+    return _attach("resource", name, description, input_schema, annotations)
 
 
 def get_policy_spec(policy: Any) -> PolicyMetadata:
-    """The spec ``@policy_spec`` attached; ValueError if there is none."""
+    """The spec a ``@policy_spec...`` decorator attached; ValueError if there is none."""
     spec = getattr(policy, "__policy_spec__", None)
     if not isinstance(spec, PolicyMetadata):
-        named = getattr(policy, "__name__", policy)
-        raise ValueError(f"Policy class '{named}' missing policy spec")
+        named = getattr(policy, "__name__", repr(policy))
+        raise ValueError(
+            f"{named} has no spec: decorate it with @policy_spec_mcp_tool (or "
+            "@policy_spec_mcp_resource, @policy_spec) to make it an option"
+        )
     return spec

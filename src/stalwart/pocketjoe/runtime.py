@@ -1,9 +1,9 @@
 """How a bound PocketJoe policy runs: as Stalwart steps.
 
-A call ``await ctx.search_agent(prompt=...)`` becomes, inside a run:
+A call ``await desk.answer(enquiry=...)`` becomes, inside a run:
 
 * the *decision*: one recorded step named after the attribute
-  (``search_agent``), which instantiates the policy class with the
+  (``answer``), which instantiates the policy class with the
   application context and awaits its ``__call__``. Its reply is recorded, so
   an LLM answer is never paid for twice after a crash (S2);
 * the *actions*: the reply's ``action_call`` messages that no
@@ -225,8 +225,10 @@ class InMemoryRunner:
             self._runner = Runner(self._store)
         return self._runner
 
-    def _bind_strategy(self, policy: type[Policy], ctx: BaseContext) -> BoundPolicy:
-        return BoundPolicy(policy, ctx, self)
+    def _bind_strategy(self, cls: type[Policy], ctx: BaseContext) -> BoundPolicy:
+        """What ``BaseContext._bind`` asks the runner for: a binding of ``cls``
+        on ``ctx`` that runs as Stalwart steps of this runner's runs."""
+        return BoundPolicy(cls, ctx, self)
 
     def run_id(self, bound: BoundPolicy, kwargs: dict[str, Any]) -> str | None:
         """The id of a top-level call's run: None (a fresh one) in memory."""

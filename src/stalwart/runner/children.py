@@ -26,6 +26,10 @@ from .table import RunTable
 __all__ = ["Children"]
 
 
+def _no_policy(name: str) -> Policy[Any, Any] | None:
+    return None
+
+
 class Children:
     """Spawns child runs into the store and awaits them (in memory, directly)."""
 
@@ -49,6 +53,10 @@ class Children:
         #: The runner's hooks: each child keeps the trace context of the step
         #: that spawned it, so it joins that trace on whichever worker runs it.
         self.hooks: tuple[Hook, ...] = ()
+        #: The runner's policies by name (its registry's ``find``): where an
+        #: option offered by name (``options=["web_search"]``) is looked up
+        #: after the calling step's application context.
+        self.find_policy: Callable[[str], Policy[Any, Any] | None] = _no_policy
 
     async def spawn_children(
         self,
@@ -83,6 +91,14 @@ class Children:
             for rec, (args, kwargs) in zip(runs, calls, strict=True):
                 await self._start_here(rec, pol, args, kwargs)
             return
+        self.table.wake_worker()
+
+    def live_execution(self, run_id: str) -> Journal | None:
+        """The execution of ``run_id`` if this runner executes it now."""
+        live = self.table.live.get(run_id)
+        return None if live is None else live.execution
+
+    def wake_worker(self) -> None:
         self.table.wake_worker()
 
     async def await_memory_children(self, ids: list[str]) -> list[dict[str, Any]]:

@@ -22,7 +22,8 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
 from ..core.context import SupportsPolicy
@@ -41,9 +42,11 @@ from .handle import EventBuffer, RunHandle
 from .identity import check_same_run, code_version, run_inputs
 from .observe import started, trace_for
 from .registry import Registry
+from .schedules import ScheduleRecord, Schedules
 from .starting import Starter
 from .streams import Streams
 from .table import RunTable
+from .threads import Thread, thread_policy
 from .worker import Worker
 
 __all__ = ["RunCall", "RunHandle", "Runner"]
@@ -71,6 +74,8 @@ class Runner:
     As a worker: ``queues`` it takes runs from (None: all), ``concurrency``
     (most runs it executes at once), ``shutdown_timeout`` (how long
     :meth:`serve` lets held runs finish on SIGTERM before handing them back).
+    ``schedule_clock``: what time it is for :meth:`schedule` (``time.time``;
+    tests pass one they control).
     """
 
     def __init__(
@@ -88,6 +93,7 @@ class Runner:
         queues: Sequence[str] | None = None,
         concurrency: int | None = None,
         shutdown_timeout: float = 30.0,
+        schedule_clock: Callable[[], float] | None = None,
     ) -> None:
         if concurrency is not None and concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -110,6 +116,7 @@ class Runner:
             self.store, self._table, self.register, self._version, self._start_here, self.outcome
         )
         self._children.hooks = self.hooks
+        self._children.find_policy = self.registry.find
         self._driver = Driver(
             self.store,
             self._table,
@@ -142,6 +149,16 @@ class Runner:
             version=self._version,
         )
         self._streams = Streams(self._table, self.registry, self.get_run)
+        self._schedules = Schedules(
+            self.store,
+            self.registry,
+            version=self._version,
+            hooks=self.hooks,
+            wake=self._table.wake_worker,
+            clock=schedule_clock,
+            interval=poll_interval,
+        )
+        self._worker.schedules = self._schedules
         self._opened = False
         self._closed = False
         self._bg: asyncio.Task[None] | None = None
@@ -408,6 +425,85 @@ class Runner:
         await self.open()
         await self.store.set_queue(name, concurrency=concurrency, rate=rate)
 
+    # -- schedules (logic in runner/schedules.py) -------------------------------
+    async def schedule(
+        self,
+        target: Any,
+        /,
+        *,
+        cron: str | None = None,
+        every: timedelta | float | None = None,
+        name: str | None = None,
+        inputs: Mapping[str, Any] | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        timezone: str = "UTC",
+        missed: str = "once",
+        grace: timedelta | float = 60.0,
+        **kwargs: Any,
+    ) -> ScheduleRecord:
+        """Start a run of ``target`` on every tick of ``cron`` (read in
+        ``timezone``) or ``every`` (seconds or a timedelta), on ``queue``.
+
+        The runs' arguments are ``inputs`` and ``kwargs`` (keywords only),
+        checked against the policy's schema before anything is stored.
+        Idempotent by ``name`` (the policy's name by default): the same
+        definition again changes nothing (a paused schedule stays paused);
+        another one replaces it, and moves its next tick only if the timing
+        changed. Ticks run on runners that serve (:meth:`serve`, ``stalwart
+        worker``, ``recover=True``) and have the policy. ``missed``: "once"
+        runs one run for ticks no worker reached within ``grace`` seconds,
+        "skip" runs none. See :mod:`stalwart.runner.schedules`.
+        """
+        if self.store.ephemeral:
+            raise StoreError(
+                "schedules need a durable store (nothing ticks in memory): "
+                "Runner('sqlite:///path.db') or 'postgresql://...'"
+            )
+        pol = self.register(target)
+        given = dict(inputs or {})
+        both = sorted(set(given) & set(kwargs))
+        if both:
+            raise TypeError(f"schedule(): {', '.join(both)} given both in inputs= and as keywords")
+        return await self._schedules.define(
+            pol,
+            name=name,
+            cron=cron,
+            every=every,
+            timezone=timezone,
+            missed=missed,
+            grace=grace,
+            queue=queue,
+            priority=priority,
+            inputs={**given, **kwargs},
+            open_store=self.open,
+        )
+
+    async def schedules(self) -> list[ScheduleRecord]:
+        """Every schedule of the store, by name."""
+        await self.open()
+        return await self.store.list_schedules()
+
+    async def get_schedule(self, name: str) -> ScheduleRecord:
+        """The schedule named ``name``, or :class:`ScheduleNotFound`."""
+        await self.open()
+        return await self._schedules.get(name)
+
+    async def pause_schedule(self, name: str) -> ScheduleRecord:
+        """Stop the schedule's ticks until :meth:`resume_schedule`."""
+        await self.open()
+        return await self._schedules.pause(name)
+
+    async def resume_schedule(self, name: str) -> ScheduleRecord:
+        """Tick again, from the next tick after now (ticks while paused do not run)."""
+        await self.open()
+        return await self._schedules.resume(name)
+
+    async def delete_schedule(self, name: str, *, missing_ok: bool = False) -> bool:
+        """Delete the schedule (the runs it started stay); whether it existed."""
+        await self.open()
+        return await self._schedules.delete(name, missing_ok)
+
     async def serve(self, stop: asyncio.Event | None = None) -> None:
         """Work as a worker until ``stop`` is set or SIGTERM/SIGINT arrives.
 
@@ -483,6 +579,40 @@ class Runner:
         """Cancel the run: at its next await here, within a heartbeat elsewhere."""
         await self.open()
         await cancel_run(self.store, self._table, run_id)
+
+    # -- conversations and turn queues (threads.py) ------------------------------
+    def thread(self, agent: Any, thread_id: str, **options: Any) -> Thread:
+        """A durable conversation with ``agent`` under ``thread_id``: ``await
+        thread.send(message)`` returns the reply; the history lives in the
+        ledger. ``options``: ``max_turns``, ``max_bytes``, ``carry_last`` (when
+        and how much to carry into a fresh generation), see :mod:`.threads`."""
+        return Thread(self, thread_policy(agent, **options), thread_id)
+
+    async def send(
+        self, thread_id: str, message: Any, *, agent: Any, message_id: str | None = None
+    ) -> Any:
+        """Send ``message`` to the conversation ``thread_id`` with ``agent``
+        (started if new) and return the agent's reply to it."""
+        return await self.thread(agent, thread_id).send(message, message_id=message_id)
+
+    def turns(self, agent: Any, queue_id: str, *, parallel: int = 1, **options: Any) -> Thread:
+        """A turn queue for ``agent`` (no history): callers ``put`` turns, the
+        agent takes them in order, ``parallel`` at a time, and each caller
+        gets its own result (``await handle.result()``) or stream."""
+        loop = thread_policy(agent, history=False, parallel=parallel, **options)
+        return Thread(self, loop, queue_id)
+
+    async def _claim_thread(
+        self,
+        rec: RunRecord,
+        pol: Policy[Any, Any],
+        call: tuple[tuple[Any, ...], dict[str, Any]] | None,
+    ) -> None:
+        """Execute a thread's run here unless it executes already (threads.py)."""
+        self._worker.executor = not self.store.ephemeral
+        self._table.mine.add(rec.id)
+        if rec.id not in self._table.live:
+            await self._starter.claim_here(rec, pol, call)
 
     # -- inspecting ------------------------------------------------------------
     async def get_run(self, run_id: str) -> RunRecord:

@@ -40,6 +40,8 @@ class RunTable:
       tell a second start of the same id with other inputs (compared ``==``).
     * ``retry_after``: run id -> (not before, last delay) for runs dropped on
       ``StoreUnavailable`` (the worker loop backs off from them, S14).
+    * ``watching``: the task taking the store's wake-ups from other
+      processes, once the worker loop started it (see :meth:`Worker._watch`).
     """
 
     def __init__(self, poll_interval: float) -> None:
@@ -53,6 +55,7 @@ class RunTable:
         self.calls: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self.retry_after: dict[str, tuple[float, float]] = {}
         self.poke: asyncio.Event | None = None  # the worker loop's wake-up, when it runs
+        self.watching: asyncio.Task[None] | None = None
         self._claim_lock: asyncio.Lock | None = None
 
     def claims(self) -> asyncio.Lock:

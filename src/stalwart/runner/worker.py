@@ -6,6 +6,12 @@ were asked to cancel (S8, S9), and claims runs that are ready: its own runs
 whose timer, signal or children woke them (S7), always; and, only when the
 runner serves (``serve()``, ``recover()``, ``Runner(recover=True)``), any
 ready run it has the policy for, including those a dead process left.
+
+Wake-ups from other processes come from the store (:meth:`Store.watch`:
+LISTEN/NOTIFY on PostgreSQL, a short adaptive poll on SQLite), so a run
+enqueued or signalled elsewhere starts within milliseconds; the loop still
+polls every ``poll_interval``, and that is what it falls back on when the
+store cannot tell it (a dropped listening connection).
 """
 
 from __future__ import annotations
@@ -16,12 +22,13 @@ import logging
 import time
 from collections.abc import Sequence
 
-from ..core.errors import StoreUnavailable
+from ..core.errors import StoreError, StoreUnavailable
 from ..core.ledger import TERMINAL, RunRecord
 from ..stores.base import Store, owner_is_dead
 from . import observe
 from .driver import Driver
 from .registry import Registry
+from .schedules import Schedules
 from .table import RunTable
 
 __all__ = ["Worker"]
@@ -31,6 +38,12 @@ _log = observe.log
 #: Most runs claimed in one query: a worker with room for many takes them in
 #: batches, so one turn never holds the store for long.
 CLAIM_BATCH = 64
+
+#: The shortest pause after a pass that claimed nothing before the next one,
+#: however often the loop is woken: a flood of wake-ups (a producer's burst,
+#: or anyone who can NOTIFY the store's channels) costs at most one pass per
+#: pause, never a spin.
+QUIET = 0.002
 
 
 class Worker:
@@ -66,19 +79,57 @@ class Worker:
         self.executor = False
         #: Shutting down: claim nothing more.
         self.draining = False
+        #: A wake-up asked for a heartbeat now (a cancel request elsewhere).
+        self._beat_now = False
+        #: The store stopped telling us of changes: we poll only.
+        self._deaf = False
+        #: Awaited outcomes to look at again (a run settled elsewhere).
+        self._recheck = False
+        self._checking: asyncio.Task[None] | None = None
+        #: Its runner's schedules, ticked while it serves (runner/schedules.py).
+        self.schedules: Schedules | None = None
 
     async def loop(self) -> None:
         """Heartbeats, timers, signals from elsewhere, and recovery, in one loop."""
+        try:
+            await self._loop()
+        finally:
+            for task in (self._checking, self.table.watching):
+                if task is not None and not task.done():
+                    task.cancel()
+                    await asyncio.wait([task])
+            self.table.watching = None
+
+    def _listen_if_needed(self) -> None:
+        """Start taking the store's wake-ups once anything here waits for
+        other processes (it serves, executes runs, or awaits an outcome): a
+        process that only enqueues or inspects never holds a listening
+        connection."""
+        table = self.table
+        if table.watching is None and (
+            self.serving or self.executor or table.mine or table.watchers
+        ):
+            table.watching = asyncio.get_running_loop().create_task(
+                self._watch(), name="stalwart-wakeups"
+            )
+
+    async def _loop(self) -> None:
         poke = self.table.poke
         assert poke is not None
         next_beat = 0.0
         down = False
         while True:
+            self._listen_if_needed()
+            poke.clear()  # before the pass: a wake-up during it means another pass
+            claimed: list[str] = []
             try:
                 now = time.time()
-                if now >= next_beat:
+                if now >= next_beat or self._beat_now:
+                    self._beat_now = False
                     await self.beat()
                     next_beat = now + self.lease / 3
+                if self.serving and not self.draining and self.schedules is not None:
+                    await self.schedules.tick()  # due ticks become runs, claimed below
                 claimed = await self.claim_ready(everyone=self.serving)
                 _slow("heartbeat and claims", time.time() - now)
                 delay = min(self.poll_interval, max(0.0, next_beat - time.time()))
@@ -105,10 +156,88 @@ class Worker:
             except Exception:  # never let one bad row stop heartbeats and recovery
                 _log.exception("stalwart runner %s: background loop error", self.owner)
                 delay = self.poll_interval
-            poke.clear()
+            if not claimed and delay > 0:
+                await asyncio.sleep(min(QUIET, delay))  # see QUIET
+                delay = max(0.0, delay - QUIET)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay):
                     await poke.wait()
+
+    # -- wake-ups from other processes ------------------------------------------
+    async def _watch(self) -> None:
+        """The store's wake-ups, for as long as the loop runs; a store that
+        has none (or fails) leaves the loop polling, as it always does."""
+        try:
+            await self.store.watch(self._woken)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            _log.exception("stalwart runner %s: wake-ups stopped; polling only", self.owner)
+
+    def _woken(self, kind: str, detail: str | None) -> None:
+        """What the store's watch reports (see :meth:`Store.watch`): a hint
+        to look at the store now, never a fact acted on as such. Called for
+        each notification; everything here is a flag or an event set, so a
+        burst of them costs one pass of the loop."""
+        if kind == "lost":
+            if not self._deaf:  # once per outage
+                self._deaf = True
+                observe.emit(
+                    logging.WARNING,
+                    "store.wakeups_lost",
+                    "wake-ups from other processes stopped (%s); polling every %.2f s "
+                    "until they resume",
+                    detail,
+                    self.poll_interval,
+                )
+            return
+        if self._deaf:
+            self._deaf = False
+            observe.emit(logging.INFO, "store.wakeups", "wake-ups from other processes resume")
+        table = self.table
+        if kind in ("settled", "cancel", "any") and table.watchers:
+            self._check_awaited()
+        if kind == "cancel" and table.live:
+            self._beat_now = True  # the holder stops now, not at its next heartbeat
+            table.wake_worker()
+        if kind in ("ready", "any") and self._may_claim(detail):
+            table.wake_worker()
+
+    def _may_claim(self, queue: str | None) -> bool:
+        """Whether a run made ready in ``queue`` (None or "": any) could be
+        ours to claim. The payload is only compared with our own names."""
+        if self.table.mine:
+            return True  # our own runs wake in whatever queue they are
+        if not self.serving:
+            return False  # it takes nobody else's ready runs
+        return not queue or self.queues is None or queue in self.queues
+
+    def _check_awaited(self) -> None:
+        """Look at the runs awaited here that execute elsewhere, in one
+        query however many wait (wake-ups arriving meanwhile add one more)."""
+        self._recheck = True
+        if self._checking is None or self._checking.done():
+            self._checking = asyncio.get_running_loop().create_task(self._settle_awaited())
+
+    async def _settle_awaited(self) -> None:
+        table = self.table
+        first = True
+        while self._recheck:
+            if not first:  # runs settling back to back: one look per QUIET at most
+                await asyncio.sleep(QUIET)
+            first = False
+            self._recheck = False
+            ids = [i for i in table.watchers if i not in table.live]
+            if not ids:
+                return
+            try:
+                found = await self.store.get_runs(ids)
+            except StoreError:
+                return  # each awaiter reads the store itself at its next poll
+            for rec in found:
+                watcher = table.watchers.get(rec.id)
+                if watcher is not None and rec.status in TERMINAL:
+                    watcher.set()
 
     async def beat(self) -> None:
         """Extend our leases; stop the runs asked to cancel, and at once the

@@ -10,12 +10,15 @@ objects and every store stores the same bytes.
 from __future__ import annotations
 
 import abc
+import json
 import os
 import socket
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.engine.mailbox import Delivery
 from ..core.errors import CorruptedRecord
 from ..core.ledger import (
     CHILDREN_WAIT,
@@ -27,12 +30,17 @@ from ..core.ledger import (
 __all__ = [
     "Beat",
     "RunDump",
+    "ScheduleRecord",
     "SignalRecord",
     "Store",
+    "archived_run",
+    "check_schedule",
     "children_prefix",
     "owner_is_dead",
     "run_from_row",
     "run_to_row",
+    "schedule_from_row",
+    "step_row",
     "this_host",
 ]
 
@@ -144,6 +152,44 @@ _ROW_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
 )
 
 
+def archived_run(run: RunRecord, archive_id: str, now: float) -> RunRecord:
+    """The finished run that keeps a generation of ``run`` after it continued
+    as new: same policy, inputs and queue, no parent (so it is pruned like
+    any finished run, S12), its result naming the run that goes on."""
+    result = json.dumps({"continued_as": run.id}, separators=(",", ":"))
+    return RunRecord(
+        archive_id,
+        run.policy,
+        run.inputs,
+        "succeeded",
+        result,
+        None,
+        now,
+        now,
+        run.code_version,
+        queue=run.queue,
+        priority=run.priority,
+        trace=run.trace,
+    )
+
+
+def step_row(run_id: str, step: StepRecord) -> tuple[Any, ...]:
+    """The parameters of ``Statements.insert_step`` for a small step."""
+    return (
+        run_id,
+        step.key,
+        step.name,
+        step.kind,
+        step.args_hash,
+        step.args,
+        step.output,
+        step.error,
+        step.attempts,
+        step.started_at,
+        step.finished_at,
+    )
+
+
 def run_to_row(run: RunRecord) -> tuple[Any, ...]:
     """The values of :data:`RUN_COLUMNS` for ``run``, in order."""
     return tuple(getattr(run, name) for name in _RUN_FIELDS)
@@ -176,6 +222,88 @@ class RunDump:
     run: RunRecord
     steps: list[StepRecord]
     signals: list[SignalRecord]
+
+
+@dataclass(slots=True)
+class ScheduleRecord:
+    """A recurring schedule as a store keeps it: data only (S13).
+
+    ``policy`` is a registered policy's *name*, never a module path: a worker
+    starts a tick's run only under a policy it was given. ``inputs`` is the
+    JSON of the runs' arguments, as a run records them. Exactly one of
+    ``cron`` (an expression read in ``timezone``) and ``every`` (whole
+    seconds, ticks aligned to the Unix epoch) is set. ``next_at`` and
+    ``last_at`` are tick times in whole seconds since the epoch; ``missed``
+    ("once" or "skip") says what happens to ticks no worker reached within
+    ``grace`` seconds (see :mod:`stalwart.runner.schedules`).
+    """
+
+    name: str
+    policy: str
+    inputs: str
+    cron: str | None
+    every: int | None
+    timezone: str
+    missed: str
+    grace: float
+    queue: str
+    priority: int
+    next_at: int
+    last_at: int | None = None
+    paused: bool = False
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+
+
+SCHEDULE_COLUMNS = (
+    "name, policy, inputs, cron, every, timezone, missed, grace, queue, priority, "
+    "next_at, last_at, paused, created_at, updated_at"
+)
+_INT_OR_NONE = (int, type(None))
+_SCHEDULE_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
+    ("name", (str,)),
+    ("policy", (str,)),
+    ("inputs", (str,)),
+    ("cron", (str, type(None))),
+    ("every", _INT_OR_NONE),
+    ("timezone", (str,)),
+    ("missed", (str,)),
+    ("grace", (int, float)),
+    ("queue", (str,)),
+    ("priority", (int,)),
+    ("next_at", (int,)),
+    ("last_at", _INT_OR_NONE),
+    ("created_at", (int, float)),
+    ("updated_at", (int, float)),
+)
+
+
+def schedule_from_row(row: Sequence[Any], check: bool = True) -> ScheduleRecord:
+    """A ScheduleRecord from a row selected with :data:`SCHEDULE_COLUMNS`;
+    a row of the wrong shape is a CorruptedRecord naming schedule and field.
+
+    ``check=False`` leaves that to :func:`check_schedule`: the due schedules
+    are read that way, so that one row edited by hand is that schedule's
+    error when it ticks, not the whole batch's (every schedule would stop).
+    """
+    record = ScheduleRecord(*row)
+    if check:
+        check_schedule(record)
+    record.paused = bool(record.paused)
+    return record
+
+
+def check_schedule(record: ScheduleRecord) -> ScheduleRecord:
+    """``record`` if each field holds its type; else a CorruptedRecord naming
+    the schedule and the field."""
+    for name, kinds in _SCHEDULE_TYPES:
+        value = getattr(record, name)
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            raise CorruptedRecord(
+                f"schedule {str(record.name)[:80]!r}: field {name!r} holds "
+                f"{type(value).__name__}, not {' or '.join(k.__name__ for k in kinds)}"
+            )
+    return record
 
 
 class Store(abc.ABC):
@@ -371,6 +499,39 @@ class Store(abc.ABC):
         same payload, so a crash between taking and recording loses nothing.
         """
 
+    # -- mailboxes (stalwart.core.engine.mailbox) ------------------------------
+    async def deliver_mail(
+        self, run_id: str, envelope: str, uid: str, wakes: Sequence[str]
+    ) -> Delivery:
+        """Append a message to the run's mailbox, once per ``uid``, and wake
+        the run if it waits for one of ``wakes`` (:func:`mail_wakes`).
+
+        Returns ``"again"`` when ``uid`` was delivered before (a resumed
+        sender: nothing is written), else ``"missing"`` (no such run),
+        ``"finished"`` (the run ended: nothing is written) or ``"sent"``.
+        Not abstract: a store without mailboxes says so when asked.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no mailboxes")
+
+    async def take_mail(
+        self, run_id: str, step_key: str, sender: str | None, kind: str | None
+    ) -> str | None:
+        """The oldest unread message of the run from ``sender`` of ``kind``
+        (None: any), marked read by ``step_key``. Idempotent per step key, as
+        :meth:`take_signal` is: a crash between taking and recording loses
+        nothing."""
+        raise NotImplementedError(f"{type(self).__name__} has no mailboxes")
+
+    async def continue_run(
+        self, run_id: str, fence: int, inputs: str, archive_id: str, first: StepRecord
+    ) -> None:
+        """Continue-as-new, all or nothing: a finished run ``archive_id``
+        (:func:`archived_run`) takes the run's steps and the messages it read;
+        the run keeps its id, its claim and its unread mailbox, gets
+        ``inputs`` and the one step ``first``. Fenced; done again after a
+        lost reply (``archive_id`` exists), it changes nothing."""
+        raise NotImplementedError(f"{type(self).__name__} cannot continue runs as new")
+
     # -- moving runs between stores (stalwart.timetravel) --------------------
     async def export_run(self, run_id: str) -> RunDump | None:
         """The run, every step (large values included) and its signals, or
@@ -383,6 +544,69 @@ class Store(abc.ABC):
         run id exists. Rows are inserted as given: the caller decides their
         status, owner and fence."""
         raise NotImplementedError(f"{type(self).__name__} cannot import runs")
+
+    # -- schedules (stalwart.runner.schedules) ---------------------------------
+    # Not abstract: a store that keeps no schedules says so instead of
+    # breaking every other store subclass.
+    async def create_schedule(self, schedule: ScheduleRecord) -> tuple[ScheduleRecord, bool]:
+        """Insert ``schedule`` unless its name exists; the stored one and whether it is new."""
+        raise NotImplementedError(f"{type(self).__name__} cannot keep schedules")
+
+    async def redefine_schedule(self, schedule: ScheduleRecord, retime: bool) -> bool:
+        """Write ``schedule``'s definition over the one named so (its paused
+        flag and last tick are kept); its ``next_at`` too only if ``retime``.
+        False if there is no such schedule."""
+        raise NotImplementedError(f"{type(self).__name__} cannot keep schedules")
+
+    async def get_schedule(self, name: str) -> ScheduleRecord | None:
+        raise NotImplementedError(f"{type(self).__name__} cannot keep schedules")
+
+    async def list_schedules(self, limit: int = 1000) -> list[ScheduleRecord]:
+        """Schedules by name, up to ``limit``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot keep schedules")
+
+    async def due_schedules(
+        self, now: float, limit: int, after: tuple[Any, str] | None = None
+    ) -> list[ScheduleRecord]:
+        """Schedules not paused whose next tick is at or before ``now``, the
+        most overdue first; with ``after`` (a ``(next_at, name)`` read
+        before), only those that sort after it. Rows are decoded unchecked
+        (:func:`check_schedule` is the caller's, one schedule at a time)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot keep schedules")
+
+    async def advance_schedule(
+        self, name: str, expected: int, next_at: int, last_at: int | None
+    ) -> bool:
+        """Compare-and-set: move the schedule's next tick from ``expected``
+        to ``next_at`` (recording ``last_at``), only if it is still at
+        ``expected`` and not paused. Of workers racing on one tick exactly
+        one gets True."""
+        raise NotImplementedError(f"{type(self).__name__} cannot keep schedules")
+
+    async def pause_schedule(self, name: str, paused: bool, next_at: int | None) -> bool:
+        """Pause or resume; a resume also sets the next tick. False if no such schedule."""
+        raise NotImplementedError(f"{type(self).__name__} cannot keep schedules")
+
+    async def delete_schedule(self, name: str) -> bool:
+        """Delete the schedule (its runs stay); False if there was none."""
+        raise NotImplementedError(f"{type(self).__name__} cannot keep schedules")
+
+    # -- wake-ups from other processes (stalwart.runner.worker) -----------------
+    async def watch(self, wake: Callable[[str, str | None], None]) -> None:
+        """Call ``wake(kind, queue)`` whenever another process may have
+        changed something a runner waits for, until cancelled.
+
+        ``kind`` is ``"ready"`` (a run became ready or got a timer: look for
+        runs to claim; ``queue`` names its queue when the store knows it),
+        ``"cancel"`` (a run was asked to stop: heartbeat now), ``"settled"``
+        (a run finished: look at awaited outcomes), ``"any"`` (the store
+        cannot tell which: all of these), or ``"lost"`` (the store can no
+        longer tell: the runner falls back on polling until the next call).
+        What a wake-up says is a hint, never data to act on: the runner
+        reads the store, the truth, before it does anything. The default
+        returns at once, and a runner then polls every ``poll_interval``.
+        """
+        del wake
 
     def describe(self) -> dict[str, Any]:
         return {"url": self.url}

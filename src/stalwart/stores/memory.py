@@ -16,23 +16,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..core.engine.mailbox import MAIL, Delivery, mail_filter, mail_matches
 from ..core.errors import RunNotFound, StaleLeaseError, StoreError
 from ..core.ledger import TERMINAL, RunRecord, RunStatus, StepRecord
+from ..core.stepargs import as_stored, expanding
 from .base import (
     CANCELLED_ERROR,
     Beat,
     RunDump,
+    ScheduleRecord,
     SignalRecord,
     Store,
     children_prefix,
     owner_is_dead,
 )
 from .memory_reads import MemoryReads
+from .memory_schedules import MemorySchedules
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(MemoryReads, Store):
+class MemoryStore(MemoryReads, MemorySchedules, Store):
     """Runs, steps and signals in dicts, with the SQL stores' rules.
 
     Records are copied in and out, so a caller holding a ``RunRecord`` never
@@ -48,6 +52,7 @@ class MemoryStore(MemoryReads, Store):
         self._signals: dict[str, list[SignalRecord]] = {}
         # queue name -> [concurrency, rate, tokens, updated_at]
         self._queues: dict[str, list[Any]] = {}
+        self._schedules: dict[str, ScheduleRecord] = {}
 
     # -- runs --------------------------------------------------------------
     async def create_run(self, run: RunRecord) -> tuple[RunRecord, bool]:
@@ -250,6 +255,9 @@ class MemoryStore(MemoryReads, Store):
         prefix = children_prefix(waiting_for)
         if prefix is not None and not ready:
             ready = self._unfinished(run_id, prefix) == 0  # they may all be done by now
+        mail = mail_filter(waiting_for)
+        if mail is not None and not ready:  # a matching message may have come meanwhile
+            ready = self._unread_mail(run_id, *mail) is not None
         rec.owner = None
         rec.lease_expires_at = None
         if ready:
@@ -320,7 +328,7 @@ class MemoryStore(MemoryReads, Store):
 
     # -- steps -------------------------------------------------------------
     async def load_steps(self, run_id: str) -> dict[str, StepRecord]:
-        return {k: replace(s) for k, s in self._steps.get(run_id, {}).items()}
+        return expanding(run_id, {k: replace(s) for k, s in self._steps.get(run_id, {}).items()})
 
     async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
         self._fenced(run_id, fence, running_only=True)
@@ -351,19 +359,60 @@ class MemoryStore(MemoryReads, Store):
                 return sig.payload
         return None
 
+    # -- mailboxes -----------------------------------------------------------
+    async def deliver_mail(
+        self, run_id: str, envelope: str, uid: str, wakes: Sequence[str]
+    ) -> Delivery:
+        if any(s.uid == uid for box in self._signals.values() for s in box):
+            return "again"
+        rec = self._runs.get(run_id)
+        if rec is None:
+            return "missing"
+        if rec.status in TERMINAL:
+            return "finished"
+        now = time.time()
+        self._signals.setdefault(run_id, []).append(
+            SignalRecord(run_id, MAIL, envelope, None, uid, now)
+        )
+        if rec.status == "suspended" and rec.waiting_for in wakes:
+            self._ready(rec, now)
+        return "sent"
+
+    def _unread_mail(
+        self, run_id: str, sender: str | None, kind: str | None
+    ) -> SignalRecord | None:
+        for sig in self._signals.get(run_id, ()):
+            unread = sig.name == MAIL and sig.consumed_by is None
+            if unread and mail_matches(sig.payload, sender, kind):
+                return sig
+        return None
+
+    async def take_mail(
+        self, run_id: str, step_key: str, sender: str | None, kind: str | None
+    ) -> str | None:
+        for sig in self._signals.get(run_id, ()):
+            if sig.consumed_by == step_key:
+                return sig.payload
+        unread = self._unread_mail(run_id, sender, kind)
+        if unread is None:
+            return None
+        unread.consumed_by = step_key
+        return unread.payload
+
     # -- moving runs between stores ------------------------------------------
     async def export_run(self, run_id: str) -> RunDump | None:
         rec = self._runs.get(run_id)
         if rec is None:
             return None
-        steps = [replace(s) for s in self._steps.get(run_id, {}).values()]
+        kept = {k: replace(s) for k, s in self._steps.get(run_id, {}).items()}
+        steps = list(expanding(run_id, kept).values())  # whole arguments when read
         return RunDump(replace(rec), steps, [replace(s) for s in self._signals.get(run_id, [])])
 
     async def import_run(self, dump: RunDump) -> bool:
         if dump.run.id in self._runs:
             return False
         self._runs[dump.run.id] = replace(dump.run)
-        self._steps[dump.run.id] = {s.key: replace(s) for s in dump.steps}
+        self._steps[dump.run.id] = {s.key: as_stored(s) for s in dump.steps}
         self._signals[dump.run.id] = [replace(s) for s in dump.signals]
         return True
 

@@ -175,6 +175,15 @@ class Guard(Hook):
     async def await_memory_children(self, ids: list[str]) -> list[dict[str, Any]]:
         raise self.stop(Divergence("error", "", None, None, "children in memory"))
 
+    def find_policy(self, name: str) -> Policy[Any, Any] | None:
+        return None  # a replay is offered what the recording's program offered
+
+    def live_execution(self, run_id: str) -> Journal | None:
+        return None  # no other run executes beside a replay
+
+    def wake_worker(self) -> None:
+        pass
+
 
 def _json(value: Any) -> str:
     try:

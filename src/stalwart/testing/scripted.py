@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, Self, overload
 
 from ..core.context import Context
 from ..core.message import Message
@@ -35,6 +35,14 @@ def call(name: str, /, _id: str | None = None, **arguments: Any) -> Message:
     return Message.call(name, arguments, id=_id)
 
 
+class _BoundScript(Protocol):
+    """A scripted model bound on an application context: ``await ctx.llm(observations=...)``."""
+
+    def __call__(
+        self, observations: list[Message], options: Sequence[Any] = ()
+    ) -> Awaitable[list[Message]]: ...
+
+
 class ScriptedLLM:
     """A policy that answers from a script of replies, one per turn.
 
@@ -48,6 +56,20 @@ class ScriptedLLM:
         self.script = list(script)
         self.name = name
         self.calls = 0  # how many times it really ran (replayed calls don't count)
+
+    # Bound on an application context class (``llm = ScriptedLLM([...])``),
+    # ``ctx.llm(observations=...)`` is a step of this model, as a provider's is.
+    # The context class binds it when the class is made
+    # (``Context.__init_subclass__``); this ``__get__`` only tells type
+    # checkers so. A real one would make every instance a method descriptor,
+    # which ``inspect.isroutine`` takes for a function.
+    if TYPE_CHECKING:
+
+        @overload
+        def __get__(self, obj: Context, owner: type | None = None) -> _BoundScript: ...
+        @overload
+        def __get__(self, obj: object, owner: type | None = None) -> Self: ...
+        def __get__(self, obj: object, owner: type | None = None) -> Any: ...
 
     async def __call__(
         self, ctx: Context, observations: list[Message], options: Sequence[Any] = ()

@@ -6,25 +6,71 @@ arguments validated against the option's schema, and it runs as a recorded
 step of its own, concurrently with its siblings, keyed in call order (S1). A
 failure becomes an error result the model can read; a halted run stays
 halted. The reply is the messages followed by the results, in call order.
+
+Three rules on top of that:
+
+* a call the reply already answers (its result is among the messages) is not
+  run again, and its result is not added twice;
+* an ``exclusive`` option runs one call at a time within the run (its lock
+  is the execution's, so sibling calls, sub-agents and parallel branches of
+  one run wait for each other; other runs are not held back);
+* options may be named (``options=["web_search"]``) or given as tool specs:
+  :meth:`Dispatch.offered` resolves them to policies before the step runs,
+  so the model, the record (S1, S5) and the allow-list all see policies.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import contextlib
+from collections.abc import AsyncIterator, Coroutine
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import codec
-from ..errors import SerializationError, StepError
-from ..message import Message
-from ..policy import Policy
+from ..context import Context
+from ..errors import SerializationError, StepError, UnknownOption
+from ..message import ActionCall, Message
+from ..policy import Policy, ToolSpec, as_policy, current_step
 from ..schema import ArgumentError
 from .control import NOT_STEP_ERRORS, Halt, leaves_of
-from .identity import option_policies
+from .identity import OPTIONS, option_policies
 from .journal import Journal
 
-__all__ = ["Dispatch"]
+__all__ = ["Dispatch", "bound_policies"]
+
+# The locks of exclusive options held by the calls this task runs inside.
+# Tasks copy it from the task that starts them, so a call made from inside an
+# exclusive option's own call sees that lock held: waiting for it would wait
+# for ever, so that call is refused instead. The lock objects themselves, not
+# their names: a child run started from inside such a call inherits this
+# variable too, but has its own locks, and must take them, not be refused.
+_HELD: ContextVar[frozenset[asyncio.Lock]] = ContextVar(
+    "stalwart_exclusive_held", default=frozenset()
+)
+
+
+def bound_policies(ctx_class: type[Context]) -> dict[str, Policy[Any, Any]]:
+    """The policies an application context class binds, by attribute name.
+
+    Class attributes only (``class App(sw.Context): search = web_search``),
+    read without calling any descriptor; agents, journeys and flows bound
+    there count too (anything with a ``__stalwart_policy__``). Methods of the
+    class are not options.
+    """
+    out: dict[str, Policy[Any, Any]] = {}
+    for klass in reversed(ctx_class.__mro__):
+        if not (isinstance(klass, type) and issubclass(klass, Context)):
+            continue
+        for attr, value in vars(klass).items():
+            if isinstance(value, Policy):
+                out[attr] = value
+            elif not isinstance(value, type) and isinstance(
+                getattr(value, "__stalwart_policy__", None), Policy
+            ):
+                out[attr] = as_policy(value)
+    return out
 
 
 class Dispatch(Journal):
@@ -36,6 +82,53 @@ class Dispatch(Journal):
             self, key: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
         ) -> Coroutine[Any, Any, Any]: ...
 
+    # -- what is offered ---------------------------------------------------------
+    def offered(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` with every option that is a name or a tool spec replaced by
+        the policy it names; the caller's own dict is never changed.
+
+        Names are looked up in the application context the calling step runs
+        under (its class attributes: the attribute name, then the bound
+        policy's own name), then among the policies the runner was given.
+        An unknown name is the program's mistake, raised at the call as
+        :class:`UnknownOption`; nothing a model says is looked up here.
+        """
+        options = kwargs[OPTIONS]
+        if type(options) is list and all(type(o) is Policy for o in options):
+            return kwargs  # the common case: policies, nothing to resolve or refuse
+        if isinstance(options, list | tuple) and any(
+            isinstance(o, str | ToolSpec) for o in options
+        ):
+            caller = current_step.get()
+            options = [
+                self._named(o, i, caller) if isinstance(o, str | ToolSpec) else o
+                for i, o in enumerate(options)
+            ]
+            kwargs = {**kwargs, OPTIONS: options}
+        # What cannot be an option fails here, before the model is paid for.
+        option_policies(options)
+        return kwargs
+
+    def _named(self, option: str | ToolSpec, i: int, caller: Context | None) -> Policy[Any, Any]:
+        name = option if isinstance(option, str) else option.name
+        bound = bound_policies(type(caller)) if caller is not None else {}
+        pol = bound.get(name) or next((p for p in bound.values() if p.name == name), None)
+        if pol is None:
+            pol = self.host.find_policy(name) if self.host is not None else None
+        if pol is not None:
+            return pol
+        step = (caller.step_key if caller is not None else "") or "(root)"
+        where = f"step {step} of run {self.run_id!r}"
+        ctx_name = type(caller).__name__ if caller is not None else "(no context)"
+        known = ", ".join(sorted({*bound, *(p.name for p in bound.values())})) or "(none)"
+        raise UnknownOption(
+            f"options[{i}] names {name!r} in {where}, but no policy has that name: "
+            f"the context {ctx_name} binds {known}, and the runner was not given one named "
+            f"{name!r} (Runner(policies=[...])); offer the policy itself, bind it on the "
+            "context class, or register it"
+        )
+
+    # -- running the calls --------------------------------------------------------
     async def dispatch(self, key: str, result: Any, options: Any, pol: Policy[Any, Any]) -> Any:
         """Run the action calls in ``result`` (the reply of step ``key``,
         offered ``options``) and return the messages followed by the results."""
@@ -49,18 +142,27 @@ class Dispatch(Journal):
         calls = [m.action_call for m in messages if m.action_call is not None]
         if not calls:
             return messages
+        answered = {m.action_result.call_id for m in messages if m.action_result is not None}
+        # S1: keyed by position among all the reply's calls, taken now; a call
+        # the reply answers itself keeps its number and is simply not run,
+        # unless the ledger holds it: a run recorded before answered calls were
+        # skipped replays as it ran (its result appended), so it stays the same.
+        replay = self.replay
+        keyed = [(f"{key}#{i}", c) for i, c in enumerate(calls, 1)]
+        todo = [(k, c) for k, c in keyed if c.id not in answered or k in replay]
+        if not todo:
+            return messages
         allowed = {p.name: p for p in option_policies(options)}
+        if len(todo) == 1:
+            k, call = todo[0]
+            return [*messages, await self._guarded(None, k, allowed, call)]
         limit = pol.max_parallel or self.max_parallel
-        keys = [f"{key}#{i}" for i in range(1, len(calls) + 1)]  # S1: in call order, now
-        if len(calls) == 1:
-            results = [await self._action(keys[0], allowed, calls[0])]
-            return [*messages, *results]
         sem = asyncio.Semaphore(limit) if limit else None
         tasks: list[asyncio.Task[Message]] = []
         try:
             async with asyncio.TaskGroup() as tg:
-                for k, call in zip(keys, calls, strict=True):
-                    tasks.append(tg.create_task(self._limited(sem, k, allowed, call)))
+                for k, call in todo:
+                    tasks.append(tg.create_task(self._guarded(sem, k, allowed, call)))
         except BaseExceptionGroup as group:
             # A store failure or nondeterminism in one call is the run's
             # problem, not a result: surface it as itself, not as a group.
@@ -68,22 +170,62 @@ class Dispatch(Journal):
                 if isinstance(exc, Halt | NOT_STEP_ERRORS):
                     raise exc from group
             raise
-        results = [t.result() for t in tasks]
-        return [*messages, *results]
+        return [*messages, *(t.result() for t in tasks)]
 
-    async def _limited(
+    async def _guarded(
         self,
         sem: asyncio.Semaphore | None,
         key: str,
         allowed: dict[str, Policy[Any, Any]],
-        call: Any,
+        call: ActionCall,
     ) -> Message:
-        if sem is None:
-            return await self._action(key, allowed, call)
-        async with sem:
-            return await self._action(key, allowed, call)
+        """One call under its option's lock (if exclusive), then the
+        parallelism limit: a call waiting for the lock holds no slot."""
+        pol = allowed.get(call.name)
+        lock_name = _lock_name(pol) if pol is not None and call.invalid is None else None
+        if lock_name is None:  # the common case: no lock to take
+            if sem is None:
+                return await self._action(key, allowed, call)
+            async with sem:
+                return await self._action(key, allowed, call)
+        lock = self._lock(lock_name)
+        if lock in _HELD.get():
+            return Message.result(
+                call,
+                error_type="ExclusiveReentry",
+                error_message=(
+                    f"{call.name!r} is exclusive ({_lock_label(lock_name)}) and this call "
+                    f"(step {key}) was made from inside a call holding that lock: it would "
+                    "wait for itself for ever, so it was not run"
+                ),
+            )
+        async with self._exclusive(lock):
+            if sem is None:
+                return await self._action(key, allowed, call)
+            async with sem:
+                return await self._action(key, allowed, call)
 
-    async def _action(self, key: str, allowed: dict[str, Policy[Any, Any]], call: Any) -> Message:
+    def _lock(self, lock_name: str) -> asyncio.Lock:
+        """This execution's lock ``lock_name`` (each run has its own)."""
+        locks: dict[str, asyncio.Lock] = self.__dict__.setdefault("_exclusive_locks", {})
+        lock = locks.get(lock_name)
+        if lock is None:
+            lock = locks[lock_name] = asyncio.Lock()
+        return lock
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, lock: asyncio.Lock) -> AsyncIterator[None]:
+        """Hold ``lock``, marked held for the calls made inside."""
+        async with lock:
+            token = _HELD.set(_HELD.get() | {lock})
+            try:
+                yield
+            finally:
+                _HELD.reset(token)
+
+    async def _action(
+        self, key: str, allowed: dict[str, Policy[Any, Any]], call: ActionCall
+    ) -> Message:
         name = call.name
         if call.invalid is not None:
             return Message.result(
@@ -121,3 +263,18 @@ class Dispatch(Journal):
             # images, say): its parts are what the model reads, media included.
             message = replace(message, parts=value.parts)
         return message
+
+
+def _lock_name(pol: Policy[Any, Any]) -> str | None:
+    """The lock an exclusive option's calls take: its own, or the shared one it names."""
+    exclusive = pol.exclusive
+    if exclusive is True:
+        return f"policy:{pol.name}"
+    if isinstance(exclusive, str) and exclusive:
+        return f"lock:{exclusive}"
+    return None
+
+
+def _lock_label(lock_name: str) -> str:
+    kind, _, name = lock_name.partition(":")
+    return "its own lock" if kind == "policy" else f"lock {name!r}"

@@ -28,6 +28,7 @@ from ..recorded import error_from_json, error_to_json, warn_rebuilt
 from .control import NOT_STEP_ERRORS, Halt, as_exception, is_step_failure
 from .dispatch import Dispatch
 from .identity import OPTIONS, args_for_record, identity_json, step_hash
+from .mailbox import Mailbox
 from .waits import Waits
 
 __all__ = ["Execution", "Unit", "run_detached"]
@@ -42,13 +43,14 @@ _log = logging.getLogger("stalwart.engine")
 class _Step:
     """One live call: its identity as recorded, its attempts and start time."""
 
-    __slots__ = ("args_hash", "args_json", "info", "key", "n", "pol", "recorded", "started")
+    __slots__ = ("args_hash", "args_json", "full", "info", "key", "n", "pol", "recorded", "started")
 
     def __init__(self, key: str, pol: Policy[Any, Any] | Unit, *, recorded: bool) -> None:
         self.key = key
         self.pol = pol
         self.recorded = recorded  # written to the ledger (a store, a recorded policy, not the root)
-        self.args_json = self.args_hash = ""
+        self.args_json = self.args_hash = ""  # as recorded (compact: core/stepargs.py)
+        self.full: Callable[[], str] | None = None  # the whole JSON, when args_json is compact
         self.info: CallInfo | None = None
         self.n = 0  # attempts so far
         self.started = time.time()
@@ -78,7 +80,7 @@ class Unit:
         """Nothing to declare (``declared`` is always true)."""
 
 
-class Execution(Dispatch, Waits):
+class Execution(Dispatch, Waits, Mailbox):
     """One run being executed in this process: steps, replay, recording."""
 
     # -- steps -------------------------------------------------------------
@@ -92,8 +94,26 @@ class Execution(Dispatch, Waits):
         if kwargs and OPTIONS in kwargs:
             return self._offering(key, pol, args, kwargs)
         if self.plain and pol.simple:
-            return self._plain(key, pol, args, kwargs)
+            return self._plain((pol.ctx_class or Context)(self, key), pol, args, kwargs)
         return self._full(key, pol, args, kwargs)
+
+    def call_from(
+        self,
+        up: Context,
+        n: int,
+        target: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Coroutine[Any, Any, Any]:
+        """``Context.call``: the child ``n`` of step ``up``. On the in-memory
+        fast path the child's key is not spelled out unless asked for: the
+        string costs more than the rest of the call's bookkeeping (B1)."""
+        if self.halted is not None:
+            raise Halt(self.halted)
+        pol = target if type(target) is Policy else as_policy(target)
+        if self.plain and pol.simple and not (kwargs and OPTIONS in kwargs):
+            return self._plain((pol.ctx_class or Context)(self, None, up, n), pol, args, kwargs)
+        return self.step(up.child_key(n), pol, args, kwargs)
 
     async def _offering(
         self,
@@ -105,17 +125,17 @@ class Execution(Dispatch, Waits):
     ) -> Any:
         """A step offered ``options``: the reply's action calls run as steps
         of their own once the step's outcome is known, live or replayed."""
+        kwargs = self.offered(kwargs)  # options named or given as specs: their policies
         if self.plain and pol.simple:
-            result = await self._plain(key, pol, args, kwargs)
+            result = await self._plain((pol.ctx_class or Context)(self, key), pol, args, kwargs)
         else:
             result = await self._full(key, pol, args, kwargs, root)
         return await self.dispatch(key, result, kwargs[OPTIONS], pol)
 
     async def _plain(
-        self, key: str, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, ctx: Context, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """In memory, nobody watching, no retry or timeout: just the call."""
-        ctx = (pol.ctx_class or Context)(self, key)
         token = current_step.set(ctx)
         try:
             if pol.takes_ctx:
@@ -146,8 +166,13 @@ class Execution(Dispatch, Waits):
             rec = self._identify(step, args, kwargs)
             if rec is not None:  # S2: answered from the ledger, nothing executes
                 if self.hooks:
-                    return await self._replayed(step, rec, args, kwargs)
-                return self.replayed_value(rec, key, pol.name, step.args_json, step.args_hash)
+                    value = await self._replayed(step, rec, args, kwargs)
+                else:
+                    value = self.replayed_value(
+                        rec, key, pol.name, step.args_json, step.args_hash, full=step.full
+                    )
+                self.args_log.output(key, value, rec.output)  # later arguments may hold it
+                return value
         if self.hooks or self.listeners:
             self._announce(step, args, kwargs)
         try:
@@ -181,8 +206,12 @@ class Execution(Dispatch, Waits):
             except StoreError as exc:
                 raise self.halt(exc) from exc
             self.live_steps += 1
+            self.args_log.commit(key)  # later steps' records may refer to its arguments
             if won is not rec:  # S3: the first recorded outcome wins, for every reader
-                result = self.replayed_value(won, key, pol.name, step.args_json, step.args_hash)
+                result = self.replayed_value(
+                    won, key, pol.name, step.args_json, step.args_hash, full=step.full
+                )
+            self.args_log.output(key, result, won.output)
         if step.info is not None:
             await self._finished(step, result)
         return result
@@ -194,9 +223,11 @@ class Execution(Dispatch, Waits):
         pol = step.pol
         if not pol.declared:  # its values are read back as the types it declares (S13)
             pol.declare_types()
-        step.args_json = identity_json(args, kwargs, step.key)
-        step.args_hash = step_hash(step.args_json)
-        return self.replay.get(step.key)
+        step.args_json, step.args_hash, step.full = self.args_log.identify(args, kwargs, step.key)
+        rec = self.replay.get(step.key)
+        if rec is not None:
+            self.args_log.commit(step.key)  # in the ledger already
+        return rec
 
     async def _replayed(
         self, step: _Step, rec: StepRecord, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -206,7 +237,7 @@ class Execution(Dispatch, Waits):
         info = CallInfo(self.run_id, step.key, step.pol.name, args_for_record(args, kwargs))
         try:
             value = self.replayed_value(
-                rec, step.key, step.pol.name, step.args_json, step.args_hash
+                rec, step.key, step.pol.name, step.args_json, step.args_hash, full=step.full
             )
         except Exception as exc:
             for hook in self.hooks:
@@ -246,6 +277,7 @@ class Execution(Dispatch, Waits):
         if step.recorded:
             rec = self._record_of(step, None, error_to_json(err))
             won = await self.record_step(rec)
+            self.args_log.commit(step.key)
             if won.output is not None:  # another executor recorded success first (S3)
                 return self.decode_output(won, step.key)
             # What a replay will raise is what the caller sees now (S2, S4):
@@ -400,7 +432,7 @@ class Execution(Dispatch, Waits):
         if kwargs and OPTIONS in kwargs:
             return await self._offering("", pol, args, kwargs, root=True)
         if self.plain and pol.simple:
-            return await self._plain("", pol, args, kwargs)
+            return await self._plain((pol.ctx_class or Context)(self, ""), pol, args, kwargs)
         return await self._full("", pol, args, kwargs, root=True)
 
 

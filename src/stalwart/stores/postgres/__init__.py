@@ -52,9 +52,14 @@ method; what differs is how concurrency is handled:
   signals carry a client-made id, and a run left held by this owner by a
   claim whose reply was lost is claimed again (as on SQLite, a run held by
   its own owner but not live there counts as abandoned).
-* **Waking** is by polling, as on SQLite: the runner asks ``claim_due`` and
-  ``next_wake`` every ``poll_interval`` (and at once after its own signals);
-  each ask is a few indexed queries, whatever the number of waiting runs.
+* **Waking** is by LISTEN/NOTIFY (:mod:`.listen`): a write that makes a run
+  ready, asks one to stop or finishes one notifies a channel of the schema
+  once it has committed, and each runner's one listening connection wakes
+  its loop, so a run enqueued or signalled elsewhere starts in
+  milliseconds. Polling stays underneath: the runner asks ``claim_due`` and
+  ``next_wake`` every ``poll_interval`` anyway (a few indexed queries,
+  whatever the number of waiting runs), and that is all it does while the
+  listening connection is down.
 * **Schema** lives in its own PostgreSQL schema (``schema=stalwart`` by
   default), created and migrated on open under an advisory lock, so workers
   starting together do not race.
@@ -76,7 +81,7 @@ option             default     meaning
 
 The store is split by concern: :mod:`.schema` (tables, migrations, errors),
 :mod:`.statements` (its own SQL), :mod:`.connection` (pool, retries, fences),
-:mod:`.runs`, :mod:`.claims`, :mod:`.steps`, :mod:`.signals`; the SQL and
+:mod:`.runs`, :mod:`.claims`, :mod:`.steps`, :mod:`.signals`, :mod:`.schedules`; the SQL and
 rules it shares with SQLite are in :mod:`stalwart.stores.sql`.
 """
 
@@ -84,7 +89,9 @@ from __future__ import annotations
 
 from .claims import PostgresClaims
 from .dump import PostgresDump
+from .listen import PostgresListen
 from .runs import PostgresRuns
+from .schedules import PostgresSchedules
 from .schema import SCHEMA_VERSION
 from .signals import PostgresSignals
 from .steps import PostgresSteps
@@ -92,5 +99,13 @@ from .steps import PostgresSteps
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
 
-class PostgresStore(PostgresRuns, PostgresClaims, PostgresSteps, PostgresSignals, PostgresDump):
+class PostgresStore(
+    PostgresRuns,
+    PostgresClaims,
+    PostgresSteps,
+    PostgresSignals,
+    PostgresDump,
+    PostgresSchedules,
+    PostgresListen,
+):
     """A Store in a PostgreSQL database. Build from a URL with :meth:`from_url`."""

@@ -101,8 +101,7 @@ class PostgresClaims(PostgresBase):
                     rows = await (await conn.execute(sql.abandoned_lock, args)).fetchall()
                 # Then ready runs, best first: pending ones (past any delayed
                 # start) and suspended ones whose timer is due.
-                ready = await (await conn.execute(sql.pending, args)).fetchall()
-                ready += await (await conn.execute(sql.woken, args)).fetchall()
+                ready = await (await conn.execute(sql.ready, args)).fetchall()
                 ready.sort(key=lambda r: (-r[_PRIORITY], r[_CREATED]))
                 take: list[str] = []
                 cancel: list[str] = []
@@ -130,6 +129,7 @@ class PostgresClaims(PostgresBase):
                         "updated_at = %s WHERE id = ANY(%s)",
                         (CANCELLED_ERROR, now, cancel),
                     )
+                    stopped.extend(cancel)
                 rated = [(q, lim.tokens) for q, lim in limits.items() if lim.rate is not None]
                 if rated:
                     await conn.execute(
@@ -149,8 +149,12 @@ class PostgresClaims(PostgresBase):
                 got = {r[_ID]: run_from_row(r) for r in await cur.fetchall()}
             return [got[i] for i in take if i in got]
 
+        stopped: list[str] = []  # abandoned runs asked to cancel, cancelled here
         async with self._claiming:
-            return await self._with_conn("claiming ready runs", fn)
+            got = await self._with_conn("claiming ready runs", fn)
+        if stopped:
+            self._announce("settled")
+        return got
 
     async def _queue_limits(
         self, conn: Conn, queues: list[str] | None, now: float

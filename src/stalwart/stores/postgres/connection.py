@@ -42,6 +42,10 @@ __all__ = ["Conn", "Pending", "PostgresBase"]
 
 T = TypeVar("T")
 
+#: Seconds a batch of notifications may wait for a pooled connection, and
+#: that closing the store waits for the last batch.
+ANNOUNCE_TIMEOUT = 1.0
+
 
 @dataclass(slots=True, eq=False)
 class Pending:
@@ -125,6 +129,10 @@ class PostgresBase(Store):
         self._claiming = asyncio.Lock()
         self._checking: asyncio.Task[None] | None = None
         self._sql = PgStatements(f'"{schema}"')
+        # Notifications to send once the writes they announce committed
+        # (channel -> payloads), and the task sending them (see _announce).
+        self._announcing: dict[str, set[str]] = {}
+        self._announcer: asyncio.Task[None] | None = None
 
     @classmethod
     def from_url(cls, url: str) -> Self:
@@ -212,6 +220,11 @@ class PostgresBase(Store):
         self._closing = True  # a connection still being made is closed, not kept
         if self._writer is not None:
             await asyncio.wait([self._writer])  # pending step records are written first
+        if self._announcer is not None:
+            # Announce what was written, briefly: a listener polls anyway.
+            await asyncio.wait([self._announcer], timeout=ANNOUNCE_TIMEOUT)
+            self._announcer.cancel()
+            self._announcer = None
         if self._checking is not None:
             self._checking.cancel()
             await asyncio.wait([self._checking])
@@ -238,6 +251,35 @@ class PostgresBase(Store):
         if self._pool is not None:
             info["pool"] = self._pool.get_stats()
         return info
+
+    # -- wake-ups -------------------------------------------------------------------
+    def _announce(self, kind: str, payload: str = "") -> None:
+        """Tell the runners listening to this schema (see :mod:`.listen`)
+        that a write of ``kind`` ("ready", "cancel", "settled") committed.
+
+        Called once the write has committed, so no listener can hear of a
+        row before it can read it. Notifications wait here while one batch
+        is in flight and go out together, one statement a batch, committed
+        without waiting for the disk (see ``PgStatements.announce``); the
+        same one twice is sent once. A batch that fails is dropped: the
+        listeners' poll finds what it announced.
+        """
+        self._announcing.setdefault(self._sql.channel[kind], set()).add(payload)
+        if self._announcer is None or self._announcer.done():
+            self._announcer = asyncio.get_running_loop().create_task(self._send_announcements())
+
+    async def _send_announcements(self) -> None:
+        while self._announcing and self._pool is not None:
+            pool = self._pool
+            pending, self._announcing = self._announcing, {}
+            pairs = [(c, p) for c, payloads in pending.items() for p in payloads]
+            try:
+                async with pool.connection(timeout=ANNOUNCE_TIMEOUT) as conn:
+                    await conn.execute(
+                        self._sql.announce, ([c for c, _ in pairs], [p for _, p in pairs])
+                    )
+            except (psycopg.Error, OSError):
+                return
 
     # -- retries ------------------------------------------------------------------
     async def _retrying(self, what: str, attempt: Callable[[int, float], Awaitable[T]]) -> T:

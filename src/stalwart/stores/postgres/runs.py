@@ -8,6 +8,7 @@ from typing import Any
 
 from psycopg import errors as pg_errors
 
+from ...core.engine.mailbox import mail_filter
 from ...core.ledger import RunRecord
 from ..base import (
     CANCELLED_ERROR,
@@ -19,6 +20,7 @@ from ..base import (
 )
 from ..sql import counts, quoted
 from .connection import Conn, PostgresBase
+from .signals import unread_mail
 from .statements import NOW
 
 __all__ = ["PostgresRuns"]
@@ -41,7 +43,10 @@ class PostgresRuns(PostgresBase):
                 raise pg_errors.SerializationFailure(f"run {quoted(run.id)} vanished while created")
             return run_from_row(row), False
 
-        return await self._with_conn(f"creating run {quoted(run.id)}", fn)
+        got = await self._with_conn(f"creating run {quoted(run.id)}", fn)
+        if got[1]:
+            self._announce("ready", run.queue)  # a new run: the workers may take it
+        return got
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         row = await self._fetchone(f"reading run {quoted(run_id)}", self._sql.get_run, (run_id,))
@@ -62,6 +67,7 @@ class PostgresRuns(PostgresBase):
                     cols = [list(c) for c in zip(*chunk, strict=True)]
                     cur = await conn.execute(self._sql.create_runs_returning, cols)
                     created.update(r[0] for r in await cur.fetchall())
+                queues.update(r.queue for r in runs if r.id in created)
                 missing = [i for i in ids if i not in created]
                 if not missing:
                     return []
@@ -75,7 +81,10 @@ class PostgresRuns(PostgresBase):
 
         if not rows:
             return []
+        queues: set[str] = set()  # of the runs created
         existed: list[RunRecord] = await self._with_conn(f"creating {len(rows)} runs", fn)
+        for queue in queues:
+            self._announce("ready", queue)
         return existed
 
     async def get_runs(self, run_ids: Sequence[str]) -> list[RunRecord]:
@@ -89,10 +98,14 @@ class PostgresRuns(PostgresBase):
     async def wake(self, run_id: str, waiting_for: str) -> None:
         now = time.time()
 
-        async def fn(conn: Conn, n: int) -> None:
-            await conn.execute(self._sql.wake, (now, run_id, waiting_for))
+        async def fn(conn: Conn, n: int) -> str | None:
+            cur = await conn.execute(self._sql.wake_returning, (now, run_id, waiting_for))
+            row = await cur.fetchone()
+            return None if row is None else str(row[0])
 
-        await self._with_conn(f"waking run {quoted(run_id)}", fn)
+        queue = await self._with_conn(f"waking run {quoted(run_id)}", fn)
+        if queue is not None:
+            self._announce("ready", queue)
 
     async def unfinished_children(self, parent_id: str, prefix: str) -> int:
         row = await self._fetchone(
@@ -160,6 +173,7 @@ class PostgresRuns(PostgresBase):
 
         await self._with_conn(f"finishing run {quoted(run_id)}", fn)
         self._flushed(run_id, fence)
+        self._announce("settled")  # for whoever awaits its outcome elsewhere
 
     async def suspend_run(
         self, run_id: str, fence: int, wake_at: float | None, waiting_for: str | None
@@ -183,6 +197,9 @@ class PostgresRuns(PostgresBase):
                     cur = await conn.execute(self._sql.unfinished_children, (run_id, prefix))
                     row = await cur.fetchone()
                     ready = row is not None and row[0] == 0
+                mail = mail_filter(waiting_for)
+                if mail is not None and not ready:  # a matching message may have come
+                    ready = await unread_mail(conn, self._sql, run_id, *mail) is not None
                 await self._fenced(
                     conn,
                     self._sql.suspend + guard,
@@ -202,15 +219,22 @@ class PostgresRuns(PostgresBase):
 
         parked = await self._with_conn(f"suspending run {quoted(run_id)}", fn)
         self._flushed(run_id, fence)
+        if not parked or wake_at is not None:
+            # Ready again, or with a timer the workers' next wake must include.
+            self._announce("ready")
         return parked
 
     async def release(self, run_id: str, fence: int) -> None:
         now = time.time()
 
-        async def fn(conn: Conn, n: int) -> None:
-            await conn.execute(self._sql.release, (now, run_id, fence))
+        async def fn(conn: Conn, n: int) -> str | None:
+            cur = await conn.execute(self._sql.release_returning, (now, run_id, fence))
+            row = await cur.fetchone()
+            return None if row is None else str(row[0])
 
-        await self._with_conn(f"releasing run {quoted(run_id)}", fn)
+        queue = await self._with_conn(f"releasing run {quoted(run_id)}", fn)
+        if queue is not None:
+            self._announce("ready", queue)  # any worker may take it now
         # What a crash lost before this commit, the next execution's replay redoes.
         self._flushed(run_id, fence)
 
@@ -238,7 +262,12 @@ class PostgresRuns(PostgresBase):
                 row = await cur.fetchone()
             return run_from_row(row) if row else None
 
-        return await self._with_conn(f"cancelling run {quoted(run_id)}", fn)
+        rec = await self._with_conn(f"cancelling run {quoted(run_id)}", fn)
+        if rec is not None and rec.status == "cancelled":
+            self._announce("settled")  # stopped here: tell whoever awaits it
+        elif rec is not None and rec.status == "running":
+            self._announce("cancel")  # its holder heartbeats now, and stops
+        return rec
 
     async def next_wake(self) -> float | None:
         row = await self._fetchone(

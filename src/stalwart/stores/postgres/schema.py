@@ -35,7 +35,7 @@ __all__ = [
     "where_of",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -132,6 +132,27 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # The trace context a run was started under (stalwart[otel]).
     4: ("ALTER TABLE {s}.runs ADD COLUMN trace TEXT",),
+    # Recurring schedules (stalwart.runner.schedules); SQLite's version 5 too.
+    5: (
+        """CREATE TABLE {s}.schedules (
+            name TEXT PRIMARY KEY,
+            policy TEXT NOT NULL,
+            inputs TEXT NOT NULL,
+            cron TEXT,
+            every BIGINT,
+            timezone TEXT NOT NULL,
+            missed TEXT NOT NULL,
+            grace DOUBLE PRECISION NOT NULL,
+            queue TEXT NOT NULL,
+            priority INTEGER NOT NULL,
+            next_at BIGINT NOT NULL,
+            last_at BIGINT,
+            paused BOOLEAN NOT NULL DEFAULT false,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX schedules_due ON {s}.schedules (next_at) WHERE NOT paused",
+    ),
 }
 
 # Failures worth another attempt, by SQLSTATE: the connection broke (08),

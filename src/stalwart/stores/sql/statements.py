@@ -132,6 +132,34 @@ class Statements:
             "SELECT payload FROM {t}signals WHERE run_id = ? AND consumed_by = ? "
             "ORDER BY id LIMIT 1"
         )
+        # -- mailboxes (core/engine/mailbox.py): messages are signals of one
+        # name; a delivery wakes a run waiting for mail it matches.
+        self.mail_wake = q(
+            "UPDATE {t}runs SET status = 'pending', wake_at = NULL, waiting_for = NULL, "
+            "updated_at = ? WHERE id = ? AND status = 'suspended' AND waiting_for IN (?, ?, ?, ?)"
+        )
+        self.mail_unread = q(
+            "SELECT id, payload FROM {t}signals WHERE run_id = ? AND name = ? "
+            "AND consumed_by IS NULL ORDER BY id"
+        )
+        self.signal_consume = q(
+            "UPDATE {t}signals SET consumed_by = ? WHERE id = ? AND consumed_by IS NULL"
+        )
+        # continue-as-new: a generation's records move to its archive run.
+        self.move_steps = q("UPDATE {t}steps SET run_id = ? WHERE run_id = ?")
+        self.move_payloads = q("UPDATE {t}payloads SET run_id = ? WHERE run_id = ?")
+        self.move_read_signals = q(
+            "UPDATE {t}signals SET run_id = ? WHERE run_id = ? AND consumed_by IS NOT NULL"
+        )
+        self.new_inputs = q(
+            "UPDATE {t}runs SET inputs = ?, updated_at = ? WHERE id = ? AND fence = ? "
+            "AND status = 'running'"
+        )
+        self.insert_step = q(
+            "INSERT INTO {t}steps (run_id, key, name, kind, args_hash, args, output, error, "
+            "attempts, started_at, finished_at, spilled) VALUES (?,?,?,?,?,?,?,?,?,?,?,0) "
+            "ON CONFLICT (run_id, key) DO NOTHING"
+        )
         # -- retention: a finished child of an unfinished parent is still
         # needed (the parent reads its outcome when it resumes, S12).
         self.prunable = q(

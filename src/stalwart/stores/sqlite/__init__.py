@@ -27,7 +27,7 @@ usage error or a broken file raises a plain :class:`~stalwart.core.errors.StoreE
 
 The store is split by concern: :mod:`.schema` (tables, migrations, errors),
 :mod:`.writer` (the connection, transactions, group commit), :mod:`.runs`,
-:mod:`.claims`, :mod:`.steps`, :mod:`.signals`; the SQL and rules it shares
+:mod:`.claims`, :mod:`.steps`, :mod:`.signals`, :mod:`.schedules`; the SQL and rules it shares
 with PostgreSQL are in :mod:`stalwart.stores.sql`.
 """
 
@@ -36,12 +36,16 @@ from __future__ import annotations
 from .claims import SQLiteClaims
 from .dump import SQLiteDump
 from .runs import SQLiteRuns
+from .schedules import SQLiteSchedules
 from .schema import SCHEMA_VERSION
 from .signals import SQLiteSignals
 from .steps import SQLiteSteps
+from .wake import SQLiteWake
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 
-class SQLiteStore(SQLiteRuns, SQLiteClaims, SQLiteSteps, SQLiteSignals, SQLiteDump):
+class SQLiteStore(
+    SQLiteRuns, SQLiteClaims, SQLiteSteps, SQLiteSignals, SQLiteDump, SQLiteSchedules, SQLiteWake
+):
     """A Store in one SQLite file. Build from a URL with :meth:`from_url`."""

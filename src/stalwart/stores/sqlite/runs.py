@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ...core.engine.mailbox import mail_filter
 from ...core.ledger import RunRecord
 from ..base import (
     CANCELLED_ERROR,
@@ -17,6 +18,7 @@ from ..base import (
     run_to_row,
 )
 from ..sql import counts, fence_refusal
+from .signals import unread_mail
 from .writer import SQLiteBase
 
 __all__ = ["SQLiteRuns"]
@@ -172,6 +174,9 @@ class SQLiteRuns(SQLiteBase):
                     self.sql.unfinished_children, (run_id, prefix)
                 ).fetchone()
                 ready = unfinished == 0
+            mail = mail_filter(waiting_for)
+            if mail is not None and not ready:  # a matching message may have come meanwhile
+                ready = unread_mail(db, self.sql, run_id, *mail) is not None
             params = (
                 "pending" if ready else "suspended",
                 None if ready else wake_at,

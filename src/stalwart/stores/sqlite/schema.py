@@ -16,7 +16,7 @@ from ...core.errors import StoreError
 
 __all__ = ["SCHEMA_VERSION", "is_busy", "is_transient", "migrate", "prepare"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -102,6 +102,27 @@ MIGRATIONS: dict[int, str] = {
     # The trace context a run was started under (stalwart[otel]).
     4: """
     ALTER TABLE runs ADD COLUMN trace TEXT;
+    """,
+    # Recurring schedules (stalwart.runner.schedules); due ones by next tick.
+    5: """
+    CREATE TABLE schedules (
+        name TEXT PRIMARY KEY,
+        policy TEXT NOT NULL,
+        inputs TEXT NOT NULL,
+        cron TEXT,
+        every INTEGER,
+        timezone TEXT NOT NULL,
+        missed TEXT NOT NULL,
+        grace REAL NOT NULL,
+        queue TEXT NOT NULL,
+        priority INTEGER NOT NULL,
+        next_at INTEGER NOT NULL,
+        last_at INTEGER,
+        paused INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX schedules_due ON schedules (next_at) WHERE NOT paused;
     """,
 }
 

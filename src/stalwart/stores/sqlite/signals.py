@@ -5,12 +5,27 @@ from __future__ import annotations
 import sqlite3
 import time
 import uuid
+from collections.abc import Sequence
+from typing import Any
 
+from ...core.engine.mailbox import MAIL, Delivery, mail_matches
 from ...core.errors import RunNotFound, StoreError
-from ...core.ledger import TERMINAL, RunRecord
+from ...core.ledger import TERMINAL, RunRecord, StepRecord
+from ..base import archived_run, run_from_row, run_to_row, step_row
+from ..sql import Statements, fence_refusal
 from .writer import SQLiteBase
 
-__all__ = ["SQLiteSignals"]
+__all__ = ["SQLiteSignals", "unread_mail"]
+
+
+def unread_mail(
+    db: sqlite3.Connection, sql: Statements, run_id: str, sender: str | None, kind: str | None
+) -> tuple[Any, str] | None:
+    """The oldest unread message of the run that passes the filters: ``(id, envelope)``."""
+    for sid, payload in db.execute(sql.mail_unread, (run_id, MAIL)):  # lazily: stop at one
+        if mail_matches(payload, sender, kind):
+            return sid, str(payload)
+    return None
 
 
 class SQLiteSignals(SQLiteBase):
@@ -62,3 +77,68 @@ class SQLiteSignals(SQLiteBase):
 
         payload: str | None = self._write_now(take)
         return payload
+
+    # -- mailboxes (core/engine/mailbox.py) -------------------------------------
+    async def deliver_mail(
+        self, run_id: str, envelope: str, uid: str, wakes: Sequence[str]
+    ) -> Delivery:
+        now = time.time()
+
+        def send(db: sqlite3.Connection) -> Delivery:
+            if db.execute(self.sql.signal_sent, (uid,)).fetchone() is not None:
+                return "again"  # a resumed sender: delivered before
+            row = db.execute(self.sql.status_locked, (run_id,)).fetchone()
+            if row is None:
+                return "missing"
+            if row[0] in TERMINAL:
+                return "finished"
+            db.execute(self.sql.signal_insert, (uid, run_id, MAIL, envelope, now))
+            db.execute(self.sql.mail_wake, (now, run_id, *wakes))
+            return "sent"
+
+        status: Delivery = self._write_now(send)
+        return status
+
+    async def take_mail(
+        self, run_id: str, step_key: str, sender: str | None, kind: str | None
+    ) -> str | None:
+        def take(db: sqlite3.Connection) -> str | None:
+            row = db.execute(self.sql.signal_taken, (run_id, step_key)).fetchone()
+            if row is not None:
+                return str(row[0])
+            found = unread_mail(db, self.sql, run_id, sender, kind)
+            if found is None:
+                return None
+            db.execute(self.sql.signal_consume, (step_key, found[0]))
+            return found[1]
+
+        payload: str | None = self._write_now(take)
+        return payload
+
+    async def continue_run(
+        self, run_id: str, fence: int, inputs: str, archive_id: str, first: StepRecord
+    ) -> None:
+        self._refuse_lost(run_id, fence, "continuing as new")
+        now = time.time()
+
+        def move(db: sqlite3.Connection) -> None:
+            sql = self.sql
+            refused = fence_refusal(
+                run_id,
+                fence,
+                db.execute(sql.fence_status, (run_id,)).fetchone(),
+                "continuing as new: ",
+            )
+            if refused is not None:
+                raise refused
+            if db.execute(sql.get_run, (archive_id,)).fetchone() is not None:
+                return  # done before (a retry after a lost reply)
+            run = run_from_row(db.execute(sql.get_run, (run_id,)).fetchone())
+            db.execute(sql.create_run, run_to_row(archived_run(run, archive_id, now)))
+            db.execute(sql.move_steps, (archive_id, run_id))
+            db.execute(sql.move_payloads, (archive_id, run_id))
+            db.execute(sql.move_read_signals, (archive_id, run_id))
+            db.execute(sql.new_inputs, (inputs, now, run_id, fence))
+            db.execute(sql.insert_step, step_row(run_id, first))
+
+        self._write_now(move)

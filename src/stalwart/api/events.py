@@ -1,0 +1,248 @@
+"""A run's events as Server-Sent Events, resumable with ``Last-Event-ID``.
+
+Where the events come from. A run's durable history is its ledger: every
+finished step is a record, whichever worker executed it and however often
+it was resumed. So the stream is rebuilt from the store (the run's row and
+its steps, read every ``poll`` seconds), and any API process can serve any
+run's stream. When the run executes in this very process (``--execute``),
+the runner's live events add what the ledger never holds (text deltas,
+``ctx.emit`` values, calls as they start) and wake the reader at once.
+
+Event types (``event:`` field; ``data:`` is always one line of JSON):
+
+- ``status``: where the run stands: at the start, and after each read of
+  the store that brought new steps or a new state.
+- ``step``: one recorded step (:class:`~.models.Step`).
+- ``end``: the final status, result or error; the stream closes after it.
+- ``delta``, ``emit``, ``call``: live only, from a run executing here.
+
+Resuming. Each ``status``, ``step`` and ``end`` event carries an ``id``
+naming how far the client has read: how many steps it has seen, and the
+latest ``(finished_at, key)`` among them. A client reconnecting with that
+``Last-Event-ID`` (browsers do it by themselves) gets every step after it.
+Steps are sent in ``(finished_at, key)`` order; should one be recorded
+late with an earlier time (a slow commit, another worker's clock), the
+count no longer matches the steps up to that point, and the stream starts
+over from the first step rather than skip one: a client may then see a
+step twice (each names its ``key``), never miss one. Live-only events
+carry no id and are not replayed: what they showed is in the step that
+follows them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import math
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import StoreUnavailable
+from ..core.events import CallStarted, Emitted, Event, TextDelta
+from ..core.ledger import TERMINAL, RunRecord, StepRecord
+from ..runner import Runner
+from .values import plain, run_json, step_json
+
+__all__ = ["Cursor", "run_events"]
+
+KEEPALIVE = 15.0  # seconds of silence before a comment line keeps proxies from closing
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """How far a client has read: ``seen`` steps, the latest at ``last``."""
+
+    seen: int = 0
+    last: tuple[float, str] | None = None
+
+    def encode(self) -> str:
+        """The SSE ``id``: ``count_time_key`` with the key in base64url, so no
+        character a ledger holds can break the event's framing."""
+        if self.last is None:
+            return str(self.seen)
+        when, key = self.last
+        return f"{self.seen}_{when!r}_{base64.urlsafe_b64encode(key.encode()).decode()}"
+
+    @classmethod
+    def parse(cls, text: str) -> Cursor:
+        """A cursor from ``Last-Event-ID``; ValueError if this API did not write it."""
+        try:
+            parts = text.split("_", 2)
+            seen = int(parts[0])
+            if seen < 0:
+                raise ValueError
+            if len(parts) == 1:
+                return cls(seen)
+            when = float(parts[1])
+            if not math.isfinite(when):
+                raise ValueError
+            key = base64.urlsafe_b64decode(parts[2].encode("ascii")).decode()
+        except (ValueError, IndexError, UnicodeError):
+            raise ValueError(
+                f"Last-Event-ID {text[:100]!r} is not an event id this API sent"
+            ) from None
+        return cls(seen, (when, key))
+
+
+def _order(step: StepRecord) -> tuple[float, str]:
+    return (step.finished_at, step.key)
+
+
+def frame(event: str, data: Any, event_id: str | None = None) -> str:
+    """One SSE event. ``data`` is one line of JSON (json.dumps escapes every
+    newline), so nothing in it can add a field or end the event early."""
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return f"{head}event: {event}\ndata: {text}\n\n"
+
+
+def _live_frame(ev: Event) -> str | None:
+    """A live event worth a frame: text deltas, emitted values, calls starting."""
+    if isinstance(ev, TextDelta):
+        return frame("delta", {"key": ev.key, "text": ev.text})
+    if isinstance(ev, Emitted):
+        return frame("emit", {"key": ev.key, "value": plain(_jsonable(ev.value))})
+    if isinstance(ev, CallStarted) and ev.key:  # a call inside the run, not the run itself
+        return frame("call", {"key": ev.key, "name": ev.name})
+    return None
+
+
+def _jsonable(value: Any) -> Any:
+    """An emitted value as JSON data (the codec's tree, tags dropped by the
+    caller); a value the codec refuses is shown as its type's name."""
+    from ..core import codec
+
+    try:
+        return codec.encode(value, "emitted value", strict=False)
+    except Exception:  # what a policy emits is its own business; the stream goes on
+        return f"({type(value).__name__})"
+
+
+async def run_events(
+    runner: Runner,
+    first: RunRecord,
+    after: Cursor,
+    *,
+    poll: float,
+    live: bool,
+    find_policy: Callable[[str], Any],
+) -> AsyncIterator[str]:
+    """The SSE frames of a run from ``after`` on, ending with ``end``.
+
+    ``first``: the run's record, read by the caller (which answered 404 for a
+    run that does not exist). ``live``: also listen to the runner's own
+    events (the run may execute in this process).
+    """
+    store = runner.store
+    wake: asyncio.Queue[Event | None] = asyncio.Queue()
+    listener = asyncio.create_task(_listen(runner, first.id, wake)) if live else None
+    sent: set[str] | None = None  # keys the client has; None until the first read
+    cursor = after
+    shown: tuple[str, str | None, float | None] | None = None
+    quiet_since = time.monotonic()
+    rec: RunRecord | None = first
+    try:
+        while True:
+            if rec is None:  # pruned while streaming: nothing more will come
+                yield frame("end", {"run_id": first.id, "status": "pruned"}, cursor.encode())
+                return
+            try:
+                steps = sorted((await store.load_steps(first.id)).values(), key=_order)
+            except StoreUnavailable:  # waited out, as a worker would: read again later
+                async for text in _wait(wake, poll):
+                    yield text
+                continue
+            if sent is None:
+                sent = _already_sent(steps, after)
+                if not sent:
+                    cursor = Cursor()
+            fresh = False
+            for step in steps:
+                if step.key in sent:
+                    continue
+                sent.add(step.key)
+                last = cursor.last if cursor.last and cursor.last > _order(step) else _order(step)
+                cursor = Cursor(len(sent), last)
+                yield frame("step", step_json(step).model_dump(mode="json"), cursor.encode())
+                quiet_since, fresh = time.monotonic(), True
+            state = (rec.status, rec.waiting_for, rec.wake_at)
+            if (fresh or state != shown) and rec.status not in TERMINAL:
+                # After new steps too: a run that resumed and suspended again
+                # between two reads is waiting anew, though its state reads the same.
+                shown = state
+                yield frame("status", _status(rec), cursor.encode())
+            if rec.status in TERMINAL:
+                pol = find_policy(rec.policy)
+                done = run_json(rec, pol).model_dump(mode="json")
+                yield frame("end", done, cursor.encode())
+                return
+            async for text in _wait(wake, poll):
+                yield text
+                quiet_since = time.monotonic()
+            if time.monotonic() - quiet_since > KEEPALIVE:
+                yield ": keepalive\n\n"
+                quiet_since = time.monotonic()
+            with contextlib.suppress(StoreUnavailable):  # else the same row, read again later
+                rec = await store.get_run(first.id)  # the row first, then its steps: none missed
+    finally:
+        if listener is not None:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listener
+
+
+def _already_sent(steps: list[StepRecord], after: Cursor) -> set[str]:
+    """The keys a client that read up to ``after`` has: the steps up to its
+    cursor, when their count is what it saw; else none (start over)."""
+    if after.last is None:
+        return set()
+    upto = [s.key for s in steps if _order(s) <= after.last]
+    return set(upto) if len(upto) == after.seen else set()
+
+
+def _status(rec: RunRecord) -> dict[str, Any]:
+    return {
+        "run_id": rec.id,
+        "status": rec.status,
+        "waiting_for": rec.waiting_for,
+        "wake_at": rec.wake_at,
+    }
+
+
+async def _wait(wake: asyncio.Queue[Event | None], poll: float) -> AsyncIterator[str]:
+    """Wait up to ``poll`` seconds; yield the live frames that arrive, and
+    return early when a live event says the ledger changed."""
+    deadline = asyncio.get_running_loop().time() + poll
+    while True:
+        left = deadline - asyncio.get_running_loop().time()
+        if left <= 0:
+            return
+        try:
+            ev = await asyncio.wait_for(wake.get(), left)
+        except TimeoutError:
+            return
+        if ev is None:
+            return
+        text = _live_frame(ev)
+        if text is not None:
+            yield text
+            continue
+        # A call finished or failed, or the run ended: read the store now,
+        # after what is already queued (so a call's start precedes its step).
+        while not wake.empty():
+            queued = wake.get_nowait()
+            text = None if queued is None else _live_frame(queued)
+            if text is not None:
+                yield text
+        return
+
+
+async def _listen(runner: Runner, run_id: str, wake: asyncio.Queue[Event | None]) -> None:
+    """Feed the run's live events in this process to ``wake``."""
+    async for ev in runner.events(run_id):
+        wake.put_nowait(ev)
+    wake.put_nowait(None)

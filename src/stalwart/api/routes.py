@@ -1,0 +1,408 @@
+"""The API's endpoints: start, read, list, stream, signal and cancel runs.
+
+Every handler reads the path it was routed on percent-encoded (see
+:class:`~.security.Guard`) and decodes its own segments. A policy is looked
+up by name among those the server was given, never imported. A start is
+validated in full (the body's shape, then the policy's inputs, then the run
+id) before anything is written, so a bad request leaves no trace in the
+store, and a 422 names every field at fault.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, unquote
+
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from ..core import codec
+from ..core.errors import InputMismatchError, RunNotFound, SerializationError, StoreError
+from ..core.ledger import TERMINAL, check_run_id
+from ..core.policy import Policy
+from ..runner import Runner
+from .events import Cursor, run_events
+from .models import FieldProblem, PolicyInfo, Problem
+from .values import run_json, step_json
+
+__all__ = ["ENQUEUE_WORDS", "Api", "problem"]
+
+STATUSES = ("pending", "running", "suspended", "succeeded", "failed", "cancelled")
+ENQUEUE_WORDS = frozenset({"run_id", "queue", "priority", "delay"})
+
+
+@dataclass
+class Api:
+    """What the handlers share: the runner, the policies by name, settings."""
+
+    runner: Runner
+    policies: dict[str, Policy[Any, Any]]
+    execute: bool
+    poll: float
+    max_body: int
+    openapi: dict[str, Any] = field(default_factory=dict)
+
+
+def _api(request: Request) -> Api:
+    api: Api = request.app.state.api
+    return api
+
+
+def problem(status: int, error: str, fields: list[FieldProblem] | None = None) -> JSONResponse:
+    """An error response: ``{"error": ..., "fields": [...]}``."""
+    body = Problem(error=error, fields=fields or []).model_dump(mode="json")
+    return JSONResponse(body, status)
+
+
+def _fields(exc: ValidationError, prefix: str = "") -> list[FieldProblem]:
+    out = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err["loc"])
+        where = f"{prefix}.{where}" if prefix and where else (prefix or where or "(body)")
+        message = "unexpected field" if err["type"] == "extra_forbidden" else err["msg"]
+        out.append(FieldProblem(field=where, message=message))
+    return out
+
+
+async def _body(request: Request, limit: int) -> tuple[bool, Any]:
+    """The request's JSON body (``(False, None)`` when empty); ValueError if
+    it is not JSON or larger than ``limit`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise OverflowError(f"the body is larger than {limit} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        return False, None
+    try:
+        return True, json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"the body is not JSON: {str(exc)[:200]}") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _run_id(request: Request) -> str:
+    return unquote(request.path_params["run_id"])
+
+
+# -- policies -------------------------------------------------------------
+async def list_policies(request: Request) -> Response:
+    api = _api(request)
+    out = []
+    for pol in sorted(api.policies.values(), key=lambda p: p.name):
+        try:
+            schema = pol.parameters
+        except Exception as exc:  # a hint pydantic cannot describe
+            schema = {"type": "object", "description": f"no JSON schema: {type(exc).__name__}"}
+        info = PolicyInfo(name=pol.name, description=pol.description, inputs=schema)
+        out.append(info.model_dump(mode="json"))
+    return JSONResponse(out)
+
+
+async def start_run(request: Request) -> Response:
+    """Validate everything, then enqueue: 201 (created) or 200 (that run id exists)."""
+    from .models import StartRun
+
+    api = _api(request)
+    name = unquote(request.path_params["name"])
+    pol = api.policies.get(name)
+    if pol is None:
+        shown = ", ".join(sorted(api.policies)[:20])
+        return problem(404, f"no policy {name[:200]!r} here (this API starts: {shown})")
+    try:
+        present, body = await _body(request, api.max_body)
+    except OverflowError as exc:
+        return problem(413, str(exc))
+    except ValueError as exc:
+        return problem(422, str(exc), [FieldProblem(field="(body)", message=str(exc))])
+    try:
+        start = StartRun.model_validate(body if present else {})
+    except ValidationError as exc:
+        fields = _fields(exc)
+        return problem(422, f"invalid start of {pol.name!r}: {_summary(fields)}", fields)
+    try:
+        checked = pol.signature.model.model_validate(start.inputs)
+    except ValidationError as exc:
+        fields = _fields(exc, "inputs")
+        return problem(422, f"invalid inputs for {pol.name!r}: {_summary(fields)}", fields)
+    run_id = start.run_id
+    if run_id is not None:
+        try:
+            check_run_id(run_id)
+        except (ValueError, TypeError) as exc:
+            fields = [FieldProblem(field="run_id", message=str(exc))]
+            return problem(422, f"invalid run_id: {exc}", fields)
+    args, kwargs = _arguments(pol, checked)
+    runner = api.runner
+    existed = run_id is not None and await runner.store.get_run(run_id) is not None
+    try:
+        handle = await runner.enqueue(
+            pol,
+            *args,
+            run_id=run_id,
+            queue=start.queue,
+            priority=start.priority,
+            delay=start.delay,
+            **kwargs,
+        )
+    except InputMismatchError as exc:
+        return problem(409, str(exc), [FieldProblem(field="run_id", message=str(exc))])
+    except SerializationError as exc:
+        return problem(422, str(exc), [FieldProblem(field="inputs", message=str(exc))])
+    rec = await runner.get_run(handle.run_id)
+    location = f"/runs/{quote(rec.id, safe='')}"
+    return JSONResponse(
+        run_json(rec, pol).model_dump(mode="json"),
+        200 if existed else 201,
+        headers={"Location": location},
+    )
+
+
+def _summary(fields: list[FieldProblem]) -> str:
+    return "; ".join(f"{f.field}: {f.message}" for f in fields)
+
+
+def _arguments(pol: Policy[Any, Any], checked: Any) -> tuple[list[Any], dict[str, Any]]:
+    """The validated inputs as a call: positional where the parameter allows
+    it (a parameter may be named like one of enqueue's own words, ``queue``),
+    by keyword otherwise. Every parameter is passed, defaults included, so
+    two starts of one run id with the same request are the same call."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for p in pol.signature.params:
+        value = getattr(checked, p.name)
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and not kwargs:
+            args.append(value)
+        else:
+            kwargs[p.name] = value
+    return args, kwargs  # keyword-only names never clash: create_app checked
+
+
+# -- runs -----------------------------------------------------------------
+async def get_run(request: Request) -> Response:
+    api = _api(request)
+    rec = await api.runner.get_run(_run_id(request))
+    return JSONResponse(run_json(rec, api.policies.get(rec.policy)).model_dump(mode="json"))
+
+
+async def get_steps(request: Request) -> Response:
+    api = _api(request)
+    steps = await api.runner.steps(_run_id(request))
+    return JSONResponse([step_json(s).model_dump(mode="json") for s in steps])
+
+
+async def list_runs(request: Request) -> Response:
+    """Runs newest first; ``cursor`` pages by ``(created_at, id)`` (keyset)."""
+    api = _api(request)
+    q = request.query_params
+    problems: list[FieldProblem] = []
+    filters: dict[str, Any] = {}
+    status = q.get("status") or None
+    if status is not None and status not in STATUSES:
+        problems.append(FieldProblem(field="status", message=f"one of {', '.join(STATUSES)}"))
+    for word in ("policy", "queue", "id_contains"):
+        if q.get(word):
+            filters[word] = q[word]
+    for word in ("created_after", "created_before"):
+        if q.get(word):
+            try:
+                value = float(q[word])
+                if not math.isfinite(value):
+                    raise ValueError
+                filters[word] = value
+            except ValueError:
+                problems.append(FieldProblem(field=word, message="seconds since the epoch"))
+    limit = 50
+    if q.get("limit"):
+        try:
+            limit = int(q["limit"])
+            if not 1 <= limit <= 500:
+                raise ValueError
+        except ValueError:
+            problems.append(FieldProblem(field="limit", message="an integer from 1 to 500"))
+    if q.get("cursor"):
+        try:
+            filters["before"] = _decode_cursor(q["cursor"])
+        except ValueError:
+            problems.append(
+                FieldProblem(field="cursor", message="not a cursor this API gave (next)")
+            )
+    if problems:
+        return problem(422, f"invalid run listing: {_summary(problems)}", problems)
+    rows = await api.runner.list_runs(status, limit + 1, **filters)
+    page, more = rows[:limit], len(rows) > limit
+    body = {
+        "runs": [run_json(r, api.policies.get(r.policy)).model_dump(mode="json") for r in page],
+        "next": _encode_cursor(page[-1].created_at, page[-1].id) if more and page else None,
+    }
+    return JSONResponse(body)
+
+
+def _encode_cursor(created_at: float, run_id: str) -> str:
+    raw = json.dumps([created_at, run_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(text: str) -> tuple[float, str]:
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        when, run_id = json.loads(raw)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(str(exc)) from None
+    if not isinstance(when, int | float) or not isinstance(run_id, str):
+        raise ValueError("not a (created_at, id) pair")
+    return float(when), run_id
+
+
+async def stream_events(request: Request) -> Response:
+    """Server-Sent Events of the run, from ``Last-Event-ID`` on when given."""
+    api = _api(request)
+    rec = await api.runner.get_run(_run_id(request))
+    given = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+    try:
+        after = Cursor.parse(given) if given else Cursor()
+    except ValueError as exc:
+        return problem(400, str(exc), [FieldProblem(field="Last-Event-ID", message=str(exc))])
+    frames = run_events(
+        api.runner,
+        rec,
+        after,
+        poll=api.poll,
+        live=api.execute,
+        find_policy=api.policies.get,
+    )
+    return StreamingResponse(
+        frames,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+async def send_signal(request: Request) -> Response:
+    """Queue the body (any JSON, or null) for the run's ``wait_for(name)``."""
+    api = _api(request)
+    run_id = _run_id(request)
+    name = unquote(request.path_params["name"])
+    if not name or len(name) > 200 or not name.isprintable():
+        message = "a signal name is 1 to 200 printable characters"
+        return problem(422, message, [FieldProblem(field="name", message=message)])
+    try:
+        _, payload = await _body(request, api.max_body)
+    except OverflowError as exc:
+        return problem(413, str(exc))
+    except ValueError as exc:
+        return problem(422, str(exc), [FieldProblem(field="(body)", message=str(exc))])
+    rec = await api.runner.get_run(run_id)
+    if rec.status in TERMINAL:
+        return problem(409, f"run {run_id!r} has finished ({rec.status}); it takes no signals")
+    try:
+        codec.dumps(payload, f"signal {name!r}")
+        await api.runner.signal(run_id, name, payload)
+    except SerializationError as exc:
+        return problem(422, str(exc), [FieldProblem(field="(body)", message=str(exc))])
+    except StoreError:
+        rec = await api.runner.get_run(run_id)
+        if rec.status in TERMINAL:
+            return problem(409, f"run {run_id!r} has finished ({rec.status}); it takes no signals")
+        raise
+    rec = await api.runner.get_run(run_id)
+    return JSONResponse(run_json(rec, api.policies.get(rec.policy)).model_dump(mode="json"), 202)
+
+
+async def cancel_run(request: Request) -> Response:
+    """Ask for the run to stop: at its next await, within a heartbeat wherever it runs."""
+    api = _api(request)
+    run_id = _run_id(request)
+    rec = await api.runner.get_run(run_id)
+    if rec.status in TERMINAL:
+        return problem(409, f"run {run_id!r} has finished ({rec.status})")
+    await api.runner.cancel(run_id)
+    rec = await api.runner.get_run(run_id)
+    return JSONResponse(run_json(rec, api.policies.get(rec.policy)).model_dump(mode="json"), 202)
+
+
+async def send_message(request: Request) -> Response:
+    """A turn of the conversation ``thread_id`` with ``agent`` (the thread
+    started if new): 202 with the turn's run id, whose result is the reply
+    (``GET /runs/{turn_id}``, or its ``end`` event)."""
+    api = _api(request)
+    thread_id = unquote(request.path_params["thread_id"])
+    if not api.execute:
+        return problem(
+            409,
+            "conversations need a server that executes runs (stalwart serve --execute): "
+            "a thread's turns execute in the process that sends them",
+        )
+    try:
+        present, body = await _body(request, api.max_body)
+    except OverflowError as exc:
+        return problem(413, str(exc))
+    except ValueError as exc:
+        return problem(422, str(exc), [FieldProblem(field="(body)", message=str(exc))])
+    problems: list[FieldProblem] = []
+    if not present or not isinstance(body, dict):
+        body = {}
+        problems.append(FieldProblem(field="(body)", message="an object: agent, message"))
+    agent_name = body.get("agent")
+    agent = api.policies.get(agent_name) if isinstance(agent_name, str) else None
+    if agent is None or "question" not in {p.name for p in agent.signature.params}:
+        problems.append(
+            FieldProblem(field="agent", message="the name of a served policy taking a question")
+        )
+    if "message" not in body:
+        problems.append(FieldProblem(field="message", message="required"))
+    message_id = body.get("message_id")
+    try:
+        check_run_id(thread_id)
+        if message_id is not None:
+            check_run_id(message_id)
+    except (ValueError, TypeError) as exc:
+        where = "thread_id" if message_id is None or "message_id" in str(exc) else "message_id"
+        problems.append(FieldProblem(field=where, message=str(exc)))
+    if problems:
+        return problem(422, f"invalid message: {_summary(problems)}", problems)
+    assert agent is not None
+    try:
+        thread = api.runner.thread(agent, thread_id)
+        handle = await thread.put(body["message"], message_id=message_id)
+    except InputMismatchError as exc:
+        return problem(409, str(exc), [FieldProblem(field="thread_id", message=str(exc))])
+    except SerializationError as exc:
+        return problem(422, str(exc), [FieldProblem(field="message", message=str(exc))])
+    turn = handle.run_id
+    return JSONResponse(
+        {"thread_id": thread_id, "turn_id": turn},
+        202,
+        headers={"Location": f"/runs/{quote(turn, safe='')}"},
+    )
+
+
+async def openapi(request: Request) -> Response:
+    return JSONResponse(_api(request).openapi)
+
+
+# -- errors ---------------------------------------------------------------
+async def not_found(request: Request, exc: Exception) -> Response:
+    return problem(404, str(exc))
+
+
+async def store_error(request: Request, exc: Exception) -> Response:
+    from ..core.errors import CorruptedRecord
+    from ..core.redact import redact
+
+    status = 500 if isinstance(exc, CorruptedRecord) else 503
+    return problem(status, redact(f"{type(exc).__name__}: {exc}"))
+
+
+ERROR_HANDLERS: dict[Any, Any] = {RunNotFound: not_found, StoreError: store_error}

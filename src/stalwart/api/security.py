@@ -1,0 +1,204 @@
+"""Who may use the API, checked on every request before a route sees it.
+
+The API starts, signals and cancels runs, so every request carries a bearer
+token (``Authorization: Bearer <token>``), compared in constant time with
+each token the server was given. Serving without tokens is allowed only on
+a loopback address and only when asked for explicitly (``--no-auth``);
+then two checks stand in for the token against a web page in the user's
+browser:
+
+- **Host check.** A loopback server answers only to loopback host names: a
+  page that points its own domain at 127.0.0.1 (DNS rebinding) is refused.
+- **No simple cross-site request.** A POST with a body must say
+  ``Content-Type: application/json`` (a form on another site cannot send that without a
+  CORS preflight, which this server never grants), and a browser's
+  ``Origin``, when sent, must be this server.
+
+Static files given with ``static=`` (a page calling the API) are public:
+they are the application's own files and hold no ledger data. Tokens are
+never logged nor echoed: a refusal says what was wrong, not what was sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+from collections.abc import Collection, Sequence
+from urllib.parse import quote, urlsplit
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["API_PREFIXES", "CSP", "LOOPBACK_NAMES", "Guard", "check_tokens", "is_loopback"]
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+API_PREFIXES = ("/runs", "/policies", "/threads", "/openapi.json")
+MIN_TOKEN = 16
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+    (b"cache-control", b"no-store"),
+]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is this machine only."""
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_tokens(tokens: Sequence[str]) -> list[str]:
+    """The tokens, each checked: long enough to guess at no rate, no spaces
+    (a header carries it), no duplicates. The error never shows a token."""
+    out: list[str] = []
+    for i, token in enumerate(tokens, 1):
+        if len(token) < MIN_TOKEN:
+            raise ValueError(
+                f"API token #{i} has {len(token)} characters; a token has at least {MIN_TOKEN} "
+                "(make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+            )
+        if not token.isprintable() or any(c.isspace() for c in token):
+            raise ValueError(f"API token #{i} contains spaces or control characters")
+        if token not in out:
+            out.append(token)
+    return out
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest()
+
+
+def _host_of(netloc: str) -> str:
+    """The host name of a ``Host`` header, without its port."""
+    try:
+        return (urlsplit(f"//{netloc}").hostname or "").lower()
+    except ValueError:  # a malformed port or bracket
+        return ""
+
+
+def _refuse(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message, "fields": []}, status, headers=headers)
+
+
+class Guard:
+    """ASGI middleware: host, token, request-shape checks, and response headers.
+
+    ``tokens``: accepted bearer tokens; empty serves without one, which
+    needs ``hosts`` (the loopback names a request may address). ``hosts``
+    None answers to any host name (a server bound to a public address, where
+    the token is the guard). ``static``: whether non-API paths are static
+    files (public).
+
+    It also keeps percent-encoded path segments encoded for the API routes
+    (``/runs/a%2Fb`` is run ``a/b``, not a path ``/runs/a/b``): run ids may
+    contain ``/``; each route decodes its own segment.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        tokens: Sequence[str],
+        hosts: Collection[str] | None,
+        static: bool = False,
+    ) -> None:
+        if not tokens and hosts is None:
+            raise ValueError("an API without tokens answers to loopback host names only")
+        self.app = app
+        self._digests = [_digest(t) for t in check_tokens(tokens)]
+        self.hosts = None if hosts is None else frozenset(h.strip("[]").lower() for h in hosts)
+        self.static = static
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {k.lower() for k, _ in message.get("headers", [])}
+                extra = [(k, v) for k, v in _HEADERS if k not in present]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        path: str = scope["path"]
+        api = not self.static or any(path == p or path.startswith(f"{p}/") for p in API_PREFIXES)
+        refusal = self._check(scope, Headers(scope=scope), api)
+        if refusal is not None:
+            await refusal(scope, receive, send_with_headers)
+            return
+        if api:
+            scope = {**scope, "path": _encoded_path(scope)}
+        await self.app(scope, receive, send_with_headers)
+
+    def _check(self, scope: Scope, headers: Headers, api: bool) -> JSONResponse | None:
+        """Why the request is refused, or None to serve it."""
+        host = _host_of(headers.get("host", ""))
+        if self.hosts is not None and host not in self.hosts:
+            return _refuse(421, f"this API answers to {', '.join(sorted(self.hosts))} only")
+        method = scope["method"]
+        if not api and method in ("GET", "HEAD"):
+            return None  # the application's static page
+        if self._digests and not self._token_ok(headers.get("authorization", "")):
+            return _refuse(
+                401,
+                "this API needs a bearer token: send 'Authorization: Bearer <token>' "
+                "with one of the tokens the server was started with",
+                {"WWW-Authenticate": 'Bearer realm="stalwart"'},
+            )
+        origin = headers.get("origin")
+        if (
+            origin is not None
+            and urlsplit(origin).netloc.lower() != headers.get("host", "").lower()
+        ):
+            return _refuse(403, f"requests from the page at {origin[:200]!r} are not accepted here")
+        if method == "POST" and _has_body(headers):
+            kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if kind != "application/json":
+                return _refuse(
+                    415, "a POST carries a JSON body: send 'Content-Type: application/json'"
+                )
+        return None
+
+    def _token_ok(self, header: str) -> bool:
+        """Whether the header carries one of the tokens; every token is
+        compared (a digest each, so lengths leak nothing either)."""
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        got = _digest(given.strip())
+        ok = False
+        for expected in self._digests:
+            ok |= hmac.compare_digest(got, expected)
+        return ok
+
+
+def _has_body(headers: Headers) -> bool:
+    """Whether a request carries a body (a bodiless POST, a cancel, needs no type)."""
+    return "transfer-encoding" in headers or headers.get("content-length", "0") != "0"
+
+
+def _encoded_path(scope: Scope) -> str:
+    """The request path with its percent-escapes kept, for routes whose
+    segments decode themselves (a run id may hold ``/``)."""
+    raw = scope.get("raw_path")
+    if not isinstance(raw, bytes):
+        return quote(scope["path"], safe="/")  # a server without raw_path: "/" in ids is lost
+    text = raw.decode("latin-1")
+    root = scope.get("root_path", "")
+    if root and text.startswith(root):
+        text = text[len(root) :]
+    return text or "/"

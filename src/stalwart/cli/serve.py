@@ -1,0 +1,79 @@
+"""``stalwart serve``: an HTTP API over an app's policies (:mod:`stalwart.api`).
+
+``--app`` is imported once, at start, and is the only thing imported: a
+request names a policy among those it provides. Tokens come from
+``--token`` (repeatable) or ``STALWART_API_TOKENS`` (a comma list) and are
+never printed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .apps import AppOption, app_policies
+from .command import DEFAULT_STORE, CLIError, StoreOption, fail, open_store
+
+__all__ = ["serve"]
+
+TOKENS_ENV = "STALWART_API_TOKENS"
+
+
+def serve(
+    app_spec: AppOption,
+    store: StoreOption = DEFAULT_STORE,
+    host: Annotated[
+        str, typer.Option(help="address to bind; --no-auth only on 127.0.0.1")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+    token: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--token",
+            help=f"a bearer token clients send (repeat for several; or ${TOKENS_ENV}, commas)",
+        ),
+    ] = None,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="serve without tokens (loopback addresses only)")
+    ] = False,
+    execute: Annotated[
+        bool,
+        typer.Option(
+            "--execute", help="also execute the runs (a worker too); default: enqueue only"
+        ),
+    ] = False,
+    static: Annotated[
+        Path | None,
+        typer.Option(help="a folder served at / (a page calling the API; public files)"),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option(help="with --execute: most runs executed at once")
+    ] = 50,
+) -> None:
+    """Serve an HTTP API: start, read, list, stream, signal and cancel runs of --app's policies."""
+    from ..api import serve as serve_api
+    from ..core.errors import StalwartError
+
+    tokens = list(token or [])
+    if not tokens and not no_auth:
+        tokens = [t.strip() for t in os.environ.get(TOKENS_ENV, "").split(",") if t.strip()]
+    try:
+        policies = app_policies(app_spec)
+        serve_api(
+            open_store(store, must_exist=False),
+            policies,
+            host=host,
+            port=port,
+            tokens=tokens,
+            no_auth=no_auth,
+            execute=execute,
+            static=static,
+            concurrency=concurrency,
+        )
+    except CLIError as exc:
+        fail(str(exc), exc.code)
+    except (ValueError, StalwartError) as exc:  # no tokens, a short one, a bad static folder
+        fail(f"serve: {exc}", 2)

@@ -1,0 +1,473 @@
+"""Mailboxes: messages between runs, and continue-as-new.
+
+A run sends with ``await ctx.send(to, payload, kind=...)`` and receives with
+``await ctx.receive(sender=..., kind=..., timeout=...)``. Both are steps of
+the sending or receiving run, built on the journaling API the way signals
+are (``waits.py``):
+
+* **Sending** is recorded under its key (S1). Delivery into the recipient's
+  mailbox carries an id derived from the sender's run id, the step key and
+  the recipient (:func:`mail_uid`), and the store keeps one message per id:
+  a sender that dies between delivering and recording delivers again on
+  resume, and the store keeps the first. A resumed sender whose send is
+  recorded does not deliver at all (S2).
+* **Receiving** takes the oldest unread message that matches the filters,
+  marked read by the step key (so a crash between taking and recording
+  takes the same message again), and records it: replay returns the same
+  message. While none matches, the run suspends (S7) waiting for
+  :func:`mail_wait`; a delivery that matches wakes it, one that does not
+  leaves it asleep (no spin).
+* **Continue-as-new** (:meth:`Mailbox.continue_as_new`): a long-lived run
+  (a conversation) hands its state to a fresh generation of itself under the
+  same run id. In one transaction the store moves the generation's steps (and
+  the messages it read) to an archive run and gives the run its new inputs;
+  the unread mailbox stays where it is, so nothing sent meanwhile is lost.
+  The run then starts again from the top with an empty ledger: replay and
+  the ledger stay bounded however long the run lives.
+
+Messages are JSON data (:mod:`..codec`): the envelope is read as data, never
+imported or called (S13). In memory (no ledger) a send is handed to the
+recipient executing in the same runner, and a receive awaits inline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NoReturn, Protocol, cast, runtime_checkable
+
+from .. import codec
+from ..declared import register_type
+from ..errors import RunNotFound, StalwartError, StoreError
+from ..ledger import CHILD_MARK, Ledger, StepRecord
+from ..recorded import error_to_json
+from .control import Suspend
+from .identity import identity_json, step_hash
+from .journal import Journal
+
+__all__ = [
+    "GENERATION_KEY",
+    "MAIL",
+    "Delivery",
+    "Mail",
+    "MailLedger",
+    "Mailbox",
+    "MailboxClosed",
+    "archive_run_id",
+    "envelope",
+    "mail_filter",
+    "mail_matches",
+    "mail_uid",
+    "mail_wait",
+    "mail_wakes",
+]
+
+#: The signal name every mailbox message is stored under (the ``signals``
+#: table holds both): a name no ``wait_for`` should use.
+MAIL = "stalwart.mail"
+
+#: The key of the record that opens a generation after continue-as-new: a key
+#: no context hands out (they count from 1), so it takes none from the run.
+GENERATION_KEY = "0"
+
+#: What a delivery did: ``sent``; ``again`` (this id was delivered before: a
+#: resumed sender); ``missing`` (no such run); ``finished`` (the run ended).
+Delivery = Literal["sent", "again", "missing", "finished"]
+
+
+class MailboxClosed(StalwartError):
+    """The recipient run has finished: it reads no more messages."""
+
+
+register_type(MailboxClosed)  # a recorded send error is raised as itself on replay
+
+
+@dataclass(frozen=True, slots=True)
+class Mail:
+    """A message a run received: what :meth:`Context.receive` returns.
+
+    ``sender`` is the sending run's id (None when sent from outside any run),
+    ``sent_at`` the sender's clock (Unix seconds) when it first sent, ``id``
+    the delivery id (the same every time the send is replayed).
+    """
+
+    payload: Any
+    sender: str | None
+    kind: str
+    sent_at: float
+    id: str
+
+
+@runtime_checkable
+class MailLedger(Ledger, Protocol):
+    """What the mailbox needs from a store beyond :class:`~..ledger.Ledger`
+    (:class:`~stalwart.stores.base.Store` implements it)."""
+
+    async def deliver_mail(
+        self, run_id: str, envelope: str, uid: str, wakes: Sequence[str]
+    ) -> Delivery:
+        """Append ``envelope`` to the run's mailbox unless ``uid`` was delivered;
+        wake the run if it waits for one of ``wakes``."""
+        ...
+
+    async def take_mail(
+        self, run_id: str, step_key: str, sender: str | None, kind: str | None
+    ) -> str | None:
+        """The oldest unread matching message, marked read by ``step_key``
+        (the same one again for the same key)."""
+        ...
+
+    async def continue_run(
+        self, run_id: str, fence: int, inputs: str, archive_id: str, first: StepRecord
+    ) -> None:
+        """Move the run's steps and read messages to ``archive_id``, give it
+        ``inputs``, and record ``first``: all or nothing."""
+        ...
+
+
+# -- the wire format (shared with the stores) ----------------------------------------
+
+
+def mail_uid(sender: str, key: str, to: str, generation: int = 1) -> str:
+    """The delivery id of the send at step ``key`` of run ``sender``, in its
+    ``generation``: after continue-as-new the keys count from 1 again, and a
+    send of the new generation at a key an earlier one sent from is another
+    message, which the store must not take for a resumed sender's."""
+    parts: list[Any] = [sender, key, to] if generation == 1 else [sender, key, to, generation]
+    raw = json.dumps(parts, separators=(",", ":"))
+    return "mail:" + hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
+
+
+def envelope(uid: str, sender: str | None, kind: str, sent_at: float, body: str) -> str:
+    """A message as stored: JSON, ``body`` being the payload's codec JSON."""
+    head = json.dumps(
+        {"id": uid, "from": sender, "kind": kind, "sent_at": sent_at}, separators=(",", ":")
+    )
+    return f'{head[:-1]},"body":{body}}}'
+
+
+def mail_matches(text: str, sender: str | None, kind: str | None) -> bool:
+    """Whether the stored message ``text`` passes the filters. A message that
+    is not an envelope matches nothing (it is left for a human to look at)."""
+    if sender is None and kind is None:
+        return True
+    try:
+        env = json.loads(text)
+    except (ValueError, RecursionError):  # a forged row nested past the parser's depth
+        return False
+    if not isinstance(env, dict):
+        return False
+    return (sender is None or env.get("from") == sender) and (
+        kind is None or env.get("kind") == kind
+    )
+
+
+def mail_wait(sender: str | None, kind: str | None) -> str:
+    """What a run waiting for mail is suspended on (``runs.waiting_for``)."""
+    if sender is None and kind is None:
+        return MAIL
+    return MAIL + "?" + json.dumps([sender, kind], separators=(",", ":"))
+
+
+def mail_filter(waiting_for: str | None) -> tuple[str | None, str | None] | None:
+    """The ``(sender, kind)`` filters of a wait for mail, or None if
+    ``waiting_for`` is no wait for mail (a store checks unread matching mail
+    before suspending, so that mail that arrived meanwhile is not missed)."""
+    if waiting_for == MAIL:
+        return (None, None)
+    if waiting_for is None or not waiting_for.startswith(MAIL + "?"):
+        return None
+    try:
+        sender, kind = json.loads(waiting_for[len(MAIL) + 1 :])
+    except (ValueError, TypeError, RecursionError):
+        return None
+    if not isinstance(sender, str | None) or not isinstance(kind, str | None):
+        return None
+    return (sender, kind)
+
+
+def mail_wakes(sender: str | None, kind: str) -> tuple[str, str, str, str]:
+    """The four waits a message from ``sender`` of ``kind`` satisfies: no
+    filter, its kind, its sender, both (a store wakes a run waiting for any)."""
+    return (
+        mail_wait(None, None),
+        mail_wait(None, kind),
+        mail_wait(sender, None),
+        mail_wait(sender, kind),
+    )
+
+
+def archive_run_id(run_id: str, generation: int) -> str:
+    """The run that keeps generation ``generation`` of ``run_id`` after it
+    continued as new (``~`` is kept for runs the runtime makes, so it never
+    clashes with a user's run id)."""
+    return f"{run_id}{CHILD_MARK}{generation}"
+
+
+def _mail_of(value: Any, where: str) -> Mail:
+    if not isinstance(value, Mapping) or not isinstance(value.get("id"), str):
+        raise StoreError(f"{where}: a recorded message is not an envelope")
+    sender = value.get("from")
+    kind = value.get("kind")
+    sent_at = value.get("sent_at")
+    return Mail(
+        payload=value.get("body"),
+        sender=sender if isinstance(sender, str) else None,
+        kind=kind if isinstance(kind, str) else "message",
+        sent_at=float(sent_at) if isinstance(sent_at, int | float) else 0.0,
+        id=str(value["id"]),
+    )
+
+
+def _check_address(to: object, run_id: str, key: str) -> str:
+    if not isinstance(to, str) or not to:
+        raise TypeError(
+            f"run {run_id!r}, step {key}: send to a run id (a non-empty string), not {to!r}"
+        )
+    return to
+
+
+def _check_kind(kind: object, run_id: str, key: str) -> str:
+    if not isinstance(kind, str) or not kind:
+        raise TypeError(f"run {run_id!r}, step {key}: a message kind is a non-empty string")
+    return kind
+
+
+class Mailbox(Journal):
+    """``send``, ``receive`` and continue-as-new of an execution."""
+
+    def _ledger(self, what: str) -> MailLedger:
+        store = self.store
+        if not isinstance(store, MailLedger):
+            raise self.halt(
+                StoreError(
+                    f"run {self.run_id!r}: {what} needs a store with mailboxes; "
+                    f"{type(store).__name__} has none"
+                )
+            )
+        return store
+
+    # -- sending -------------------------------------------------------------------
+    async def send_mail(self, key: str, to: str, payload: Any, kind: str) -> str:
+        """Deliver ``payload`` to run ``to``'s mailbox, once; the delivery id."""
+        to = _check_address(to, self.run_id, key)
+        kind = _check_kind(kind, self.run_id, key)
+        args_json = identity_json((), {"to": to, "kind": kind, "payload": payload}, key)
+        args_hash = step_hash(args_json)
+        if self.store is None:
+            return self._send_in_memory(key, to, payload, kind)
+        rec = self.replay.get(key)
+        if rec is not None:  # S2: sent before; never again
+            uid: str = self.replayed_value(rec, key, "stalwart.send", args_json, args_hash)
+            return uid
+        uid = mail_uid(self.run_id, key, to, self.generation)
+        body = codec.dumps(payload, f"message of run {self.run_id!r}, step {key}")
+        env = envelope(uid, self.run_id, kind, time.time(), body)
+        started = time.time()
+        ledger = self._ledger("ctx.send")
+        status = await self.write(ledger.deliver_mail(to, env, uid, mail_wakes(self.run_id, kind)))
+        output = error = None
+        if status in ("sent", "again"):
+            output = codec.dumps(uid)
+        elif status == "missing":
+            error = error_to_json(
+                RunNotFound(f"run {self.run_id!r}, step {key}: no run {to!r} to send to")
+            )
+        else:
+            error = error_to_json(
+                MailboxClosed(
+                    f"run {self.run_id!r}, step {key}: run {to!r} has finished; "
+                    "it reads no more messages"
+                )
+            )
+        rec = StepRecord(
+            key,
+            "stalwart.send",
+            args_hash,
+            args_json,
+            output,
+            error,
+            1,
+            started,
+            time.time(),
+            "send",
+        )
+        won = await self.record_step(rec)
+        if self.host is not None:
+            self.host.wake_worker()  # a recipient executed by this runner resumes now
+        if won is rec and error is None:
+            return uid
+        # Another executor's outcome (S3), or the failure as a replay raises it (S4).
+        sent: str = self.replayed_value(won, key, "stalwart.send", args_json, args_hash, False)
+        return sent
+
+    def _send_in_memory(self, key: str, to: str, payload: Any, kind: str) -> str:
+        recipient = self.host.live_execution(to) if self.host is not None else None
+        if not isinstance(recipient, Mailbox):
+            raise RunNotFound(
+                f"run {self.run_id!r}, step {key}: no run {to!r} executing in this runner "
+                "to send to (in memory, messages go to live runs only)"
+            )
+        uid = mail_uid(self.run_id, key, to)
+        mail = Mail(payload, self.run_id, kind, time.time(), uid)
+        recipient.take_delivery(mail)
+        return uid
+
+    def take_delivery(self, mail: Mail) -> None:
+        """Queue a message sent in memory, and wake this run's receive."""
+        self._mailbox.setdefault(MAIL, deque()).append(mail)
+        for fut in self._waiters.pop(MAIL, []):
+            if not fut.done():
+                fut.set_result(None)
+
+    # -- receiving -----------------------------------------------------------------
+    async def receive_mail(
+        self,
+        deadline_key: str,
+        key: str,
+        sender: str | None,
+        kind: str | None,
+        timeout: float | None,
+    ) -> Mail:
+        """The oldest unread message that matches, suspending the run while
+        there is none (S7); recorded, so replay returns the same message."""
+        if self.store is None:
+            return await self._receive_in_memory(sender, kind, timeout)
+        deadline = await self.recorded(
+            deadline_key, "deadline", lambda: None if timeout is None else time.time() + timeout
+        )
+        args_json = identity_json((), {"sender": sender, "kind": kind}, key)
+        args_hash = step_hash(args_json)
+        where = f"run {self.run_id!r}, step {key}"
+        rec = self.replay.get(key)
+        if rec is not None:
+            value = self.replayed_value(rec, key, "stalwart.receive", args_json, args_hash, False)
+            return _mail_of(value, where)
+        text = await self.write(
+            self._ledger("ctx.receive").take_mail(self.run_id, key, sender, kind)
+        )
+        now = time.time()
+        if text is not None:
+            value = codec.loads(text, f"{where}: the message received")
+            mail = _mail_of(value, where)
+            await self.record_step(
+                StepRecord(
+                    key,
+                    "stalwart.receive",
+                    args_hash,
+                    args_json,
+                    text,
+                    None,
+                    1,
+                    now,
+                    now,
+                    "receive",
+                )
+            )
+            return mail
+        if deadline is not None and now >= deadline:
+            exc = TimeoutError(f"{where}: no message{_filters(sender, kind)} within {timeout} s")
+            await self.record_step(
+                StepRecord(
+                    key,
+                    "stalwart.receive",
+                    args_hash,
+                    args_json,
+                    None,
+                    error_to_json(exc),
+                    1,
+                    now,
+                    now,
+                    "receive",
+                )
+            )
+            raise exc
+        raise Suspend(deadline, mail_wait(sender, kind))
+
+    async def _receive_in_memory(
+        self, sender: str | None, kind: str | None, timeout: float | None
+    ) -> Mail:
+        box: deque[Any] = self._mailbox.setdefault(MAIL, deque())
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    for i, mail in enumerate(box):
+                        if (sender is None or mail.sender == sender) and (
+                            kind is None or mail.kind == kind
+                        ):
+                            del box[i]
+                            return cast(Mail, mail)
+                    fut: asyncio.Future[None] = loop.create_future()
+                    self._waiters.setdefault(MAIL, []).append(fut)
+                    await fut
+        except TimeoutError:
+            raise TimeoutError(
+                f"run {self.run_id!r}: no message{_filters(sender, kind)} within {timeout} s"
+            ) from None
+
+    # -- continue-as-new -----------------------------------------------------------
+    @property
+    def generation(self) -> int:
+        """Which generation of the run this is: 1, then one more each time it
+        continued as new (read from the record that opens the generation)."""
+        rec = self.replay.get(GENERATION_KEY)
+        if rec is None or rec.name != "stalwart.generation":
+            return 1
+        value = self.decode_output(rec, GENERATION_KEY)
+        gen = value.get("generation") if isinstance(value, dict) else None
+        if not isinstance(gen, int) or gen < 2:
+            raise self.halt(
+                StoreError(f"run {self.run_id!r}, step 0: the generation record is not a number")
+            )
+        return gen
+
+    async def continue_as_new(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NoReturn:
+        """End this generation: the run starts again from the top with these
+        arguments and an empty ledger; this generation's steps go to an archive
+        run (:func:`archive_run_id`). Call it with nothing else of the run in
+        flight: a step finishing after it would land in the new generation.
+        The keys of the next generation must differ from this one's where they
+        name child runs (scope them by generation): child ids derive from keys.
+        """
+        if self.store is None:
+            raise RuntimeError(
+                f"run {self.run_id!r}: continue-as-new needs a durable store "
+                "(in memory nothing is recorded: go on in a loop)"
+            )
+        gen = self.generation
+        archive = archive_run_id(self.run_id, gen)
+        inputs = codec.dumps(
+            {"args": list(args), "kwargs": kwargs}, f"inputs of run {self.run_id!r}"
+        )
+        now = time.time()
+        first = StepRecord(
+            GENERATION_KEY,
+            "stalwart.generation",
+            "",
+            None,
+            codec.dumps({"generation": gen + 1, "previous": archive, "continued_at": now}),
+            None,
+            1,
+            now,
+            now,
+            "generation",
+        )
+        await self.write(
+            self._ledger("continue-as-new").continue_run(
+                self.run_id, self.fence, inputs, archive, first
+            )
+        )
+        raise Suspend(now, None)  # due at once: a worker resumes the new generation
+
+
+def _filters(sender: str | None, kind: str | None) -> str:
+    parts = ([f"from {sender!r}"] if sender is not None else []) + (
+        [f"of kind {kind!r}"] if kind is not None else []
+    )
+    return (" " + " ".join(parts)) if parts else ""

@@ -1,0 +1,52 @@
+"""The policies the API tests serve (``--app tests/api/api_app.py:policies``)
+and execute (a worker with ``--app tests/api/api_app.py``)."""
+
+from __future__ import annotations
+
+import stalwart as sw
+
+
+@sw.policy
+async def greet(name: str, times: int = 1) -> str:
+    """Greet someone.
+
+    Args:
+        name: Who to greet.
+        times: How many times.
+    """
+    return " ".join([f"hello {name}"] * times)
+
+
+@sw.policy
+async def echo(i: int) -> int:
+    return i
+
+
+@sw.policy
+async def stepper(ctx: sw.Context, n: int) -> int:
+    """``n`` steps, each one after a ``go`` signal: a test decides when each
+    happens, so a stream can be cut and resumed between any two."""
+    total = 0
+    for i in range(n):
+        await ctx.wait_for("go")
+        total += await echo(i)
+    return total
+
+
+@sw.policy
+async def approval(ctx: sw.Context, order: str) -> str:
+    """Wait for a human's decision on ``order``."""
+    decision = await ctx.wait_for("approve", prompt=f"ship {order}?")
+    return f"{order}: {'shipped' if decision.get('ok') else 'held'}"
+
+
+policies = [greet, stepper, approval]
+
+
+@sw.policy
+async def parrot(question: str, history: list[sw.Message] | None = None) -> str:
+    """Repeat the message, counting the turns before it (a conversation's agent)."""
+    return f"{question} (after {len(history or []) // 2} turns)"
+
+
+conversational = [*policies, parrot]
