@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from types import ModuleType
+from typing import Annotated, Any
 
 import typer
 
@@ -17,8 +18,10 @@ def mcp_serve(
         str,
         typer.Option(
             "--app",
-            help="module (its policies marked @stalwart.mcp.tool) or module:attr "
-            "(a policy, a list of them, or a dict of tool name to policy)",
+            help="module (its policies marked @stalwart.mcp.tool, or PocketJoe's "
+            "@policy_spec_mcp_tool / @policy.tool / @policy.resource) or module:attr "
+            "(a policy, a list of them, a dict of tool name to policy, or a PocketJoe "
+            "context class)",
         ),
     ],
     http: Annotated[
@@ -44,8 +47,39 @@ def mcp_serve(
 
     async def go() -> None:
         try:
-            await mcp.serve(target, store=store, http=http)
+            # Made in the loop: a PocketJoe context it makes is then seen by every run.
+            tools, resources = _pocketjoe(target)
+            app = tools if tools or resources else target
+            await mcp.serve(app, store=store, http=http, resources=resources)
         except ValueError as exc:  # no policy to serve, a bad tool name or --http
             raise CLIError(f"mcp serve: {exc}", code=2) from None
 
     execute(go)
+
+
+def _pocketjoe(target: Any) -> tuple[dict[str, Any], list[Any]]:
+    """The tools and resources PocketJoe's marks (``@policy_spec_mcp_tool``,
+    ``@policy.tool``, ``@policy.resource``) put in ``target``, with the
+    module's own ``@stalwart.mcp.tool`` policies beside them; nothing when
+    it has no PocketJoe mark (``mcp.serve`` then reads ``target`` itself).
+
+    The wiring is here because :mod:`stalwart.mcp` and
+    :mod:`stalwart.pocketjoe` are one layer and know nothing of each other.
+    """
+    from .. import mcp
+    from ..pocketjoe.policy_spec_mcp import served_policies
+
+    tools, found = served_policies(target)
+    if not tools and not found:
+        return {}, []
+    if isinstance(target, ModuleType):
+        try:
+            own = mcp.exposed(target)
+        except ValueError:  # no @stalwart.mcp.tool policy: PocketJoe's alone
+            own = {}
+        for name, pol in own.items():
+            if name in tools:
+                raise ValueError(f"two policies would be served as the tool {name!r}")
+            tools[name] = pol
+    resources = [mcp.Resource(r.uri, r.policy, r.name, r.description, r.mime_type) for r in found]
+    return tools, resources

@@ -24,6 +24,7 @@ from .content import message_of, result_of
 from .errors import McpError, ServerUnavailable, ToolChanged, ToolError
 from .server import (
     IDEMPOTENCY_KEY,
+    Resource,
     build_server,
     exposed,
     parse_http,
@@ -38,6 +39,7 @@ __all__ = [
     "McpError",
     "McpTool",
     "Progress",
+    "Resource",
     "ServerUnavailable",
     "ToolChanged",
     "ToolError",

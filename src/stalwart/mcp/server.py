@@ -18,19 +18,27 @@ through the policy's own validation. A call runs the policy as a run of a
 
 Errors (invalid arguments, an unknown tool, the policy's own exception, a
 cancelled run) come back as ``isError`` results whose text names the cause.
+
+Resources (:class:`Resource`, given to ``serve`` beside the tools) are
+policies without arguments: reading one runs its policy as a fresh run (a
+resource is read for its current content, so no idempotency key); a failed
+read is a JSON-RPC error naming the resource.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
 import types as pytypes
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
 
 import stalwart as sw
 
@@ -38,6 +46,7 @@ from .content import result_of
 
 __all__ = [
     "IDEMPOTENCY_KEY",
+    "Resource",
     "build_server",
     "exposed",
     "parse_http",
@@ -129,6 +138,34 @@ def request_run_id(tool_name: str, arguments: Mapping[str, Any], meta: Mapping[s
     return f"mcp-{tool_name}-{hashlib.sha256(canonical.encode()).hexdigest()[:32]}"
 
 
+@dataclass(frozen=True)
+class Resource:
+    """A resource served at ``uri``: reading it runs ``policy`` (which takes
+    no arguments); a ``str`` it returns is text, ``bytes`` a blob, anything
+    else JSON."""
+
+    uri: str
+    policy: sw.Policy[Any, Any]
+    name: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+
+
+def _contents(value: Any, res: Resource) -> types.TextResourceContents | types.BlobResourceContents:
+    """What a resource's policy returned, as the contents of its read."""
+    if isinstance(value, bytes):
+        blob = base64.b64encode(value).decode("ascii")
+        mime = res.mime_type or "application/octet-stream"
+        return types.BlobResourceContents(uri=res.uri, mime_type=mime, blob=blob)
+    if isinstance(value, str):
+        return types.TextResourceContents(
+            uri=res.uri, mime_type=res.mime_type or "text/plain", text=value
+        )
+    text = sw.Message.result("mcp", value, name=res.name or res.policy.name).text
+    mime = res.mime_type or "application/json"
+    return types.TextResourceContents(uri=res.uri, mime_type=mime, text=text)
+
+
 def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
@@ -161,9 +198,15 @@ def _failure(exc: BaseException) -> str:
 
 
 def build_server(
-    tools: Mapping[str, sw.Policy[Any, Any]], runner: sw.Runner, *, name: str = "stalwart"
+    tools: Mapping[str, sw.Policy[Any, Any]],
+    runner: sw.Runner,
+    *,
+    name: str = "stalwart",
+    resources: Iterable[Resource] = (),
 ) -> Server[Any]:
-    """The SDK's low-level server for ``tools``, each call a run of ``runner``."""
+    """The SDK's low-level server for ``tools`` (and ``resources``), each
+    call or read a run of ``runner``."""
+    served = {r.uri: r for r in resources}
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -205,12 +248,48 @@ def build_server(
         pol = tools.get(tool_name)
         return None if pol is None else pol.parameters
 
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=r.uri,
+                    name=r.name or r.policy.name,
+                    description=r.description or r.policy.description or None,
+                    mime_type=r.mime_type,
+                )
+                for r in served.values()
+            ]
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        res = served.get(str(params.uri))
+        if res is None:
+            known = ", ".join(sorted(served))
+            raise MCPError(
+                types.INVALID_PARAMS, f"unknown resource {params.uri!r}; served: {known}"
+            )
+        try:
+            value = await runner.run(res.policy)
+        except Exception as exc:
+            raise MCPError(
+                types.INTERNAL_ERROR, f"reading resource {res.uri!r} failed: {_failure(exc)}"
+            ) from None
+        return types.ReadResourceResult(contents=[_contents(value, res)])
+
+    extra: dict[str, Any] = {}
+    if served:  # listed only when there are some: the capability says so
+        extra = {"on_list_resources": list_resources, "on_read_resource": read_resource}
     return Server(
         name,
         version=sw.__version__,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=input_schema,
+        **extra,
     )
 
 
@@ -240,18 +319,23 @@ async def serve(
     http: str | None = None,
     name: str = "stalwart",
     runner: sw.Runner | None = None,
+    resources: Iterable[Resource] = (),
 ) -> None:
-    """Serve the policies of ``app`` (see :func:`exposed`) as MCP tools.
+    """Serve the policies of ``app`` (see :func:`exposed`) as MCP tools, and
+    ``resources`` as MCP resources (``app`` may then be empty).
 
     Over stdio by default; over streamable HTTP at ``http="HOST:PORT"``
     (endpoint ``/mcp``). With ``store`` (a store URL) each call is a durable
     run; pass a ``runner`` instead for other runner settings. Returns when
     stdin closes (stdio) or the process is told to stop (HTTP).
     """
-    tools = exposed(app)
+    listed = list(resources)
+    nothing = isinstance(app, Mapping | list | tuple) and not app
+    tools = {} if listed and nothing else exposed(app)
     own = runner is None
-    run = runner if runner is not None else sw.Runner(store, policies=list(tools.values()))
-    server = build_server(tools, run, name=name)
+    policies = [*tools.values(), *(r.policy for r in listed)]
+    run = runner if runner is not None else sw.Runner(store, policies=policies)
+    server = build_server(tools, run, name=name, resources=listed)
     try:
         if http is None:
             from mcp.server.stdio import stdio_server

@@ -12,9 +12,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..core.schema import Signature
+
+if TYPE_CHECKING:
+    from ..core.policy import Policy as SwPolicy
+    from .v02.policy_decorators import ServedResource
 
 __all__ = [
     "PolicyKind",
@@ -23,6 +28,7 @@ __all__ = [
     "policy_spec",
     "policy_spec_mcp_resource",
     "policy_spec_mcp_tool",
+    "served_policies",
 ]
 
 # How an MCP server would show a policy; the values are PocketJoe's, which
@@ -118,3 +124,100 @@ def get_policy_spec(policy: Any) -> PolicyMetadata:
             "@policy_spec_mcp_resource, @policy_spec) to make it an option"
         )
     return spec
+
+
+def served_policies(app: Any) -> tuple[dict[str, SwPolicy[Any, Any]], list[ServedResource]]:
+    """The policies of ``app`` an MCP server serves, PocketJoe's marks read:
+    tools by tool name, and resources.
+
+    ``app`` is a module or a context class (0.1's or 0.2's ``BaseContext``
+    subclass). Served are 0.1 policy classes marked ``@policy_spec_mcp_tool``
+    and 0.2 functions marked ``@policy.tool`` (tools) or ``@policy.resource``
+    (resources; 0.1 resources have no URI to serve them at, so they are not).
+    Each is the Stalwart policy a bound policy runs as (decision and options
+    as steps), so a call is a run like any other tool's. Empty when ``app``
+    has no such mark: the caller then reads its own marks.
+
+    Only what ``app`` holds is looked at; nothing is imported. A context
+    class found there is made as PocketJoe programs make it,
+    ``Context(runner)``, so the policies it binds (and ``get_ctx`` in 0.2)
+    work as in the program; a marked policy no context binds is served on
+    its own.
+    """
+    from .v02.policy_decorators import served_policies as served_v02
+
+    tools = _served_v01(app)
+    v02_tools, resources = served_v02(app)
+    for name, pol in v02_tools.items():
+        if name in tools:
+            raise ValueError(f"two PocketJoe policies would be served as the tool {name!r}")
+        tools[name] = pol
+    return tools, resources
+
+
+def _served_v01(app: Any) -> dict[str, SwPolicy[Any, Any]]:
+    """0.1's ``@policy_spec_mcp_tool`` classes, each bound on the context
+    class that binds it (else on a bare context), by tool name."""
+    from .core import BaseContext, Policy
+    from .runtime import BoundPolicy, InMemoryRunner
+
+    values = _values_of(app)
+    marked: list[type[Policy]] = [
+        v for v in values if inspect.isclass(v) and issubclass(v, Policy) and _kind(v) == "tool"
+    ]
+    contexts = [
+        v
+        for v in values
+        if inspect.isclass(v) and issubclass(v, BaseContext) and v is not BaseContext
+    ]
+    if not marked and not (contexts and isinstance(app, type)):
+        return {}  # a module with no marked class: no context is made
+    runner = InMemoryRunner()  # what the contexts bind through; runs are the server's
+    bindings: dict[type[Policy], tuple[str, BoundPolicy]] = {}
+    for klass in contexts:
+        ctx = _make_context(klass, runner)
+        for bound in ctx.bound_policies().values():
+            if not isinstance(bound, BoundPolicy) or _kind(bound.cls) != "tool":
+                continue
+            where = f"{klass.__qualname__}.{bound.option_name}"
+            seen = bindings.get(bound.cls)
+            if seen is not None and seen[0] != where:
+                raise ValueError(
+                    f"{bound.cls.__qualname__} is bound as {seen[0]} and as {where}: serve one "
+                    f"context with --app MODULE:CONTEXT"
+                )
+            bindings[bound.cls] = (where, bound)
+    tools: dict[str, SwPolicy[Any, Any]] = {}
+    for cls in dict.fromkeys([*bindings, *marked]):
+        found = bindings.get(cls)
+        bound = found[1] if found else BoundPolicy(cls, BaseContext(runner), runner)
+        name = get_policy_spec(cls).name
+        if name in tools:
+            raise ValueError(f"two PocketJoe policies would be served as the tool {name!r}")
+        tools[name] = bound.step_policy()
+    return tools
+
+
+def _kind(target: Any) -> str | None:
+    spec = getattr(target, "__policy_spec__", None)
+    return spec.kind if isinstance(spec, PolicyMetadata) else None
+
+
+def _values_of(app: Any) -> list[Any]:
+    """What ``app`` holds: a module's top-level values; a context class itself."""
+    if isinstance(app, ModuleType):
+        return list(vars(app).values())
+    if isinstance(app, type):
+        return [app]
+    return []
+
+
+def _make_context(klass: type[Any], runner: Any) -> Any:
+    """``klass(runner)``, as a PocketJoe program makes its context."""
+    try:
+        return klass(runner)
+    except Exception as exc:
+        raise ValueError(
+            f"cannot make the context {klass.__qualname__}(runner) to serve its policies: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
