@@ -45,11 +45,13 @@ from ..core.errors import StoreUnavailable
 from ..core.events import CallStarted, Emitted, Event, TextDelta
 from ..core.ledger import TERMINAL, RunRecord, StepRecord
 from ..runner import Runner
-from .values import plain, run_json, step_json
+from .values import finite, plain, run_json, step_json
 
-__all__ = ["Cursor", "run_events"]
+__all__ = ["LIVE_BUFFER", "Cursor", "run_events"]
 
 KEEPALIVE = 15.0  # seconds of silence before a comment line keeps proxies from closing
+#: Most live events kept for a stream whose client has not read them yet.
+LIVE_BUFFER = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +211,7 @@ def _status(rec: RunRecord) -> dict[str, Any]:
         "run_id": rec.id,
         "status": rec.status,
         "waiting_for": rec.waiting_for,
-        "wake_at": rec.wake_at,
+        "wake_at": finite(rec.wake_at),
     }
 
 
@@ -242,7 +244,12 @@ async def _wait(wake: asyncio.Queue[Event | None], poll: float) -> AsyncIterator
 
 
 async def _listen(runner: Runner, run_id: str, wake: asyncio.Queue[Event | None]) -> None:
-    """Feed the run's live events in this process to ``wake``."""
+    """Feed the run's live events in this process to ``wake``, at most
+    :data:`LIVE_BUFFER` unread: a client that stops reading (its frames wait
+    on the socket) must not make the server keep every token of the run.
+    Dropping is safe: live events are not replayed anyway, and the stream
+    reads the store every ``poll`` seconds for the steps that hold them."""
     async for ev in runner.events(run_id):
-        wake.put_nowait(ev)
+        if wake.qsize() < LIVE_BUFFER:
+            wake.put_nowait(ev)
     wake.put_nowait(None)

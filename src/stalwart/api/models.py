@@ -88,8 +88,13 @@ class StartRun(BaseModel):
         "(200) when the inputs are the same, and is refused (409) when they differ",
     )
     queue: str = Field("default", min_length=1, max_length=200)
-    priority: int = Field(0, description="higher runs are claimed first")
-    delay: float | None = Field(None, ge=0, description="seconds before the run may start")
+    # Bounded as the stores keep it (PostgreSQL's INTEGER); a number past
+    # that is the request's fault (422), not a store that is down (503).
+    priority: int = Field(0, ge=-(2**31), le=2**31 - 1, description="higher runs are claimed first")
+    # ``1e400`` parses as infinity: a wake time no response could show.
+    delay: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="seconds before the run may start"
+    )
 
 
 class FieldProblem(BaseModel):

@@ -134,7 +134,7 @@ class Guard:
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
-        path: str = scope["path"]
+        path = _route_path(scope)
         api = not self.static or any(path == p or path.startswith(f"{p}/") for p in API_PREFIXES)
         refusal = self._check(scope, Headers(scope=scope), api)
         if refusal is not None:
@@ -189,6 +189,17 @@ class Guard:
 def _has_body(headers: Headers) -> bool:
     """Whether a request carries a body (a bodiless POST, a cancel, needs no type)."""
     return "transfer-encoding" in headers or headers.get("content-length", "0") != "0"
+
+
+def _route_path(scope: Scope) -> str:
+    """The path the router matches: without the ``root_path`` of a mount
+    (``Mount("/api", app)`` passes ``/api/runs`` with root ``/api``), so an
+    API path is told from a static file's wherever the API is mounted."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] in ("", "/"):
+        return path[len(root) :] or "/"
+    return path
 
 
 def _encoded_path(scope: Scope) -> str:

@@ -12,13 +12,14 @@ row the codec would refuse is still shown as the data it is.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from ..core.ledger import RunRecord, StepRecord
 from ..core.policy import Policy
 from .models import ErrorInfo, Run, Step
 
-__all__ = ["error_info", "load", "named_inputs", "plain", "run_json", "step_json"]
+__all__ = ["error_info", "finite", "load", "named_inputs", "plain", "run_json", "step_json"]
 
 _TAG = "$t"
 _DEPTH = 200  # deeper trees are cut: a hostile row cannot exhaust the stack
@@ -76,6 +77,13 @@ def named_inputs(rec: RunRecord, pol: Policy[Any, Any] | None) -> Any:
     return {**dict(zip(names, args, strict=False)), **kwargs}
 
 
+def finite(when: float | None) -> float | None:
+    """A recorded time as JSON can carry it: a wake time that never comes
+    (``enqueue(delay=float("inf"))`` from Python) has no JSON number, and
+    one such row must not break every listing; it is shown as none."""
+    return when if when is None or math.isfinite(when) else None
+
+
 def run_json(rec: RunRecord, pol: Policy[Any, Any] | None = None) -> Run:
     """What the API says about a run: where it stands, and its outcome once finished."""
     return Run(
@@ -86,7 +94,7 @@ def run_json(rec: RunRecord, pol: Policy[Any, Any] | None = None) -> Run:
         result=plain(load(rec.result)) if rec.status == "succeeded" else None,
         error=error_info(rec.error),
         waiting_for=rec.waiting_for,
-        wake_at=rec.wake_at,
+        wake_at=finite(rec.wake_at),
         cancel_requested=bool(rec.cancel_requested),
         queue=rec.queue,
         priority=rec.priority,
