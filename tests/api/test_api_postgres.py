@@ -35,10 +35,10 @@ def test_two_api_processes_and_one_worker_share_the_runs(
         assert ca.post("/policies/stepper/runs", json=body).status_code == 201
         assert cb.post("/policies/stepper/runs", json=body).status_code == 200  # one run
         wait_status(cb, "pg-steps", "suspended")
-        ca.post("/runs/pg-steps/signals/go", json=None)
+        assert ca.post("/runs/pg-steps/signals/go", json=None).status_code == 202
         with cb.stream("GET", "/runs/pg-steps/events") as r:  # B streams what the worker did
             first = read_events(r, lambda e: e.event == "step" and e.data["name"] == "echo")
-        ca.post("/runs/pg-steps/signals/go", json=None)
+        assert ca.post("/runs/pg-steps/signals/go", json=None).status_code == 202
         with ca.stream(
             "GET", "/runs/pg-steps/events", headers={"Last-Event-ID": first[-1].id}
         ) as r:

@@ -53,8 +53,14 @@ class PostgresSignals(PostgresBase):
         }
 
         async def fn(conn: Conn, n: int) -> tuple[RunRecord, bool]:
-            cur = await conn.execute(self._sql.send_signal, args)
-            row = await cur.fetchone()
+            async with conn.transaction():
+                # Lock the run in a statement of its own first: the statement
+                # that inserts and wakes must take its snapshot after the lock,
+                # or a suspend_run that committed while this send waited for
+                # the lock is invisible to it, and the run is never woken.
+                await conn.execute(self._sql.status_locked, (run_id,))
+                cur = await conn.execute(self._sql.send_signal, args)
+                row = await cur.fetchone()
             if row is None:
                 raise RunNotFound(f"no run {quoted(run_id)}")
             seen, woke, *stored = row
