@@ -4,6 +4,7 @@ and execute (a worker with ``--app tests/api/api_app.py``)."""
 from __future__ import annotations
 
 import stalwart as sw
+from stalwart.runner.threads import thread_policies
 
 
 @sw.policy
@@ -50,3 +51,8 @@ async def parrot(question: str, history: list[sw.Message] | None = None) -> str:
 
 
 conversational = [*policies, parrot]
+
+#: A worker for the conversations (``--app tests/api/api_app.py:thread_worker``):
+#: the thread's loop and the turn besides the agent; the API serves
+#: ``conversational`` only, so neither can be started over HTTP.
+thread_worker = [*conversational, *thread_policies(parrot)]

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from .conftest import Server, read_events, serving, wait_status
+from .conftest import Server, read_events, serving, spawn, stop, wait_status
 
 APP = "examples/chat_api/app.py:policies"
 STATIC = "examples/chat_api/static"
@@ -100,9 +100,26 @@ def test_messages_to_a_conversation_thread(tmp_path: Path) -> None:
         assert {f["field"] for f in bad.json()["fields"]} == {"agent", "message"}
 
 
-def test_messages_need_a_server_that_executes(tmp_path: Path) -> None:
+def test_messages_without_execute_are_answered_by_a_worker(tmp_path: Path) -> None:
+    """A server that only enqueues: the thread's run and each turn go to the
+    queue, and a ``stalwart worker`` serving the thread's policies answers."""
     store = f"sqlite:///{tmp_path / 'threads.db'}"
-    with serving(store, app="tests/api/api_app.py:conversational") as srv, srv.client() as c:
-        r = c.post("/threads/t-1/messages", json={"agent": "parrot", "message": "hi"})
-        assert r.status_code == 409 and "--execute" in r.json()["error"]
-        assert c.get("/runs").json()["runs"] == []  # nothing started
+    worker = spawn(["worker", "--store", store, "--app", "tests/api/api_app.py:thread_worker"])
+    try:
+        with (
+            serving(store, app="tests/api/api_app.py:conversational") as srv,
+            srv.client() as c,
+        ):
+            replies = []
+            for i, text in enumerate(["hi", "again"]):
+                body = {"agent": "parrot", "message": text, "message_id": f"m{i}"}
+                r = c.post("/threads/t-1/messages", json=body)
+                assert r.status_code == 202, r.text
+                turn = quote(r.json()["turn_id"], safe="")
+                replies.append(wait_status(c, turn, "succeeded")["result"])
+            assert replies == ["hi (after 0 turns)", "again (after 1 turns)"]
+            thread = c.get("/runs/t-1").json()
+            assert thread["status"] == "suspended"  # between turns, held by nobody
+            assert thread["policy"] == "stalwart.thread:parrot"
+    finally:
+        print(f"worker output: {stop(worker)}")  # shown when the test fails

@@ -217,11 +217,12 @@ def openapi_document(
     paths["/threads/{thread_id}/messages"] = {
         "post": {
             "operationId": "send_message",
-            "summary": "Send a message to a conversation (a server started with --execute)",
+            "summary": "Send a message to a conversation",
             "description": (
                 "Body: agent (a served policy taking question and history), message (any "
                 "JSON), message_id (optional: the same id is the same turn). The thread is "
-                "started if new. The answer names the turn's run, whose result is the reply."
+                "started if new. The answer names the turn's run, whose result is the reply. "
+                "Without --execute, a worker serving the thread's policies answers."
             ),
             "tags": ["threads"],
             "parameters": [
@@ -259,7 +260,7 @@ def openapi_document(
                     },
                 },
                 "401": errors["401"],
-                "409": _problem("the server does not execute runs, or the thread has ended"),
+                "409": _problem("the thread has ended, or is a run of another policy"),
                 "422": _problem("a field is invalid"),
             },
         }

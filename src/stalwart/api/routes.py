@@ -335,15 +335,11 @@ async def cancel_run(request: Request) -> Response:
 async def send_message(request: Request) -> Response:
     """A turn of the conversation ``thread_id`` with ``agent`` (the thread
     started if new): 202 with the turn's run id, whose result is the reply
-    (``GET /runs/{turn_id}``, or its ``end`` event)."""
+    (``GET /runs/{turn_id}``, or its ``end`` event). Without ``--execute``
+    the thread's run and the turn are enqueued (queue ``default``) for a
+    worker serving ``thread_policies(agent)``."""
     api = _api(request)
     thread_id = unquote(request.path_params["thread_id"])
-    if not api.execute:
-        return problem(
-            409,
-            "conversations need a server that executes runs (stalwart serve --execute): "
-            "a thread's turns execute in the process that sends them",
-        )
     try:
         present, body = await _body(request, api.max_body)
     except OverflowError as exc:
@@ -374,7 +370,7 @@ async def send_message(request: Request) -> Response:
         return problem(422, f"invalid message: {_summary(problems)}", problems)
     assert agent is not None
     try:
-        thread = api.runner.thread(agent, thread_id)
+        thread = api.runner.thread(agent, thread_id, queue=None if api.execute else "default")
         handle = await thread.put(body["message"], message_id=message_id)
     except InputMismatchError as exc:
         return problem(409, str(exc), [FieldProblem(field="thread_id", message=str(exc))])

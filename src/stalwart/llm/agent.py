@@ -34,6 +34,7 @@ from ..core.context import Context
 from ..core.declared import declare_annotation
 from ..core.message import Message, Text, plain
 from ..core.policy import Policy, as_policy
+from ..runner.threads import Followups, taking_followups
 from ._budget import Tally, inherited_budget, passing_down
 from ._compaction import ContextPolicy
 from ._errors import MaxTurnsExceeded, OutputValidationError
@@ -167,7 +168,10 @@ class Agent:
             history: Earlier messages of the conversation, placed after the
                 instructions and before the question.
         """
-        answer, _ = await _Loop(self, ctx).run(question, history)
+        # In a thread with followups="inject", turns that arrive meanwhile
+        # join the conversation before each model call (runner/threads.py).
+        with taking_followups() as followups:
+            answer, _ = await _Loop(self, ctx, followups).run(question, history)
         return answer
 
     async def run(
@@ -228,9 +232,10 @@ class _AgentTool:
 class _Loop:
     """One invocation of an agent: its conversation, turns and tokens."""
 
-    def __init__(self, agent: Agent, ctx: Context) -> None:
+    def __init__(self, agent: Agent, ctx: Context, followups: Followups | None = None) -> None:
         self.agent = agent
         self.ctx = ctx
+        self.followups = followups
         self.tally = Tally(agent.budget, inherited_budget())
 
     # -- model calls ---------------------------------------------------------------------
@@ -277,6 +282,8 @@ class _Loop:
         while True:
             if turns >= agent.max_turns:
                 raise MaxTurnsExceeded(self._out_of_turns(messages))
+            if self.followups is not None:  # recorded receives: replay adds the same
+                messages.extend(await self.followups(self.ctx))
             if agent.context is not None:
                 messages = list(await agent.context(messages, self.call_model))
             out = await self.call_model(messages, options=agent.options)

@@ -581,26 +581,48 @@ class Runner:
         await cancel_run(self.store, self._table, run_id)
 
     # -- conversations and turn queues (threads.py) ------------------------------
-    def thread(self, agent: Any, thread_id: str, **options: Any) -> Thread:
+    def thread(
+        self, agent: Any, thread_id: str, *, queue: str | None = None, **options: Any
+    ) -> Thread:
         """A durable conversation with ``agent`` under ``thread_id``: ``await
         thread.send(message)`` returns the reply; the history lives in the
         ledger. ``options``: ``max_turns``, ``max_bytes``, ``carry_last`` (when
-        and how much to carry into a fresh generation), see :mod:`.threads`."""
-        return Thread(self, thread_policy(agent, **options), thread_id)
+        and how much to carry into a fresh generation), ``followups``
+        (``"queue"``, or ``"inject"`` at the agent's next model call), see
+        :mod:`.threads`. ``queue``: this runner only enqueues the thread's
+        run and its turns there, for a worker serving ``thread_policies(agent)``;
+        None executes them here."""
+        return Thread(self, thread_policy(agent, **options), thread_id, queue)
 
     async def send(
-        self, thread_id: str, message: Any, *, agent: Any, message_id: str | None = None
+        self,
+        thread_id: str,
+        message: Any,
+        *,
+        agent: Any,
+        message_id: str | None = None,
+        queue: str | None = None,
     ) -> Any:
         """Send ``message`` to the conversation ``thread_id`` with ``agent``
         (started if new) and return the agent's reply to it."""
-        return await self.thread(agent, thread_id).send(message, message_id=message_id)
+        thread = self.thread(agent, thread_id, queue=queue)
+        return await thread.send(message, message_id=message_id)
 
-    def turns(self, agent: Any, queue_id: str, *, parallel: int = 1, **options: Any) -> Thread:
+    def turns(
+        self,
+        agent: Any,
+        queue_id: str,
+        *,
+        parallel: int = 1,
+        queue: str | None = None,
+        **options: Any,
+    ) -> Thread:
         """A turn queue for ``agent`` (no history): callers ``put`` turns, the
         agent takes them in order, ``parallel`` at a time, and each caller
-        gets its own result (``await handle.result()``) or stream."""
+        gets its own result (``await handle.result()``) or stream. ``queue``:
+        as for :meth:`thread`."""
         loop = thread_policy(agent, history=False, parallel=parallel, **options)
-        return Thread(self, loop, queue_id)
+        return Thread(self, loop, queue_id, queue)
 
     async def _claim_thread(
         self,
