@@ -6,7 +6,6 @@ for, records every step in a ledger, and resumes a run that died by replay.
 
 from .core.context import Context
 from .core.declared import register_type
-from .core.engine.mailbox import Mail, MailboxClosed
 from .core.errors import (
     CancelledRun,
     CorruptedRecord,
@@ -35,6 +34,7 @@ from .core.events import (
     RunFinished,
     TextDelta,
 )
+from .core.mail import Mail, MailboxClosed
 from .core.message import ActionCall, ActionResult, Media, Message, Text
 from .core.policy import Policy, ToolSpec, policy
 from .core.schema import ArgumentError

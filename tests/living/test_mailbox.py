@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import stalwart as sw
-from stalwart.core.engine.mailbox import MAIL, envelope, mail_wakes
 from stalwart.core.errors import RunNotFound
+from stalwart.core.mail import MAIL, envelope, mail_wakes
 
 APP = str(Path(__file__).with_name("agents_app.py"))
 

@@ -13,7 +13,7 @@ Real SQLite and PostgreSQL, a real runner.
 from __future__ import annotations
 
 import stalwart as sw
-from stalwart.core.engine.mailbox import MAIL
+from stalwart.core.mail import MAIL
 
 
 @sw.policy
@@ -50,7 +50,7 @@ async def test_each_generation_of_a_run_delivers_its_own_messages(store_url: str
 def test_a_forged_mail_row_nested_past_the_parser_depth_matches_nothing() -> None:
     """A row edited by hand to nest deeper than ``json`` can parse is not an
     envelope: it matches no filter and is no wait for mail, never a crash."""
-    from stalwart.core.engine.mailbox import MAIL, mail_filter, mail_matches
+    from stalwart.core.mail import MAIL, mail_filter, mail_matches
 
     deep = "[" * 200_000 + "]" * 200_000
     assert mail_matches(deep, "alice", None) is False

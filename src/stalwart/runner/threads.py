@@ -58,10 +58,10 @@ from typing import Any, Literal, Protocol
 from ..core import codec
 from ..core.context import Context
 from ..core.declared import register_type
-from ..core.engine.mailbox import Mail
 from ..core.errors import InputMismatchError, StalwartError, StoreError
 from ..core.events import Emitted, Event, RunFinished
 from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, check_run_id
+from ..core.mail import Mail
 from ..core.message import Message
 from ..core.policy import Policy, as_policy, policy
 from ..stores.base import Store

@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.engine.mailbox import Delivery
 from ..core.errors import CorruptedRecord
 from ..core.ledger import (
     CHILDREN_WAIT,
@@ -26,6 +25,7 @@ from ..core.ledger import (
     RunStatus,
     StepRecord,
 )
+from ..core.mail import Delivery
 
 __all__ = [
     "Beat",
@@ -499,7 +499,7 @@ class Store(abc.ABC):
         same payload, so a crash between taking and recording loses nothing.
         """
 
-    # -- mailboxes (stalwart.core.engine.mailbox) ------------------------------
+    # -- mailboxes (stalwart.core.mail, stalwart.core.engine.mailbox) ----------
     async def deliver_mail(
         self, run_id: str, envelope: str, uid: str, wakes: Sequence[str]
     ) -> Delivery:

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..core.engine.mailbox import MAIL, Delivery, mail_filter, mail_matches
 from ..core.errors import RunNotFound, StaleLeaseError, StoreError
 from ..core.ledger import TERMINAL, RunRecord, RunStatus, StepRecord
+from ..core.mail import MAIL, Delivery, mail_filter, mail_matches
 from ..core.stepargs import as_stored, expanding
 from .base import (
     CANCELLED_ERROR,

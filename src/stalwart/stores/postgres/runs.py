@@ -8,8 +8,8 @@ from typing import Any
 
 from psycopg import errors as pg_errors
 
-from ...core.engine.mailbox import mail_filter
 from ...core.ledger import RunRecord
+from ...core.mail import mail_filter
 from ..base import (
     CANCELLED_ERROR,
     RUN_COLUMNS,

@@ -7,9 +7,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ...core.engine.mailbox import MAIL, Delivery, mail_matches
 from ...core.errors import RunNotFound, StoreError
 from ...core.ledger import TERMINAL, RunRecord, StepRecord
+from ...core.mail import MAIL, Delivery, mail_matches
 from ..base import archived_run, run_from_row, run_to_row, step_row
 from ..sql import Statements, quoted
 from .connection import Conn, PostgresBase

@@ -7,8 +7,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ...core.engine.mailbox import mail_filter
 from ...core.ledger import RunRecord
+from ...core.mail import mail_filter
 from ..base import (
     CANCELLED_ERROR,
     RUN_COLUMNS,
