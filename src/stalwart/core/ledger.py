@@ -7,6 +7,7 @@ Values are JSON text already, so every store keeps the same bytes.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,12 +18,16 @@ __all__ = [
     "CHILDREN_WAIT",
     "CHILD_MARK",
     "MAX_RUN_ID",
+    "PRIORITY_MAX",
+    "PRIORITY_MIN",
     "TERMINAL",
     "Ledger",
     "RunRecord",
     "RunStatus",
     "StepRecord",
     "asked_key",
+    "check_delay",
+    "check_priority",
     "check_run_id",
     "child_group",
     "child_run_id",
@@ -132,6 +137,33 @@ def check_run_id(run_id: object) -> str:
     if not run_id.isprintable():
         raise ValueError(f"run id {run_id[:80]!r} contains control characters")
     return run_id
+
+
+#: A run's priority as every store holds it (PostgreSQL's ``integer``).
+PRIORITY_MIN, PRIORITY_MAX = -(2**31), 2**31 - 1
+
+
+def check_priority(priority: object) -> int:
+    """A run's priority: an int the stores can hold, else an error naming it
+    (a value past the column's range would fail in the store, as if it were down)."""
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError(f"priority is an int, not {type(priority).__name__}")
+    if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
+        raise ValueError(f"priority {priority} is out of range ({PRIORITY_MIN} to {PRIORITY_MAX})")
+    return priority
+
+
+def check_delay(delay: object) -> float | None:
+    """A start delay in seconds: finite and not negative (None or 0: no delay).
+    An endless delay would be a run no worker ever takes, and a wake time no
+    reader can show."""
+    if delay is None:
+        return None
+    if isinstance(delay, bool) or not isinstance(delay, int | float):
+        raise TypeError(f"delay is a number of seconds, not {type(delay).__name__}")
+    if not math.isfinite(delay) or delay < 0:
+        raise ValueError(f"delay is a finite number of seconds >= 0, not {delay!r}")
+    return float(delay) or None
 
 
 class Ledger(Protocol):

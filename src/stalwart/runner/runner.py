@@ -29,7 +29,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 from ..core.context import SupportsPolicy
 from ..core.errors import RunNotFound, StoreError
 from ..core.events import Event, Hook
-from ..core.ledger import RunRecord, StepRecord, check_run_id
+from ..core.ledger import RunRecord, StepRecord, check_delay, check_priority, check_run_id
 from ..core.policy import Policy
 from ..stores import open_store
 from ..stores.base import Store, this_host
@@ -380,6 +380,7 @@ class Runner:
         """
         if self.store.ephemeral:
             raise StoreError("enqueue needs a durable store; in memory, use start()")
+        priority, delay = check_priority(priority), check_delay(delay)
         await self.open()
         run_id = _run_id(run_id)
         pol = self.register(target)

@@ -1,0 +1,45 @@
+"""What enqueue is given for a run's timing is checked before anything is
+stored: an endless delay would be a run no worker takes and a wake time no
+reader can show; a priority past the store's column fails in the store as if
+it were down."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+import stalwart as sw
+
+
+@sw.policy
+async def job(n: int) -> int:
+    return n
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "says"),
+    [
+        ({"delay": math.inf}, ValueError, "delay"),
+        ({"delay": math.nan}, ValueError, "delay"),
+        ({"delay": -1}, ValueError, "delay"),
+        ({"delay": "soon"}, TypeError, "delay"),
+        ({"priority": 2**40}, ValueError, "priority"),
+        ({"priority": 1.5}, TypeError, "priority"),
+    ],
+)
+async def test_bad_timing_is_refused_before_anything_is_stored(
+    tmp_path: Path, kwargs: dict[str, object], error: type[Exception], says: str
+) -> None:
+    async with sw.Runner(f"sqlite:///{tmp_path / 'q.db'}") as runner:
+        with pytest.raises(error, match=says):
+            await runner.enqueue(job, 1, run_id="r", **kwargs)  # type: ignore[arg-type]
+        assert await runner.list_runs() == []
+
+
+async def test_a_finite_delay_and_an_extreme_priority_are_kept(tmp_path: Path) -> None:
+    async with sw.Runner(f"sqlite:///{tmp_path / 'q.db'}") as runner:
+        await runner.enqueue(job, 1, run_id="r", delay=60, priority=2**31 - 1)
+        rec = await runner.get_run("r")
+        assert rec.priority == 2**31 - 1 and rec.wake_at is not None
