@@ -43,3 +43,12 @@ async def test_a_finite_delay_and_an_extreme_priority_are_kept(tmp_path: Path) -
         await runner.enqueue(job, 1, run_id="r", delay=60, priority=2**31 - 1)
         rec = await runner.get_run("r")
         assert rec.priority == 2**31 - 1 and rec.wake_at is not None
+
+
+async def test_a_batch_with_bad_timing_is_refused_whole(tmp_path: Path) -> None:
+    async with sw.Runner(f"sqlite:///{tmp_path / 'q.db'}") as runner:
+        with pytest.raises(ValueError, match="delay"):
+            await runner.enqueue_many([sw.RunCall(job, 1, run_id="a")], delay=math.inf)
+        with pytest.raises(ValueError, match="priority"):
+            await runner.enqueue_many([sw.RunCall(job, 1, run_id="a")], priority=-(2**40))
+        assert await runner.list_runs() == []

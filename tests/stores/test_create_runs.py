@@ -148,3 +148,36 @@ async def test_awkward_values_round_trip_exactly(store: Store) -> None:
     assert (got.wake_at, got.trace, got.created_at, got.parent_id) == (1234.5, None, 99.25, None)
     other = await store.get_run("plain")
     assert other is not None and other.priority == 2**31 - 1
+
+
+async def test_a_batch_whose_columns_vary_run_to_run_round_trips_exactly(store: Store) -> None:
+    """Each column constant in some batches and varying in others, NULL in
+    some rows and set in others, with ids that exist beside new ones: every
+    stored run is exactly the record given (PostgreSQL sends a column that
+    is the same in every row once, and only the varying ones as arrays)."""
+    old = RunRecord("old", "p", '{"args":[0],"kwargs":{}}', queue="q", created_at=1.0)
+    assert await store.create_runs([old]) == []  # a batch of one: nothing varies
+    given = [
+        RunRecord(
+            f"r{i}",
+            "p" if i % 2 else "other",
+            f'{{"args":[{i}],"kwargs":{{}}}}',
+            created_at=100.0 + i,
+            updated_at=100.0 + i,
+            code_version="v1",
+            wake_at=None if i % 3 else 50.5 + i,
+            queue="q" if i < 3 else "z",
+            priority=i % 2,
+            trace=None if i % 2 else f'{{"traceparent":"{i}"}}',
+        )
+        for i in range(6)
+    ]
+    moved = RunRecord("old", "p", '{"args":[1],"kwargs":{}}', queue="elsewhere")
+    existed = await store.create_runs([given[0], moved, *given[1:]])
+    assert existed == [old]  # kept as it was, and handed back as stored
+    stored = {r.id: r for r in await store.get_runs([r.id for r in given] + ["old"])}
+    assert stored == {**{r.id: r for r in given}, "old": old}
+    # ...and a batch where every column is the same but the id.
+    same = [RunRecord(f"s{i}", "p", "{}", created_at=7.0, updated_at=7.0) for i in range(3)]
+    assert await store.create_runs(same) == []
+    assert sorted(await store.get_runs(["s0", "s1", "s2"]), key=lambda r: r.id) == same

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+from json.encoder import encode_basestring_ascii as _json_string
 from typing import Any
 
 from ..core import codec
@@ -43,17 +44,115 @@ def run_inputs(
     pol: Policy[Any, Any], run_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> str:
     """A run's inputs as recorded: arguments bound to the policy's parameters,
-    so that passing one by keyword or by position records the same thing."""
+    so that passing one by keyword or by position records the same thing.
+
+    Called once a run by ``enqueue`` and ``enqueue_many`` (B11), so the
+    common case is kept cheap without changing a byte of what is recorded:
+    the binding is planned once per call shape (how many positional
+    arguments, which keywords) since ``Signature.bind`` looks only at names,
+    never at values; and arguments that are all plain scalars are written as
+    JSON directly, the text ``codec.dumps`` would give. Anything else (a
+    list, a model, a NaN) goes through ``codec.dumps``, which checks and
+    names what cannot be recorded.
+    """
     pol.declare_types()
+    if kwargs:
+        plan = _plan(pol, len(args), tuple(kwargs))
+        if plan is not None:
+            slots, names = plan
+            given = kwargs
+            args = tuple(args[s] if isinstance(s, int) else given[s] for s in slots)
+            kwargs = {k: given[k] for k in names}
+    text = _plain_text(args, kwargs)
+    if text is not None:
+        return text
+    return codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {run_id!r}")
+
+
+def _scalar(value: Any) -> str | None:
+    """``value`` as JSON text when it is a plain scalar (exactly ``json.dumps``'s
+    text for it), or None for anything that needs the codec."""
+    t = value.__class__
+    if t is int:
+        try:
+            return int.__repr__(value)
+        except ValueError:  # too many digits to print: the codec says so
+            return None
+    if t is str:
+        return _json_string(value)
+    if t is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if t is float and value - value == 0.0:  # finite
+        return float.__repr__(value)
+    return None
+
+
+def _plain_text(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """``{"args": [...], "kwargs": {...}}`` as ``codec.dumps`` writes it, when
+    every argument is a plain scalar; None otherwise."""
+    parts: list[str] = []
+    for value in args:
+        text = _scalar(value)
+        if text is None:
+            return None
+        parts.append(text)
+    head = '{"args":[' + ",".join(parts) + '],"kwargs":{'
+    if not kwargs:
+        return head + "}}"
+    items: list[str] = []
+    for key, value in kwargs.items():
+        text = _scalar(value)
+        # The codec tags a dict with a key like "$t": any "$" key is left to it.
+        if text is None or key.__class__ is not str or key.startswith("$"):
+            return None
+        items.append(_json_string(key) + ":" + text)
+    return head + ",".join(items) + "}}"
+
+
+class _Slot:
+    """A placeholder bound in place of an argument, to learn where it goes."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: int | str) -> None:
+        self.source = source
+
+
+_Plan = tuple[tuple["int | str", ...], tuple[str, ...]]
+_MAX_PLANS = 256  # call shapes remembered a policy
+
+
+def _plan(pol: Policy[Any, Any], npos: int, keys: tuple[str, ...]) -> _Plan | None:
+    """Where ``Signature.bind`` puts each argument of a call with ``npos``
+    positional arguments and keywords ``keys``: the source (index or keyword)
+    of each bound positional argument, and the bound keywords in order.
+    None when the call does not bind (the call itself will say what is
+    wrong) or the policy has no signature; the arguments are kept as given."""
+    plans: dict[tuple[int, tuple[str, ...]], _Plan | None] | None = pol.__dict__.get("_plans")
+    if plans is None:
+        plans = pol.__dict__["_plans"] = {}
+    key = (npos, keys)
+    if key in plans:
+        return plans[key]
     sig = _binding(pol)
+    plan: _Plan | None = None
     if sig is not None:
         try:
-            bound = sig.bind(*args, **kwargs)
+            bound = sig.bind(*(_Slot(i) for i in range(npos)), **{k: _Slot(k) for k in keys})
         except TypeError:
-            pass  # the call itself will say what is wrong
+            pass
         else:
-            args, kwargs = bound.args, bound.kwargs
-    return codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {run_id!r}")
+            slots = tuple(s.source for s in bound.args)
+            for name, slot in bound.kwargs.items():
+                if slot.source != name:  # never: a keyword binds under its own name
+                    break
+            else:
+                plan = (slots, tuple(bound.kwargs))
+    if len(plans) < _MAX_PLANS:
+        plans[key] = plan
+    return plan
 
 
 def _binding(pol: Policy[Any, Any]) -> inspect.Signature | None:

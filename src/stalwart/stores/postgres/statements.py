@@ -64,17 +64,6 @@ class PgStatements(Statements):
         super().__init__(postgres(s))
         self.s = s
         self.create_run_returning = f"{self.create_run} RETURNING {RUN_COLUMNS}"
-        # The columns go as binary arrays (%b): the text format quotes and
-        # escapes every element with a regular expression, which was most of
-        # the client's time in a batch enqueue (B11).
-        self.create_runs = (
-            f"INSERT INTO {s}.runs ({RUN_COLUMNS}) SELECT * FROM unnest("
-            "%b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[], "
-            "%b::float8[], %b::float8[], %b::text[], %b::float8[], %b::text[], %b::text[], "
-            "%b::float8[], %b::int8[], %b::bool[], %b::text[], %b::int4[], %b::text[], %b::text[]) "
-            "ON CONFLICT (id) DO NOTHING"
-        )
-        self.create_runs_returning = f"{self.create_runs} RETURNING id"
         self.claim = f"""UPDATE {s}.runs SET owner = %(owner)s,
                 lease_expires_at = {NOW} + %(lease)s, fence = fence + 1, status = 'running',
                 wake_at = NULL, waiting_for = NULL, updated_at = %(now)s

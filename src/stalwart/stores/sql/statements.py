@@ -12,13 +12,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
-from ...core.ledger import CHILDREN_WAIT
+from ...core.ledger import CHILDREN_WAIT, RunRecord
 from ..base import RUN_COLUMNS
-from .columns import STEP_COLUMNS
+from .columns import RUN_FIELDS, STEP_COLUMNS
 
-__all__ = ["FINISHED", "Dialect", "Statements"]
+__all__ = ["FINISHED", "Dialect", "Statements", "run_rows"]
+
+_run_row = attrgetter(*RUN_FIELDS)
+
+
+def run_rows(runs: Sequence[RunRecord]) -> list[tuple[Any, ...]]:
+    """The values of :data:`~stalwart.stores.base.RUN_COLUMNS` for each run,
+    in order: what ``create_runs`` inserts. One C ``attrgetter`` a row, not
+    nineteen ``getattr`` calls in a generator (a batch enqueue builds a
+    thousand of them, B11)."""
+    return list(map(_run_row, runs))
+
 
 # The statuses of a finished run, as an SQL list.
 FINISHED = "('succeeded', 'failed', 'cancelled')"

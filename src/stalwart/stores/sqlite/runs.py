@@ -18,6 +18,7 @@ from ..base import (
     run_to_row,
 )
 from ..sql import counts, fence_refusal
+from ..sql.statements import run_rows
 from .signals import unread_mail
 from .writer import SQLiteBase
 
@@ -45,7 +46,7 @@ class SQLiteRuns(SQLiteBase):
         return out
 
     async def create_runs(self, runs: Sequence[RunRecord]) -> list[RunRecord]:
-        rows = [run_to_row(r) for r in runs]
+        rows = run_rows(runs)
         if not rows:
             return []
 
