@@ -19,6 +19,7 @@ test it in process"):
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -114,8 +115,12 @@ def test_a_run_with_an_endless_delay_does_not_break_the_listing(tmp_path: Path) 
 
     async def go() -> None:
         async with sw.Runner(url, policies=[r3_greet]) as runner:  # from Python, not HTTP
-            await runner.enqueue(r3_greet, "Ada", run_id="never", delay=float("inf"))
+            await runner.enqueue(r3_greet, "Ada", run_id="never", delay=3600)
             await runner.enqueue(r3_greet, "Bob", run_id="soon")
+        # enqueue refuses an endless delay now; a row from an older version,
+        # or edited by hand, can still hold one.
+        with sqlite3.connect(tmp_path / "api.db") as db:
+            db.execute("UPDATE runs SET wake_at = 9e999 WHERE id = 'never'")
         app = create_app(url, [r3_greet], tokens=[TOKEN])
         async for c in _with(app):
             listing = await c.get("/runs", headers=AUTH)

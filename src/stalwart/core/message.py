@@ -6,24 +6,310 @@ chat APIs, so that providers convert it without loss: a ``role`` the APIs know
 policy's name), content ``parts`` (text and media), and at most one action
 ``call`` or action ``result``. Parallel tool calls are consecutive call
 messages; providers merge them back into one assistant turn.
+
+A message never changes once built, down to its payload: the dicts, lists
+and sets of a call's ``arguments``, a result's ``value`` and ``meta`` are
+copied at construction into read-only containers (:class:`ReadOnlyDict`,
+:class:`ReadOnlyList`, :class:`ReadOnlySet`) that read like the builtins they
+subclass but refuse every change. The ledger relies on it: a step's
+arguments record only what is new, and a message a step has seen is trusted
+to be the same object with the same content at the next step (S5). Other
+objects inside a payload (a pydantic model, a dataclass) are kept as they
+are and must be treated as immutable too.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn, SupportsIndex
 
 from .codec import decode, dumps, encode, loads, register_core_type
 
-__all__ = ["ActionCall", "ActionResult", "Media", "Message", "Role", "Text", "plain", "result_text"]
+__all__ = [
+    "ActionCall",
+    "ActionResult",
+    "Media",
+    "Message",
+    "ReadOnlyDict",
+    "ReadOnlyList",
+    "ReadOnlySet",
+    "Role",
+    "Text",
+    "freeze",
+    "plain",
+    "result_text",
+    "thaw",
+]
 
 Role = Literal["system", "user", "assistant", "tool"]
 
 
 def _new_id() -> str:
     return uuid.uuid4().hex
+
+
+# -- read-only payloads -----------------------------------------------------------
+# A message's dicts, lists and sets are copied once, when it is built, into
+# these: they are still a dict, a list, a set to every reader (isinstance,
+# json, pydantic, ==, the codec), but a change raises instead of slipping
+# past the ledger, which trusts a message it has seen not to change (S5).
+# Copying once per message keeps a turn's cost to its new messages; encoding
+# every message again each turn would make a long conversation quadratic.
+
+
+def _refused(container: object, method: str) -> NoReturn:
+    kind = type(container).__name__
+    raise TypeError(
+        f"{kind}.{method}(): this {kind[8:].lower()} is part of a stalwart Message, whose "
+        "payload is read-only (the ledger trusts a message it has seen not to change); "
+        "build a new message instead, e.g. msg.replace(value={**msg.action_result.value, "
+        "'k': 1}) or msg.replace(arguments=...), or take a mutable deep copy with "
+        "stalwart.core.message.thaw(...)"
+    )
+
+
+class ReadOnlyDict(dict[Any, Any]):
+    """A dict inside a :class:`Message`: reads as a dict, refuses changes.
+
+    Its values are read-only too. ``copy()``, ``|`` and ``dict(d)`` give an
+    ordinary (shallow) dict; :func:`thaw` a deep mutable copy. It pickles,
+    copies and deep-copies as itself.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ReadOnlyDict:
+        self = dict.__new__(cls)
+        dict.__init__(self, {k: _freeze(v) for k, v in dict(*args, **kwargs).items()})
+        return self
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Built by ``__new__``: calling ``__init__`` again changes nothing."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ReadOnlyDict, (dict(self),))
+
+    def __copy__(self) -> ReadOnlyDict:
+        return self
+
+    @classmethod
+    def fromkeys(cls, iterable: Any, value: Any = None) -> ReadOnlyDict:
+        return cls(dict.fromkeys(iterable, value))
+
+    def __setitem__(self, key: Any, value: Any) -> NoReturn:
+        _refused(self, "__setitem__")
+
+    def __delitem__(self, key: Any) -> NoReturn:
+        _refused(self, "__delitem__")
+
+    def __ior__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        _refused(self, "__ior__")
+
+    def clear(self) -> NoReturn:
+        _refused(self, "clear")
+
+    def pop(self, *args: Any) -> NoReturn:
+        _refused(self, "pop")
+
+    def popitem(self) -> NoReturn:
+        _refused(self, "popitem")
+
+    def setdefault(self, *args: Any) -> NoReturn:
+        _refused(self, "setdefault")
+
+    def update(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refused(self, "update")
+
+
+class ReadOnlyList(list[Any]):
+    """A list inside a :class:`Message`: reads as a list, refuses changes.
+
+    Its items are read-only too. ``copy()``, slicing, ``+`` and ``list(x)``
+    give an ordinary (shallow) list; :func:`thaw` a deep mutable copy.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, iterable: Any = ()) -> ReadOnlyList:
+        self = list.__new__(cls)
+        list.__init__(self, [_freeze(v) for v in iterable])
+        return self
+
+    def __init__(self, iterable: Any = ()) -> None:
+        """Built by ``__new__``: calling ``__init__`` again changes nothing."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ReadOnlyList, (list(self),))
+
+    def __copy__(self) -> ReadOnlyList:
+        return self
+
+    def __setitem__(self, index: Any, value: Any) -> NoReturn:
+        _refused(self, "__setitem__")
+
+    def __delitem__(self, index: Any) -> NoReturn:
+        _refused(self, "__delitem__")
+
+    def __iadd__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        _refused(self, "__iadd__")
+
+    def __imul__(self, n: SupportsIndex) -> NoReturn:
+        _refused(self, "__imul__")
+
+    def append(self, value: Any) -> NoReturn:
+        _refused(self, "append")
+
+    def extend(self, values: Any) -> NoReturn:
+        _refused(self, "extend")
+
+    def insert(self, index: SupportsIndex, value: Any) -> NoReturn:
+        _refused(self, "insert")
+
+    def pop(self, index: SupportsIndex = -1) -> NoReturn:
+        _refused(self, "pop")
+
+    def remove(self, value: Any) -> NoReturn:
+        _refused(self, "remove")
+
+    def clear(self) -> NoReturn:
+        _refused(self, "clear")
+
+    def sort(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refused(self, "sort")
+
+    def reverse(self) -> NoReturn:
+        _refused(self, "reverse")
+
+
+class ReadOnlySet(set[Any]):
+    """A set inside a :class:`Message`: reads as a set, refuses changes.
+
+    ``copy()``, ``|``, ``&``, ``-`` and ``set(x)`` give an ordinary set.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, iterable: Any = ()) -> ReadOnlySet:
+        self = set.__new__(cls)
+        set.__init__(self, iterable)
+        return self
+
+    def __init__(self, iterable: Any = ()) -> None:
+        """Built by ``__new__``: calling ``__init__`` again changes nothing."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ReadOnlySet, (set(self),))
+
+    def __copy__(self) -> ReadOnlySet:
+        return self
+
+    def add(self, value: Any) -> NoReturn:
+        _refused(self, "add")
+
+    def discard(self, value: Any) -> NoReturn:
+        _refused(self, "discard")
+
+    def remove(self, value: Any) -> NoReturn:
+        _refused(self, "remove")
+
+    def pop(self) -> NoReturn:
+        _refused(self, "pop")
+
+    def clear(self) -> NoReturn:
+        _refused(self, "clear")
+
+    def update(self, *others: Any) -> NoReturn:
+        _refused(self, "update")
+
+    def difference_update(self, *others: Any) -> NoReturn:
+        _refused(self, "difference_update")
+
+    def intersection_update(self, *others: Any) -> NoReturn:
+        _refused(self, "intersection_update")
+
+    def symmetric_difference_update(self, other: Any) -> NoReturn:
+        _refused(self, "symmetric_difference_update")
+
+    def __ior__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        _refused(self, "__ior__")
+
+    def __iand__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        _refused(self, "__iand__")
+
+    def __isub__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        _refused(self, "__isub__")
+
+    def __ixor__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        _refused(self, "__ixor__")
+
+
+# Values kept as they are: immutable already (a Message is frozen; the
+# read-only containers hold only read-only values).
+_KEPT: frozenset[type] = frozenset(
+    {str, int, float, bool, type(None), bytes, frozenset, ReadOnlyDict, ReadOnlyList, ReadOnlySet}
+)
+
+
+def freeze(value: Any, where: str = "a message's payload") -> Any:
+    """``value`` with every dict, list and set in it (through tuples too)
+    copied into a read-only one; anything else kept as it is.
+
+    A value that holds nothing to copy is returned itself. Objects that are
+    not containers (a pydantic model, a dataclass, a Message) are kept, not
+    copied: treat them as immutable. Raises ``ValueError`` naming ``where``
+    for a value that contains itself.
+    """
+    if type(value) in _KEPT:
+        return value
+    try:
+        return _freeze(value)
+    except RecursionError:
+        raise ValueError(f"{where}: the value is nested too deeply, or contains itself") from None
+
+
+def _freeze(value: Any) -> Any:
+    # The hot path of building a message: plain dicts and lists of scalars
+    # are copied at C speed, without a call per scalar (B9, a provider's reply).
+    t = type(value)
+    if t in _KEPT:
+        return value
+    if t is dict or isinstance(value, dict):
+        d = _dict_new(ReadOnlyDict)
+        _dict_init(d, {k: v if type(v) in _KEPT else _freeze(v) for k, v in value.items()})
+        return d
+    if t is list or isinstance(value, list):
+        lst = _list_new(ReadOnlyList)
+        _list_init(lst, [v if type(v) in _KEPT else _freeze(v) for v in value])
+        return lst
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):  # not a named tuple
+        items = [_freeze(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return tuple(items)
+    if isinstance(value, set):
+        return ReadOnlySet(value)  # set items are hashable: nothing inside to copy
+    return value
+
+
+_dict_new, _dict_init = dict.__new__, dict.__init__
+_list_new, _list_init = list.__new__, list.__init__
+
+
+def thaw(value: Any) -> Any:
+    """A mutable deep copy of a payload: plain dicts, lists and sets again,
+    to change and build a new message from. Other objects are shared."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [thaw(v) for v in value]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(thaw(v) for v in value)
+    if isinstance(value, set) and not isinstance(value, frozenset):
+        return set(value)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +330,8 @@ class Media:
     def __post_init__(self) -> None:
         if (self.data is None) == (self.url is None):
             raise ValueError("Media needs exactly one of data or url")
+        if self.data is not None and type(self.data) is not bytes:  # a bytearray can change
+            object.__setattr__(self, "data", bytes(self.data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +345,14 @@ class ActionCall:
 
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any]  # a ReadOnlyDict once built
     invalid: str | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.arguments) is not ReadOnlyDict:
+            object.__setattr__(
+                self, "arguments", freeze(self.arguments, f"arguments of {self.name!r}")
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,17 +365,23 @@ class ActionResult:
     error_type: str | None = None
     error_message: str | None = None
 
+    def __post_init__(self) -> None:
+        if type(self.value) not in _KEPT:
+            object.__setattr__(self, "value", freeze(self.value, f"result of {self.name!r}"))
+
     @property
     def is_error(self) -> bool:
         return self.error_type is not None
 
 
 Part = Text | Media
+_UNSET: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One observation or action. Immutable; build with the class methods."""
+    """One observation or action. Immutable, down to the dicts and lists of
+    its payload; build with the class methods, change with :meth:`replace`."""
 
     role: Role
     actor: str
@@ -93,6 +393,12 @@ class Message:
     # interpret: token usage, finish reason, reasoning or thinking blocks that
     # must be sent back. JSON values only.
     meta: dict[str, Any] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if type(self.parts) is not tuple:  # a list of parts could change
+            object.__setattr__(self, "parts", tuple(self.parts))
+        if self.meta is not None and type(self.meta) is not ReadOnlyDict:
+            object.__setattr__(self, "meta", freeze(self.meta, "message meta"))
 
     # -- building -----------------------------------------------------------
     @classmethod
@@ -118,7 +424,7 @@ class Message:
         invalid: str | None = None,
     ) -> Message:
         """A call of the option ``name``; ``id`` pairs it with its result."""
-        call = ActionCall(id or f"call_{_new_id()[:16]}", name, dict(arguments or {}), invalid)
+        call = ActionCall(id or f"call_{_new_id()[:16]}", name, arguments or {}, invalid)
         return cls("assistant", actor, (), action_call=call)
 
     @classmethod
@@ -153,6 +459,26 @@ class Message:
             error_message = error_message if error_message is not None else str(error)
         result = ActionResult(call_id, name, value, error_type, error_message)
         return cls("tool", actor or name, (), action_result=result)
+
+    def replace(self, *, arguments: Any = _UNSET, value: Any = _UNSET, **changes: Any) -> Message:
+        """A new message like this one with ``changes`` (its fields by name).
+
+        ``arguments=`` gives a call message new call arguments, ``value=`` a
+        result message a new value: the way to "change" a payload, which is
+        read-only (``msg.replace(value={**msg.action_result.value, "k": 1})``).
+        The id is kept unless ``id=`` is given, as with ``dataclasses.replace``.
+        """
+        if arguments is not _UNSET:
+            if self.action_call is None:
+                raise ValueError(f"replace(arguments=...): message {self.id} is not an action call")
+            call = changes.get("action_call", self.action_call)
+            changes["action_call"] = dataclasses.replace(call, arguments=arguments)
+        if value is not _UNSET:
+            if self.action_result is None:
+                raise ValueError(f"replace(value=...): message {self.id} is not an action result")
+            result = changes.get("action_result", self.action_result)
+            changes["action_result"] = dataclasses.replace(result, value=value)
+        return dataclasses.replace(self, **changes)
 
     # -- reading ------------------------------------------------------------
     @property

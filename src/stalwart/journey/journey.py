@@ -29,7 +29,7 @@ from pydantic.json_schema import SkipJsonSchema
 from ..core.context import Context
 from ..core.declared import declare_annotation
 from ..core.errors import CorruptedRecord
-from ..core.message import Message
+from ..core.message import Message, thaw
 from ..core.policy import Policy, as_policy
 from ..llm import Usage, usage_of
 from .turn import EFFECTS, Effects, Scope, offered, scope
@@ -297,7 +297,8 @@ class _Here(Generic[E, S]):
                 continue
             changed = True
             if effects.fields:
-                merged = {**self.state.model_dump(mode="json"), **effects.fields}
+                # A message's payload is read-only; the state is the tools' to change.
+                merged = {**self.state.model_dump(mode="json"), **thaw(effects.fields)}
                 self.state = self.journey.state_type.model_validate(merged)
             if effects.goto is not None:
                 self.step = self.journey.kind[effects.goto]

@@ -33,7 +33,7 @@ import inspect
 import json
 from typing import Any
 
-from ..core.message import ActionCall
+from ..core.message import ActionCall, thaw
 from ..core.message import Message as SwMessage
 from ..core.policy import Policy as SwPolicy
 from ..core.policy import current_context
@@ -76,7 +76,9 @@ def from_stalwart(messages: list[SwMessage]) -> list[Message]:
     out: list[Message] = []
     for m in messages:
         if m.meta and _META in m.meta:
-            out.append(Message.from_dict(m.meta[_META]))
+            # A PocketJoe message may be changed: it gets its own copy of
+            # the read-only payload the Stalwart message carries.
+            out.append(Message.from_dict(thaw(m.meta[_META])))
             continue
         r = m.action_result
         if r is None:  # not produced here; keep what it says
@@ -100,7 +102,7 @@ def from_stalwart(messages: list[SwMessage]) -> list[Message]:
                 Message(
                     actor=r.name,
                     type="action_result",
-                    payload={"content": r.value},
+                    payload={"content": thaw(r.value)},
                     tool_id=r.call_id,
                 )
             )

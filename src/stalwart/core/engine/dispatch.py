@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from .. import codec
 from ..context import Context
 from ..errors import SerializationError, StepError, UnknownOption
-from ..message import ActionCall, Message
+from ..message import ActionCall, Message, thaw
 from ..policy import Policy, ToolSpec, as_policy, current_step
 from ..schema import ArgumentError
 from .control import NOT_STEP_ERRORS, Halt, leaves_of
@@ -242,7 +242,9 @@ class Dispatch(Journal):
                 error_message=f"{name!r} is not an allowed option; allowed options: {names}",
             )
         try:
-            kwargs = pol.validate(call.arguments)
+            # The option gets arguments of its own to change as it likes:
+            # the call's are read-only, part of the conversation.
+            kwargs = pol.validate(thaw(call.arguments))
         except ArgumentError as exc:
             return Message.result(call, error_type="InvalidArguments", error_message=str(exc))
         try:

@@ -19,7 +19,7 @@ from typing import Any
 from .. import codec
 from ..errors import DuplicatePolicy, SerializationError
 from ..keys import key_parts
-from ..message import Message
+from ..message import Message, ReadOnlyDict, ReadOnlyList, ReadOnlySet
 from ..policy import Policy, ToolSpec, as_policy, same_policy, where_defined
 from ..recorded import SCALARS
 from ..stepargs import args_digest, ext_node, out_node
@@ -149,6 +149,8 @@ def step_hash(text: str) -> str:
 # which are immutable (``Message`` is frozen: a changed message is a new
 # one). A container can change in place, so one is encoded again each time.
 _TRUSTED: frozenset[type] = frozenset({str, bytes, int, float, bool, type(None), Message})
+# Payload types a message holds as a copy of the value it was given.
+_COPIED: frozenset[type] = frozenset({ReadOnlyDict, ReadOnlyList, ReadOnlySet, tuple})
 # A list whose JSON is this small (bytes) is written out whole, never kept
 # for later steps to refer to: a reference would save nothing.
 _SMALL = 64
@@ -217,7 +219,7 @@ class ArgsLog:
     the identity hash, which is always that of the whole arguments.
     """
 
-    __slots__ = ("_outputs", "_pending", "_seen")
+    __slots__ = ("_by_text", "_outputs", "_pending", "_seen")
 
     def __init__(self) -> None:
         self._seen: dict[str, list[_Seen]] = {}
@@ -227,6 +229,10 @@ class ArgsLog:
         # later model call's arguments refers to the step's output instead
         # of copying it.
         self._outputs: dict[int, tuple[Any, str, str, tuple[Any, ...]]] = {}
+        # The same, by recorded JSON: a result message holds a read-only
+        # copy of a dict or list value (core/message.py), not the object the
+        # step returned, so it is found by its JSON instead.
+        self._by_text: dict[str, tuple[Any, str, str, tuple[Any, ...]]] = {}
 
     def identify(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], key: str
@@ -261,7 +267,9 @@ class ArgsLog:
     def output(self, key: str, value: Any, text: str | None) -> None:
         """Step ``key`` (in the ledger) returned ``value``, recorded as ``text``."""
         if text is not None and len(text) > _SMALL:
-            self._outputs[id(value)] = (value, key, text, key_parts(key))
+            hit = self._outputs[id(value)] = (value, key, text, key_parts(key))
+            if type(value) not in SCALARS:
+                self._by_text.setdefault(text, hit)
 
     def shortened(self, item: Any, text: str, order: tuple[Any, ...]) -> str | None:
         """``item``'s JSON ``text`` with its result value recorded as a
@@ -274,7 +282,13 @@ class ArgsLog:
             return None
         result = item.action_result
         hit = self._outputs.get(id(result.value))
-        if hit is None or hit[0] is not result.value or not hit[3] < order:
+        if hit is None or hit[0] is not result.value:
+            # A dict or list value is the message's read-only copy of what
+            # the step returned: the same JSON is the same value.
+            hit = None
+            if type(result.value) in _COPIED:
+                hit = self._by_text.get(codec.dumps(result.value, "a result value"))
+        if hit is None or not hit[3] < order:
             return None
         _, key, out, _ = hit
         head = (

@@ -32,7 +32,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ...core.message import ActionCall, ActionResult
+from ...core.message import ActionCall, ActionResult, thaw
 from ...core.message import Message as SwMessage
 from ...core.policy import Policy as SwPolicy
 from ...core.policy import current_context
@@ -95,7 +95,9 @@ def from_stalwart(messages: list[SwMessage]) -> list[Message]:
     out: list[Message] = []
     for m in messages:
         if m.meta and _META in m.meta:
-            out.append(from_record(m.meta[_META]))
+            # A PocketJoe message may be changed: it gets its own copy of
+            # the read-only payload the Stalwart message carries.
+            out.append(from_record(thaw(m.meta[_META])))
             continue
         r = m.action_result
         if r is None:  # not from a PocketJoe policy: keep its text
@@ -105,7 +107,7 @@ def from_stalwart(messages: list[SwMessage]) -> list[Message]:
         payload = OptionResultPayload(
             invocation_id=r.call_id,
             option_name=r.name,
-            result=None if failed else r.value,
+            result=None if failed else thaw(r.value),
             is_error=failed,
             error_type=r.error_type,
             error_message=r.error_message,
