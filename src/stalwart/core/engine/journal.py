@@ -24,8 +24,8 @@ from ..ledger import Ledger, StepRecord
 from ..policy import Policy
 from ..recorded import error_from_json
 from ..stepargs import full_args
+from .argslog import ArgsLog
 from .control import Halt
-from .identity import ArgsLog
 
 T = TypeVar("T")
 
