@@ -88,6 +88,8 @@ async def test_inputs_are_checked_against_the_policy_schema_first(store_url: str
         ({"every": 60, "name": "a~b"}, "contains '~'"),
         ({"every": 60, "name": " padded"}, "white space"),
         ({"every": 60, "queue": ""}, "queue is a queue's name"),
+        ({"every": 60, "priority": "high"}, "priority is an int"),
+        ({"every": 60, "priority": 2**40}, "priority 1099511627776 is out of range"),
     ],
 )
 async def test_every_field_is_checked(tmp_path: Any, kwargs: dict[str, Any], message: str) -> None:

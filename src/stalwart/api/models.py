@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.ledger import PRIORITY_MAX, PRIORITY_MIN
+
 __all__ = [
     "ErrorInfo",
     "FieldProblem",
@@ -90,7 +92,9 @@ class StartRun(BaseModel):
     queue: str = Field("default", min_length=1, max_length=200)
     # Bounded as the stores keep it (PostgreSQL's INTEGER); a number past
     # that is the request's fault (422), not a store that is down (503).
-    priority: int = Field(0, ge=-(2**31), le=2**31 - 1, description="higher runs are claimed first")
+    priority: int = Field(
+        0, ge=PRIORITY_MIN, le=PRIORITY_MAX, description="higher runs are claimed first"
+    )
     # ``1e400`` parses as infinity: a wake time no response could show.
     delay: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="seconds before the run may start"

@@ -42,7 +42,7 @@ from typing import Any
 
 from ..core.errors import StoreUnavailable
 from ..core.events import Hook
-from ..core.ledger import RunRecord
+from ..core.ledger import RunRecord, check_priority
 from ..core.policy import Policy
 from ..core.redact import mask_url
 from ..core.schema import ArgumentError
@@ -192,8 +192,10 @@ class Schedules:
             raise ScheduleError(f"schedule {name!r}: grace cannot be negative ({grace_s:g})")
         if not isinstance(queue, str) or not queue:
             raise ScheduleError(f"schedule {name!r}: queue is a queue's name, not {queue!r}")
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise ScheduleError(f"schedule {name!r}: priority is an integer, not {priority!r}")
+        try:
+            check_priority(priority)  # the rule every run's priority follows
+        except (TypeError, ValueError) as exc:
+            raise ScheduleError(f"schedule {name!r}: {exc}") from None
         given = dict(inputs)
         try:
             valid = pol.validate(given)
