@@ -469,18 +469,18 @@ async def test_a_step_whose_commit_reply_is_lost_is_not_duplicated(
     store: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = await _running(store)
-    conn = await store._step_connection()
-    real = conn.execute
+    real = psycopg.AsyncCursor.execute
     failed = []
 
-    async def flaky(query: Any, params: Any = None, **kw: Any) -> Any:
-        cur = await real(query, params, **kw)
+    async def flaky(cur: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        await real(cur, query, params, **kw)
         if not failed and "INSERT INTO" in str(query):
-            failed.append(await cur.fetchall())  # it committed...
+            failed.append(cur.rowcount)  # it committed...
             raise psycopg.OperationalError("server closed the connection unexpectedly")
         return cur  # ...but the caller never heard
 
-    monkeypatch.setattr(conn, "execute", flaky)
+    # Every statement goes through a cursor, whichever way the store sends it.
+    monkeypatch.setattr(psycopg.AsyncCursor, "execute", flaky)
     step = _step("1", "42")
     won = await store.record_step(run.id, run.fence, step)
     assert failed and won is step  # the retry found its own record

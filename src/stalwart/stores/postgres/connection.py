@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from ...core.errors import StoreError, StoreUnavailable
@@ -108,6 +109,7 @@ class PostgresBase(Store):
             self._connect_kwargs["application_name"] = "stalwart"
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._step_conn: Conn | None = None
+        self._step_cur: psycopg.AsyncCursor[TupleRow] | None = None  # on _step_conn
         self._closing = False
         self._pending: list[Pending] = []
         self._writer: asyncio.Task[None] | None = None
@@ -229,6 +231,7 @@ class PostgresBase(Store):
             self._checking.cancel()
             await asyncio.wait([self._checking])
             self._checking = None
+        self._step_cur = None
         if self._step_conn is not None:
             with contextlib.suppress(psycopg.Error):
                 await self._step_conn.close()

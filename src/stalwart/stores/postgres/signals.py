@@ -7,14 +7,18 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import psycopg
+
 from ...core.errors import RunNotFound, StoreError
 from ...core.ledger import TERMINAL, RunRecord, StepRecord
 from ...core.mail import MAIL, Delivery, mail_matches
 from ..base import archived_run, run_from_row, run_to_row, step_row
-from ..sql import Statements, quoted
+from ..sql import RUN, Statements, quoted
 from .connection import Conn, PostgresBase
 
 __all__ = ["PostgresSignals", "unread_mail"]
+
+_QUEUE = RUN["queue"]
 
 
 async def unread_mail(
@@ -61,6 +65,19 @@ class PostgresSignals(PostgresBase):
                 await conn.execute(self._sql.status_locked, (run_id,))
                 cur = await conn.execute(self._sql.send_signal, args)
                 row = await cur.fetchone()
+            if row is not None and row[1]:
+                # Committed, and it woke the run: tell the workers at once, on
+                # this connection (as _announce would, without waiting for
+                # another pooled connection and a task's turn). If that fails,
+                # the usual way below tries again.
+                try:
+                    await conn.execute(
+                        self._sql.announce, ([self._sql.channel["ready"]], [row[2 + _QUEUE]])
+                    )
+                except psycopg.Error:
+                    pass
+                else:
+                    announced.append(True)
             if row is None:
                 raise RunNotFound(f"no run {quoted(run_id)}")
             seen, woke, *stored = row
@@ -71,10 +88,11 @@ class PostgresSignals(PostgresBase):
                 )
             return run, bool(woke)
 
+        announced: list[bool] = []
         run, woke = await self._with_conn(
             f"sending signal {quoted(name)} to run {quoted(run_id)}", fn
         )
-        if woke:
+        if woke and not announced:
             self._announce("ready", run.queue)
         return run
 

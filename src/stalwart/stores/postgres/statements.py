@@ -169,6 +169,17 @@ class PgStatements(Statements):
         self._records[0 if arrays else n, big] = sql
         return sql
 
+    @property
+    def record_one(self) -> str:
+        """:meth:`record` for one step with nothing spilled, without
+        ``RETURNING``: the row count tells whether it went in, and the
+        driver has no result row to read (the hot path of a sequential run)."""
+        sql = self._records.get((-1, False))
+        if sql is None:
+            sql = self.record(1, False).rsplit("RETURNING", 1)[0].rstrip()
+            self._records[-1, False] = sql
+        return sql
+
     def _statements(self, s: str) -> None:
         # Idempotent per step key: the signal this key took before, else the
         # oldest unread one, marked as taken by it.

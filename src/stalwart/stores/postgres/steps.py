@@ -39,6 +39,26 @@ class _Limit:
     tokens: float  # starts of pending runs the rate allows now
 
 
+def _row(p: Pending) -> tuple[Any, ...]:
+    """The 13 values of ``p``'s row, in the order of ``PgStatements.record``."""
+    step = p.step
+    return (
+        p.run_id,
+        p.fence,
+        step.key,
+        step.name,
+        step.kind,
+        step.args_hash,
+        p.args,
+        p.output,
+        p.error,
+        step.attempts,
+        step.started_at,
+        step.finished_at,
+        p.spilled,
+    )
+
+
 class PostgresSteps(PostgresBase):
     """Step records: written by their caller or batched by the writer task."""
 
@@ -187,15 +207,18 @@ class PostgresSteps(PostgresBase):
         """
         unique: list[Pending] = []
         later: list[Pending] = []  # a key twice in one batch: the first one decides
-        seen: set[tuple[str, str]] = set()
-        for p in batch:
-            k = (p.run_id, p.step.key)
-            if k in seen:
-                later.append(p)
-            else:
-                seen.add(k)
-                unique.append(p)
-        unique.sort(key=lambda p: p.run_id)  # lock runs in one order: no deadlocks
+        if len(batch) == 1:  # the usual: one sequential run, nothing to sort out
+            unique = batch
+        else:
+            seen: set[tuple[str, str]] = set()
+            for p in batch:
+                k = (p.run_id, p.step.key)
+                if k in seen:
+                    later.append(p)
+                else:
+                    seen.add(k)
+                    unique.append(p)
+            unique.sort(key=lambda p: p.run_id)  # lock runs in one order: no deadlocks
         sent: list[Pending] = []
         token: str | None = None
 
@@ -207,9 +230,18 @@ class PostgresSteps(PostgresBase):
             sent = [p for p in unique if not self._doomed(p, token)] if at_risk else unique
             if not sent:
                 return []
-            sql, params = self._statement(sent)
+            # One cursor per step connection: it keeps its adapters between
+            # records (only one batch is ever in flight on this connection).
+            cur = self._step_cur
+            if cur is None or cur.connection is not conn:
+                cur = self._step_cur = conn.cursor()
             try:
-                cur = await conn.execute(sql, params)
+                if len(sent) == 1 and not sent[0].spilled:
+                    p = sent[0]
+                    await cur.execute(self._sql.record_one, _row(p))
+                    return [(p.run_id, p.step.key)] if cur.rowcount == 1 else []
+                sql, params = self._statement(sent)
+                await cur.execute(sql, params)
                 return await cur.fetchall()
             except psycopg.Error:
                 if conn.broken or conn.closed:
@@ -262,24 +294,7 @@ class PostgresSteps(PostgresBase):
 
     def _statement(self, sent: list[Pending]) -> tuple[str, list[Any]]:
         """The statement that records ``sent``, and its parameters."""
-        rows = [
-            (
-                p.run_id,
-                p.fence,
-                p.step.key,
-                p.step.name,
-                p.step.kind,
-                p.step.args_hash,
-                p.args,
-                p.output,
-                p.error,
-                p.step.attempts,
-                p.step.started_at,
-                p.step.finished_at,
-                p.spilled,
-            )
-            for p in sent
-        ]
+        rows = [_row(p) for p in sent]
         big = [
             (p.run_id, p.step.key, fld, data)
             for p in sent
