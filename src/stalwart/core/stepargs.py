@@ -8,7 +8,10 @@ recorded as a reference to that step plus only the new items::
 
     {"$t": "ext", "k": "<the earlier step's key>", "n": n, "v": [<new items>]}
 
-in place of the list; and a tool's result message among the new items,
+in place of the list (the same argument: a keyword argument of the same
+name, or the positional argument at the same index, never one for the other,
+so a keyword named ``"*5"`` is not the sixth positional argument); and a
+tool's result message among the new items,
 whose value is exactly what an earlier step (the tool's) returned, records
 that value as ``{"$t": "out", "k": "<the step's key>"}``, since the step's
 output already holds it. Everything else of the record is the JSON it always
@@ -102,8 +105,31 @@ def as_stored(step: StepRecord) -> StepRecord:
     return StepRecord(args=stored_args(step), **values)
 
 
-def _shown(field: str) -> str:
-    return f"*[{field[1:]}]" if field.startswith("*") else field
+# An argument of a step's record: a keyword argument's name, or the index of
+# a positional one (an int, so that a keyword named "*5" is never taken for
+# the sixth positional argument, nor the other way round).
+Field = str | int
+
+
+def _shown(field: Field) -> str:
+    return f"*[{field}]" if isinstance(field, int) else field
+
+
+def _old_spelling(tree: dict[str, Any], field: Field) -> Any:
+    """The node ``field`` named before positional fields were ints: writers
+    then shared one name, ``"*i"``, between the positional argument ``i``
+    and a keyword argument of that name, and readers took it as positional.
+    Looked up only when ``field`` itself is missing, so a ledger of that time
+    reads as it did (the whole-arguments hash checks the result)."""
+    if isinstance(field, int):
+        return tree.get(f"*{field}")
+    digits = field[1:]
+    if field.startswith("*") and digits.isdigit() and digits.isascii():
+        positional = tree.get("*")
+        i = int(digits)
+        if isinstance(positional, list) and i < len(positional):
+            return positional[i]
+    return None
 
 
 class ArgsTable:
@@ -123,10 +149,10 @@ class ArgsTable:
         # appends them to the same ``items`` when that list ends where its
         # own prefix does, so a chain of N steps is held in O(N) slots, not
         # in N copies of a growing list (O(N²): gigabytes at 10,000 turns).
-        self._lists: dict[tuple[str, str], tuple[list[Any], int]] = {}
+        self._lists: dict[tuple[str, Field], tuple[list[Any], int]] = {}
         self._outputs: dict[str, Any] = {}
 
-    def _bad(self, key: str, field: str | None, what: str) -> CorruptedRecord:
+    def _bad(self, key: str, field: Field | None, what: str) -> CorruptedRecord:
         where = f"run {self.run_id[:80]!r}, step {key[:80]}"
         if field is not None:
             where += f", argument {_shown(field)[:80]!r}"
@@ -145,9 +171,9 @@ class ArgsTable:
                 positional = list(node)
                 for i, arg in enumerate(positional):
                     if _is_ext(arg):
-                        arg = self._items(key, f"*{i}")
+                        arg = self._items(key, i)
                     if isinstance(arg, list):
-                        positional[i] = self._with_outputs(key, f"*{i}", arg)
+                        positional[i] = self._with_outputs(key, i, arg)
                 tree["*"] = positional
                 continue
             if _is_ext(node):
@@ -182,7 +208,7 @@ class ArgsTable:
                             self._output_ref(key, field, ref)
 
     # -- rebuilding ----------------------------------------------------------------
-    def _tree(self, key: str, referrer: tuple[str, str] | None) -> dict[str, Any]:
+    def _tree(self, key: str, referrer: tuple[str, Field] | None) -> dict[str, Any]:
         tree = self._trees.get(key)
         if tree is not None:
             return tree
@@ -201,14 +227,16 @@ class ArgsTable:
         self._trees[key] = tree
         return tree
 
-    def _node(self, key: str, field: str, referrer: tuple[str, str] | None) -> Any:
+    def _node(self, key: str, field: Field, referrer: tuple[str, Field] | None) -> Any:
         tree = self._tree(key, referrer)
-        if field.startswith("*"):
+        if isinstance(field, int):
             positional = tree.get("*")
-            i = int(field[1:])
-            node = positional[i] if isinstance(positional, list) and i < len(positional) else None
+            has = isinstance(positional, list) and field < len(positional)
+            node = positional[field] if has else None  # type: ignore[index]
         else:
             node = tree.get(field)
+        if not (isinstance(node, list) or _is_ext(node)) and referrer is not None:
+            node = _old_spelling(tree, field)
         if isinstance(node, list) or _is_ext(node):
             return node
         if referrer is None:
@@ -217,7 +245,9 @@ class ArgsTable:
             *referrer, f"it extends step {key[:80]!r}, which has no list argument {_shown(field)!r}"
         )
 
-    def _reference(self, key: str, field: str, node: dict[str, Any]) -> tuple[str, int, list[Any]]:
+    def _reference(
+        self, key: str, field: Field, node: dict[str, Any]
+    ) -> tuple[str, int, list[Any]]:
         ref, n, tail = node.get("k"), node.get("n"), node.get("v")
         if not isinstance(ref, str) or ref not in self.steps:
             raise self._bad(key, field, f"it extends step {str(ref)[:80]!r}, which the run lacks")
@@ -231,7 +261,7 @@ class ArgsTable:
             raise self._bad(key, field, "the new items are not a list")
         return ref, n, tail
 
-    def _output_ref(self, key: str, field: str, ref: Any) -> str:
+    def _output_ref(self, key: str, field: Field, ref: Any) -> str:
         if not isinstance(ref, str) or ref not in self.steps:
             raise self._bad(
                 key, field, f"it holds the output of step {str(ref)[:80]!r}, which the run lacks"
@@ -244,7 +274,7 @@ class ArgsTable:
             )
         return ref
 
-    def _with_outputs(self, key: str, field: str, items: list[Any]) -> list[Any]:
+    def _with_outputs(self, key: str, field: Field, items: list[Any]) -> list[Any]:
         """``items`` with each result value recorded as a step's output put back."""
         out: list[Any] | None = None
         for i, item in enumerate(items):
@@ -271,10 +301,11 @@ class ArgsTable:
             out[i] = {**item, "v": {**message, "result": result}}
         return items if out is None else out
 
-    def _items(self, key: str, field: str) -> list[Any]:
+    def _items(self, key: str, field: Field) -> list[Any]:
         """The whole list of argument ``field`` of step ``key``."""
         chain: list[tuple[str, int, list[Any]]] = []
-        current, referrer = key, None
+        current: str = key
+        referrer: tuple[str, Field] | None = None
         owned = True  # ``items`` is a list of this table's, not a parsed record's
         while True:  # ends: each hop goes to a step earlier in S1 order
             view = self._lists.get((current, field))
@@ -316,14 +347,15 @@ def _out_ref(item: Any) -> Any:
     return None
 
 
-def _list_fields(tree: dict[str, Any]) -> list[tuple[str, list[Any]]]:
+def _list_fields(tree: dict[str, Any]) -> list[tuple[Field, list[Any]]]:
     """The top-level list arguments recorded inline, and the new items of
     those recorded as references."""
-    out: list[tuple[str, list[Any]]] = []
+    out: list[tuple[Field, list[Any]]] = []
     for name, node in tree.items():
-        args = list(enumerate(node)) if name == "*" and isinstance(node, list) else [(None, node)]
-        for i, arg in args:
-            field = name if i is None else f"*{i}"
+        args: list[tuple[Field, Any]] = (
+            list(enumerate(node)) if name == "*" and isinstance(node, list) else [(name, node)]
+        )
+        for field, arg in args:
             if isinstance(arg, list):
                 out.append((field, arg))
             elif _is_ext(arg) and isinstance(arg.get("v"), list):
@@ -331,13 +363,13 @@ def _list_fields(tree: dict[str, Any]) -> list[tuple[str, list[Any]]]:
     return out
 
 
-def _ext_fields(tree: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The top-level arguments recorded as references: ``name``, or ``*i``
-    for the i-th positional argument."""
-    out: list[tuple[str, dict[str, Any]]] = []
+def _ext_fields(tree: dict[str, Any]) -> list[tuple[Field, dict[str, Any]]]:
+    """The top-level arguments recorded as references: ``name``, or ``i``
+    (an int) for the i-th positional argument."""
+    out: list[tuple[Field, dict[str, Any]]] = []
     for name, node in tree.items():
         if name == "*" and isinstance(node, list):
-            out += [(f"*{i}", a) for i, a in enumerate(node) if _is_ext(a)]
+            out += [(i, a) for i, a in enumerate(node) if _is_ext(a)]
         elif _is_ext(node):
             out.append((name, node))
     return out

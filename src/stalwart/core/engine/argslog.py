@@ -104,7 +104,8 @@ class ArgsLog:
     __slots__ = ("_by_text", "_outputs", "_pending", "_seen")
 
     def __init__(self) -> None:
-        self._seen: dict[str, list[_Seen]] = {}
+        # By argument: a keyword's name, or a positional argument's index.
+        self._seen: dict[str | int, list[_Seen]] = {}
         self._pending: dict[str, list[_Seen]] = {}
         # Large values steps returned, by identity: (value, step key, its
         # recorded JSON, the key's S1 order). A tool's result message in a
@@ -186,7 +187,7 @@ class ArgsLog:
             return None  # another value (a message's id left out, say): kept as it is
         return f"{text[:start]}{out_node(key)}{text[end:]}"
 
-    def _keep(self, field: str, seen: _Seen) -> None:
+    def _keep(self, field: str | int, seen: _Seen) -> None:
         kept = self._seen.setdefault(field, [])
         kept.insert(0, seen)
         del kept[_KEEP:]
@@ -219,7 +220,7 @@ class _Build:
                 for j, arg in enumerate(value):
                     if j:
                         self.text(",")
-                    self.value(f"*{j}", arg)
+                    self.value(j, arg)  # an int: never a keyword's name
                 self.text("]")
             else:
                 self.value(name, value)
@@ -241,13 +242,13 @@ class _Build:
         self.stored.append(text)
         self.whole.append(text)
 
-    def value(self, field: str, value: Any) -> None:
+    def value(self, field: str | int, value: Any) -> None:
         if isinstance(value, list):
             self.listed(field, value)
         else:
             self.text(_item_json(value, self.where))
 
-    def listed(self, field: str, items: list[Any]) -> None:
+    def listed(self, field: str | int, items: list[Any]) -> None:
         """A list argument: compared with the lists recent steps passed under
         the same name (identity first, then JSON), its new items encoded,
         hashed from the state a matching list left, recorded as a reference

@@ -11,9 +11,23 @@ Three rules on top of that:
 
 * a call the reply already answers (its result is among the messages) is not
   run again, and its result is not added twice;
+* call ids are unique within a reply: a call whose id an earlier call of the
+  same reply already has is not run; its result (in its place, under that
+  id) is a ``DuplicateCallId`` error naming the id and the step of the call
+  that ran. Keys stay positional (the duplicate's number is taken, never
+  recorded), so a replay keys and answers every call as before; a ledger
+  written when duplicates ran replays as it ran (the duplicate's key is in
+  it);
 * an ``exclusive`` option runs one call at a time within the run (its lock
   is the execution's, so sibling calls, sub-agents and parallel branches of
-  one run wait for each other; other runs are not held back);
+  one run wait for each other; other runs are not held back). A call that
+  would wait for a lock held by a call that is itself waiting, through any
+  chain of such waits, for a lock this call's callers hold (tool X holding
+  "a" asks for "b" while tool Y holding "b" asks for "a") would wait for
+  ever: it is not run, and its result is an ``ExclusiveDeadlock`` error
+  naming the locks and the step. The check is made once, when the call
+  would start waiting (a wait-for graph of the execution's locks); nothing
+  polls;
 * options may be named (``options=["web_search"]``) or given as tool specs:
   :meth:`Dispatch.offered` resolves them to policies before the step runs,
   so the model, the record (S1, S5) and the allow-list all see policies.
@@ -156,13 +170,16 @@ class Dispatch(Journal):
         if len(todo) == 1:
             k, call = todo[0]
             return [*messages, await self._guarded(None, k, allowed, call)]
+        duplicates = _duplicates(keyed, replay)
+        if duplicates:
+            todo = [(k, c) for k, c in todo if k not in duplicates]
         limit = pol.max_parallel or self.max_parallel
         sem = asyncio.Semaphore(limit) if limit else None
-        tasks: list[asyncio.Task[Message]] = []
+        tasks: dict[str, asyncio.Task[Message]] = {}
         try:
             async with asyncio.TaskGroup() as tg:
                 for k, call in todo:
-                    tasks.append(tg.create_task(self._guarded(sem, k, allowed, call)))
+                    tasks[k] = tg.create_task(self._guarded(sem, k, allowed, call))
         except BaseExceptionGroup as group:
             # A store failure or nondeterminism in one call is the run's
             # problem, not a result: surface it as itself, not as a group.
@@ -170,7 +187,15 @@ class Dispatch(Journal):
                 if isinstance(exc, Halt | NOT_STEP_ERRORS):
                     raise exc from group
             raise
-        return [*messages, *(t.result() for t in tasks)]
+        if not duplicates:
+            return [*messages, *(t.result() for t in tasks.values())]
+        results = []
+        for k, call in keyed:
+            if k in tasks:
+                results.append(tasks[k].result())
+            elif k in duplicates and call.id not in answered:
+                results.append(_duplicate(k, call, duplicates[k]))
+        return [*messages, *results]
 
     async def _guarded(
         self,
@@ -199,6 +224,19 @@ class Dispatch(Journal):
                     "wait for itself for ever, so it was not run"
                 ),
             )
+        cycle = self._would_deadlock(lock)
+        if cycle is not None:
+            names = self._lock_names()
+            chain = ", held by a call waiting for ".join(_lock_label(names[lk]) for lk in cycle)
+            return Message.result(
+                call,
+                error_type="ExclusiveDeadlock",
+                error_message=(
+                    f"{call.name!r} (step {key}) needs {chain}, which this call was made "
+                    "from inside: waiting would never end, so it was not run (take "
+                    "the locks in one order)"
+                ),
+            )
         async with self._exclusive(lock):
             if sem is None:
                 return await self._action(key, allowed, call)
@@ -211,17 +249,70 @@ class Dispatch(Journal):
         lock = locks.get(lock_name)
         if lock is None:
             lock = locks[lock_name] = asyncio.Lock()
+            self._lock_names()[lock] = lock_name
         return lock
+
+    def _lock_names(self) -> dict[asyncio.Lock, str]:
+        names: dict[asyncio.Lock, str] = self.__dict__.setdefault("_exclusive_names", {})
+        return names
+
+    def _waits(self) -> dict[asyncio.Lock, dict[asyncio.Lock, int]]:
+        """The wait-for graph: for each lock, the locks that calls made inside
+        the call holding it are waiting for (how many such calls)."""
+        waits: dict[asyncio.Lock, dict[asyncio.Lock, int]] = self.__dict__.setdefault(
+            "_exclusive_waits", {}
+        )
+        return waits
+
+    def _would_deadlock(self, lock: asyncio.Lock) -> list[asyncio.Lock] | None:
+        """The chain of locks from ``lock`` to one this task's callers hold,
+        each held by a call waiting for the next, if waiting for ``lock``
+        would close such a cycle; else None."""
+        held = _HELD.get()
+        if not held or not lock.locked():
+            return None
+        waits = self._waits()
+        paths: dict[asyncio.Lock, list[asyncio.Lock]] = {lock: [lock]}
+        queue = [lock]
+        while queue:  # breadth first over finitely many locks: ends
+            at = queue.pop(0)
+            for nxt in waits.get(at, ()):
+                if nxt in paths:
+                    continue
+                paths[nxt] = [*paths[at], nxt]
+                if nxt in held:
+                    return paths[nxt]
+                queue.append(nxt)
+        return None
 
     @contextlib.asynccontextmanager
     async def _exclusive(self, lock: asyncio.Lock) -> AsyncIterator[None]:
-        """Hold ``lock``, marked held for the calls made inside."""
-        async with lock:
+        """Hold ``lock``, marked held for the calls made inside; while
+        waiting for it, each lock this task's callers hold waits for it."""
+        mine = self._lock_names()
+        held = [h for h in _HELD.get() if h in mine]  # this execution's only
+        waits = self._waits()
+        for h in held:
+            edges = waits.setdefault(h, {})
+            edges[lock] = edges.get(lock, 0) + 1
+        try:
+            await lock.acquire()
+        finally:
+            for h in held:
+                edges = waits[h]
+                edges[lock] -= 1
+                if not edges[lock]:
+                    del edges[lock]
+                    if not edges:
+                        del waits[h]
+        try:
             token = _HELD.set(_HELD.get() | {lock})
             try:
                 yield
             finally:
                 _HELD.reset(token)
+        finally:
+            lock.release()
 
     async def _action(
         self, key: str, allowed: dict[str, Policy[Any, Any]], call: ActionCall
@@ -265,6 +356,31 @@ class Dispatch(Journal):
             # images, say): its parts are what the model reads, media included.
             message = replace(message, parts=value.parts)
         return message
+
+
+def _duplicates(keyed: list[tuple[str, ActionCall]], replay: Any) -> dict[str, str]:
+    """The calls (by key) whose id an earlier call of the reply has, each
+    with that first call's key; a call the ledger holds ran, and replays."""
+    first: dict[str, str] = {}
+    out: dict[str, str] = {}
+    for k, call in keyed:
+        at = first.setdefault(call.id, k)
+        if at != k and k not in replay:
+            out[k] = at
+    return out
+
+
+def _duplicate(key: str, call: ActionCall, first: str) -> Message:
+    """The result of a call not run because the call at ``first`` has its id."""
+    return Message.result(
+        call,
+        error_type="DuplicateCallId",
+        error_message=(
+            f"call id {call.id[:200]!r} of {call.name[:200]!r} (step {key}) is the id of "
+            f"an earlier call in the same reply (step {first}), so this call was not run; "
+            "give each call its own id"
+        ),
+    )
 
 
 def _lock_name(pol: Policy[Any, Any]) -> str | None:

@@ -12,6 +12,7 @@ recorded under its key before the caller sees it (S3, S11).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import uuid
@@ -20,11 +21,12 @@ from typing import Any, TypeVar
 
 from .. import codec
 from ..context import Context
-from ..errors import StoreError, Veto
+from ..errors import CorruptedRecord, StoreError, Veto
 from ..events import CallFailed, CallFinished, CallInfo, CallStarted
 from ..ledger import StepRecord
 from ..policy import Policy, as_policy, current_step, on_detached_call
 from ..recorded import error_from_json, error_to_json, warn_rebuilt
+from ..stepargs import as_stored, full_args, is_compact, stored_args
 from .control import NOT_STEP_ERRORS, Halt, as_exception, is_step_failure
 from .dispatch import Dispatch
 from .identity import OPTIONS, args_for_record, identity_json, step_hash
@@ -208,6 +210,8 @@ class Execution(Dispatch, Waits, Mailbox):
             self.live_steps += 1
             self.args_log.commit(key)  # later steps' records may refer to its arguments
             if won is not rec:  # S3: the first recorded outcome wins, for every reader
+                if won.args_hash != step.args_hash or won.name != pol.name:
+                    won = await self._readable(won)  # nondeterminism: show it whole
                 result = self.replayed_value(
                     won, key, pol.name, step.args_json, step.args_hash, full=step.full
                 )
@@ -215,6 +219,22 @@ class Execution(Dispatch, Waits, Mailbox):
         if step.info is not None:
             await self._finished(step, result)
         return result
+
+    async def _readable(self, won: StepRecord) -> StepRecord:
+        """The record another worker won a race with, its arguments whole: a
+        compact record may refer to steps recorded after this execution read
+        the ledger, so they are read again. Only ever for a nondeterminism
+        error, whose message shows both calls; arguments that still cannot
+        be rebuilt are shown as why, never as a CorruptedRecord in its place."""
+        if not is_compact(stored_args(won)):
+            return won
+        load = getattr(self.store, "load_steps", None)
+        try:
+            steps = dict(await load(self.run_id)) if load is not None else {}
+            text = full_args(self.run_id, won, {**steps, **self.replay})
+        except (StoreError, CorruptedRecord) as exc:
+            text = f"<arguments not readable: {exc}>"
+        return dataclasses.replace(as_stored(won), args=text)
 
     def _identify(
         self, step: _Step, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -278,6 +298,17 @@ class Execution(Dispatch, Waits, Mailbox):
             rec = self._record_of(step, None, error_to_json(err))
             won = await self.record_step(rec)
             self.args_log.commit(step.key)
+            if won is not rec and (
+                won.args_hash != step.args_hash or won.name != step.pol.name
+            ):  # another executor recorded another call first: nondeterminism (S5)
+                self.replayed_value(
+                    await self._readable(won),
+                    step.key,
+                    step.pol.name,
+                    step.args_json,
+                    step.args_hash,
+                    full=step.full,
+                )
             if won.output is not None:  # another executor recorded success first (S3)
                 return self.decode_output(won, step.key)
             # What a replay will raise is what the caller sees now (S2, S4):
