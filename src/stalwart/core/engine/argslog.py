@@ -20,7 +20,14 @@ from ..keys import key_parts
 from ..message import Message, ReadOnlyDict, ReadOnlyList, ReadOnlySet
 from ..recorded import SCALARS
 from ..stepargs import args_digest, ext_node, out_node
-from .identity import args_for_record, identity_json, record_json, scalars_json, strip_ids
+from .identity import (
+    args_for_record,
+    check_keywords,
+    identity_json,
+    record_json,
+    scalars_json,
+    strip_ids,
+)
 
 __all__ = ["ArgsLog"]
 
@@ -122,6 +129,7 @@ class ArgsLog:
     ) -> tuple[str, str, Callable[[], str] | None]:
         """The step's arguments as recorded, their identity hash, and (when
         the record refers to earlier steps) how to build the whole JSON."""
+        check_keywords(kwargs, key)
         if all(type(v) in SCALARS for v in args) and all(
             type(v) in SCALARS for v in kwargs.values()
         ):

@@ -26,6 +26,7 @@ OPTIONS = "options"
 __all__ = [
     "OPTIONS",
     "args_for_record",
+    "check_keywords",
     "identity_json",
     "is_option",
     "option_policies",
@@ -93,11 +94,22 @@ def identity_json(args: tuple[Any, ...], kwargs: dict[str, Any], key: str) -> st
     rebuilt on replay (``Message.user(question)`` inside a policy) would never
     match its record otherwise. What a message says is compared; its id is not.
     """
+    check_keywords(kwargs, key)
     if all(type(v) in SCALARS for v in args) and all(
         type(v) in SCALARS for v in kwargs.values()
     ):  # the common case: plain arguments give the same bytes without the tree walk
         return scalars_json(args, kwargs, key)
     return record_json(args_for_record(args, kwargs), key)
+
+
+def check_keywords(kwargs: dict[str, Any], key: str) -> None:
+    """Refuse a keyword named ``*``: the record's name for the positional list,
+    so two different calls would share one identity (S5)."""
+    if "*" in kwargs:
+        raise SerializationError(
+            f"arguments of step {key}: a keyword argument may not be named '*' "
+            "(the ledger records positional arguments under that name)"
+        )
 
 
 def scalars_json(args: tuple[Any, ...], kwargs: dict[str, Any], key: str) -> str:
