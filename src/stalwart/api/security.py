@@ -21,44 +21,24 @@ never logged nor echoed: a refusal says what was wrong, not what was sent.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import ipaddress
 from collections.abc import Collection, Sequence
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..core import access
+
+# The shared checks' names this module has always offered (``stalwart.core.access``).
+from ..core.access import CSP, LOOPBACK_NAMES, is_loopback
+
 __all__ = ["API_PREFIXES", "CSP", "LOOPBACK_NAMES", "Guard", "check_tokens", "is_loopback"]
 
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 API_PREFIXES = ("/runs", "/policies", "/threads", "/openapi.json")
 MIN_TOKEN = 16
 
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-)
-_HEADERS = [
-    (b"content-security-policy", CSP.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"same-origin"),
-    (b"cache-control", b"no-store"),
-]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) is this machine only."""
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+_HEADERS = [(k.lower().encode(), v.encode()) for k, v in access.SECURITY_HEADERS.items()]
 
 
 def check_tokens(tokens: Sequence[str]) -> list[str]:
@@ -76,18 +56,6 @@ def check_tokens(tokens: Sequence[str]) -> list[str]:
         if token not in out:
             out.append(token)
     return out
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest()
-
-
-def _host_of(netloc: str) -> str:
-    """The host name of a ``Host`` header, without its port."""
-    try:
-        return (urlsplit(f"//{netloc}").hostname or "").lower()
-    except ValueError:  # a malformed port or bracket
-        return ""
 
 
 def _refuse(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -118,8 +86,8 @@ class Guard:
         if not tokens and hosts is None:
             raise ValueError("an API without tokens answers to loopback host names only")
         self.app = app
-        self._digests = [_digest(t) for t in check_tokens(tokens)]
-        self.hosts = None if hosts is None else frozenset(h.strip("[]").lower() for h in hosts)
+        self._tokens = access.Tokens(check_tokens(tokens))
+        self.hosts = access.host_names(hosts)
         self.static = static
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -146,13 +114,14 @@ class Guard:
 
     def _check(self, scope: Scope, headers: Headers, api: bool) -> JSONResponse | None:
         """Why the request is refused, or None to serve it."""
-        host = _host_of(headers.get("host", ""))
+        host = access.host_of(headers.get("host", ""))
         if self.hosts is not None and host not in self.hosts:
             return _refuse(421, f"this API answers to {', '.join(sorted(self.hosts))} only")
         method = scope["method"]
         if not api and method in ("GET", "HEAD"):
             return None  # the application's static page
-        if self._digests and not self._token_ok(headers.get("authorization", "")):
+        given = access.bearer(headers.get("authorization", ""))
+        if self._tokens and not self._tokens.accepts(given):
             return _refuse(
                 401,
                 "this API needs a bearer token: send 'Authorization: Bearer <token>' "
@@ -160,10 +129,7 @@ class Guard:
                 {"WWW-Authenticate": 'Bearer realm="stalwart"'},
             )
         origin = headers.get("origin")
-        if (
-            origin is not None
-            and urlsplit(origin).netloc.lower() != headers.get("host", "").lower()
-        ):
+        if origin is not None and not access.same_origin(origin, headers.get("host", "")):
             return _refuse(403, f"requests from the page at {origin[:200]!r} are not accepted here")
         if method == "POST" and _has_body(headers):
             kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
@@ -172,18 +138,6 @@ class Guard:
                     415, "a POST carries a JSON body: send 'Content-Type: application/json'"
                 )
         return None
-
-    def _token_ok(self, header: str) -> bool:
-        """Whether the header carries one of the tokens; every token is
-        compared (a digest each, so lengths leak nothing either)."""
-        scheme, _, given = header.partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        got = _digest(given.strip())
-        ok = False
-        for expected in self._digests:
-            ok |= hmac.compare_digest(got, expected)
-        return ok
 
 
 def _has_body(headers: Headers) -> bool:

@@ -28,17 +28,15 @@ recorded children.
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
-import json
 from typing import Any
 
 from ..core.message import ActionCall, thaw
 from ..core.message import Message as SwMessage
 from ..core.policy import Policy as SwPolicy
 from ..core.policy import current_context
-from ..runner import Runner
 from .core import BaseContext, Message, Policy
+from .runners import Durable, PocketJoeRunner
 
 __all__ = ["BoundPolicy", "DurableRunner", "InMemoryRunner", "invoke_options_wrapper"]
 
@@ -145,7 +143,7 @@ class BoundPolicy:
             kwargs[_PJ_OPTIONS] = kwargs.pop("options")
         step = current_context()
         if step is None:
-            return await self.runner.run_top(self, kwargs)
+            return await self.runner.run_top(self, (), kwargs)
         return await step.call(self.step_policy(), **kwargs)
 
     def allowed(self, offered: Any) -> list[SwPolicy[Any, Any]]:
@@ -208,66 +206,28 @@ def _like_call(cls: type[Policy], fn: Any) -> Any:
     return out
 
 
-class InMemoryRunner:
+class InMemoryRunner(PocketJoeRunner[BoundPolicy]):
     """Runs PocketJoe programs on Stalwart's runtime, in memory.
 
     ``store``: where runs are recorded; "memory" here (see
-    :class:`DurableRunner`).
+    :class:`DurableRunner`). What it does is in :mod:`.runners`; here is how
+    0.1 binds a policy class.
     """
-
-    def __init__(self, store: str = "memory") -> None:
-        self._store = store
-        self._runner: Runner | None = None
-        self._calls = 0
-
-    @property
-    def runner(self) -> Runner:
-        """The Stalwart runner underneath (to stream, inspect or close runs)."""
-        if self._runner is None:
-            self._runner = Runner(self._store)
-        return self._runner
 
     def _bind_strategy(self, cls: type[Policy], ctx: BaseContext) -> BoundPolicy:
         """What ``BaseContext._bind`` asks the runner for: a binding of ``cls``
         on ``ctx`` that runs as Stalwart steps of this runner's runs."""
         return BoundPolicy(cls, ctx, self)
 
-    def run_id(self, bound: BoundPolicy, kwargs: dict[str, Any]) -> str | None:
-        """The id of a top-level call's run: None (a fresh one) in memory."""
-        return None
-
-    async def run_top(self, bound: BoundPolicy, kwargs: dict[str, Any]) -> Any:
-        """A call made outside any run: a run of its own."""
-        self._calls += 1
-        return await self.runner.run(
-            bound.step_policy(), run_id=self.run_id(bound, kwargs), **kwargs
-        )
-
-    async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.close()
+    def run_name(self, bound: BoundPolicy) -> str:
+        """The attribute the policy class is bound to."""
+        return bound.option_name
 
 
-class DurableRunner(InMemoryRunner):
+class DurableRunner(Durable[BoundPolicy], InMemoryRunner):
     """Runs PocketJoe programs durably: ``DurableRunner("sqlite:///app.db")``
-    or a PostgreSQL URL.
-
-    The n-th top-level call a program makes, with its arguments, names its run
-    (``prefix:name:n:hash``): run the same program again after a crash and
-    each call resumes its run by replay, finished steps answered from the
-    ledger; with other arguments it is a new run.
-    """
-
-    def __init__(self, store: str, *, prefix: str = "pocketjoe") -> None:
-        super().__init__(store)
-        self.prefix = prefix
-
-    def run_id(self, bound: BoundPolicy, kwargs: dict[str, Any]) -> str | None:
-        from ..core import codec
-
-        blob = json.dumps(codec.encode(kwargs, "arguments"), sort_keys=True, default=str)
-        digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
-        return f"{self.prefix}:{bound.option_name}:{self._calls}:{digest}"
+    or a PostgreSQL URL; the same call made again after a crash resumes its
+    run (``prefix:name:n:hash``, see :class:`.runners.Durable`)."""
 
 
 def invoke_options_wrapper(policy_instance: Any, ctx: BaseContext) -> Any:

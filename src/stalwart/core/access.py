@@ -1,0 +1,124 @@
+"""Who may use a server Stalwart runs: the checks the API and the inspector share.
+
+Both answer HTTP requests that can start, signal and cancel runs, and guard
+them alike: a bearer token compared in constant time (:class:`Tokens`), a
+server on a loopback address answering to loopback host names only (a page
+that points its own domain at 127.0.0.1, DNS rebinding, is refused), and a
+browser's ``Origin`` that must be the server itself. Each edge keeps its
+own middleware and refusals; this module holds what they decide with. It
+depends on nothing but the standard library, so any layer can use it, and
+it never logs nor returns a token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+from collections.abc import Collection, Iterable
+from urllib.parse import urlsplit
+
+__all__ = [
+    "CSP",
+    "LOOPBACK_NAMES",
+    "SECURITY_HEADERS",
+    "Tokens",
+    "bearer",
+    "host_names",
+    "host_of",
+    "is_loopback",
+    "same_origin",
+]
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+# Scripts, styles and images only from the server's own files: no inline
+# script runs, even if escaping failed somewhere.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",  # "no-referrer" makes Chromium send "Origin: null"
+    "Cache-Control": "no-store",
+}
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is this machine only."""
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def host_names(hosts: Collection[str] | None) -> frozenset[str] | None:
+    """The host names a server answers to, as :func:`host_of` reads them
+    (lower case, an IPv6 address without brackets); None stays None (any)."""
+    return None if hosts is None else frozenset(h.strip("[]").lower() for h in hosts)
+
+
+def host_of(netloc: str) -> str:
+    """The host name of a ``Host`` header, without its port; "" when the URL
+    parser refuses it (an unclosed bracket names no host)."""
+    try:
+        return (urlsplit(f"//{netloc}").hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def same_origin(origin: str, host: str) -> bool:
+    """Whether a browser's ``Origin`` header names the server its request's
+    ``Host`` header addresses (a malformed origin names none)."""
+    try:
+        netloc = urlsplit(origin).netloc
+    except ValueError:
+        return False
+    return bool(netloc) and netloc.lower() == host.lower()
+
+
+def bearer(header: str) -> str | None:
+    """The token an ``Authorization: Bearer <token>`` header carries, or None
+    for another scheme."""
+    scheme, _, given = header.partition(" ")
+    return given.strip() if scheme.lower() == "bearer" else None
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest()
+
+
+class Tokens:
+    """The tokens a server accepts, kept as digests.
+
+    :meth:`accepts` compares what a request gave with every one of them, in
+    constant time, digest against digest: neither which token matched nor
+    how long a token is shows in the time it takes.
+    """
+
+    __slots__ = ("_digests",)
+
+    def __init__(self, tokens: Iterable[str]) -> None:
+        self._digests = [_digest(t) for t in tokens]
+
+    def __bool__(self) -> bool:
+        return bool(self._digests)
+
+    def accepts(self, given: object) -> bool:
+        """Whether ``given`` is one of the tokens (anything but a string is not)."""
+        if not isinstance(given, str):
+            return False
+        got = _digest(given)
+        ok = False
+        for expected in self._digests:
+            ok |= hmac.compare_digest(got, expected)
+        return ok
+
+    def __repr__(self) -> str:
+        return f"<{len(self._digests)} tokens>"
