@@ -69,6 +69,7 @@ def create_app(
     concurrency: int | None = None,
     max_body: int = MAX_BODY,
     title: str = "Stalwart API",
+    max_streams: int = routes.MAX_STREAMS,
 ) -> Starlette:
     """The API over ``store`` (a URL or an unopened Store) for ``policies``.
 
@@ -77,9 +78,13 @@ def create_app(
     host names a request may address (None: any). ``execute``: this process
     also executes runs (a worker for these policies). ``static``: a folder
     served at ``/`` (a page calling the API; public). ``poll``: seconds
-    between a stream's reads of the store.
+    between a stream's reads of the store. ``max_streams``: most event
+    streams served at once by this process; past it a stream request is
+    answered 503 with ``Retry-After`` (other requests are not limited).
     """
     table = _policies(policies)
+    if isinstance(max_streams, bool) or not isinstance(max_streams, int) or max_streams < 1:
+        raise ValueError(f"max_streams is a count of streams, at least 1, not {max_streams!r}")
     tokens = check_tokens(tokens)
     if not tokens and hosts is None:
         raise ValueError("an API without tokens answers to loopback host names only (hosts=)")
@@ -109,6 +114,7 @@ def create_app(
         execute=execute,
         poll=poll,
         max_body=max_body,
+        max_streams=max_streams,
         openapi=openapi_document(
             list(table.values()), title=title, version=__version__, auth=bool(tokens)
         ),
@@ -155,6 +161,7 @@ def serve(
     static: str | Path | None = None,
     concurrency: int | None = None,
     say: Callable[[str], object] | None = None,
+    max_streams: int = routes.MAX_STREAMS,
 ) -> None:
     """Serve the API with uvicorn until interrupted.
 
@@ -184,6 +191,7 @@ def serve(
         execute=execute,
         static=static,
         concurrency=concurrency,
+        max_streams=max_streams,
     )
     names = ", ".join(sorted(app.state.api.policies))
     shown = f"[{host}]" if ":" in host else host

@@ -337,6 +337,15 @@ def _events(run_id: dict[str, Any], errors: dict[str, Any]) -> dict[str, Any]:
             },
             **errors,
             "400": _problem("Last-Event-ID is not an id this API sent"),
+            "503": {
+                **_problem("this process serves as many streams as it may (max_streams)"),
+                "headers": {
+                    "Retry-After": {
+                        "description": "seconds to wait before trying again",
+                        "schema": {"type": "integer"},
+                    }
+                },
+            },
         },
     }
 

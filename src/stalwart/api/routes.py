@@ -30,10 +30,15 @@ from .events import Cursor, run_events
 from .models import FieldProblem, PolicyInfo, Problem
 from .values import run_json, step_json
 
-__all__ = ["ENQUEUE_WORDS", "Api", "problem"]
+__all__ = ["ENQUEUE_WORDS", "MAX_STREAMS", "STREAM_RETRY", "Api", "problem"]
 
 STATUSES = ("pending", "running", "suspended", "succeeded", "failed", "cancelled")
 ENQUEUE_WORDS = frozenset({"run_id", "queue", "priority", "delay"})
+#: Most event streams one API process serves at once (``max_streams=``):
+#: each holds a connection and reads the store every ``poll`` seconds.
+MAX_STREAMS = 100
+#: Seconds a client refused a stream is told to wait (``Retry-After``).
+STREAM_RETRY = 2
 
 
 @dataclass
@@ -46,6 +51,9 @@ class Api:
     poll: float
     max_body: int
     openapi: dict[str, Any] = field(default_factory=dict)
+    max_streams: int = MAX_STREAMS
+    #: Event streams being served now (one event loop: no lock needed).
+    streams: int = 0
 
 
 def _api(request: Request) -> Api:
@@ -145,7 +153,6 @@ async def start_run(request: Request) -> Response:
             return problem(422, f"invalid run_id: {exc}", fields)
     args, kwargs = _arguments(pol, checked)
     runner = api.runner
-    existed = run_id is not None and await runner.store.get_run(run_id) is not None
     try:
         handle = await runner.enqueue(
             pol,
@@ -164,7 +171,7 @@ async def start_run(request: Request) -> Response:
     location = f"/runs/{quote(rec.id, safe='')}"
     return JSONResponse(
         run_json(rec, pol).model_dump(mode="json"),
-        200 if existed else 201,
+        201 if handle.created else 200,  # the store's answer: one of two racing starts
         headers={"Location": location},
     )
 
@@ -266,8 +273,17 @@ def _decode_cursor(text: str) -> tuple[float, str]:
 
 
 async def stream_events(request: Request) -> Response:
-    """Server-Sent Events of the run, from ``Last-Event-ID`` on when given."""
+    """Server-Sent Events of the run, from ``Last-Event-ID`` on when given;
+    503 with ``Retry-After`` while this process serves ``max_streams``."""
     api = _api(request)
+    if api.streams >= api.max_streams:
+        refused = problem(
+            503,
+            f"too many event streams: this API process serves at most {api.max_streams} at "
+            f"once (max_streams); retry in {STREAM_RETRY} s",
+        )
+        refused.headers["Retry-After"] = str(STREAM_RETRY)
+        return refused
     rec = await api.runner.get_run(_run_id(request))
     given = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
     try:
@@ -282,11 +298,30 @@ async def stream_events(request: Request) -> Response:
         live=api.execute,
         find_policy=api.policies.get,
     )
-    return StreamingResponse(
+    api.streams += 1
+    return _CountedStream(
         frames,
+        release=api,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
+
+
+class _CountedStream(StreamingResponse):
+    """A stream that gives its place back to ``release.streams`` when it
+    ends, however it ends (the run's end, the client gone, an error)."""
+
+    def __init__(self, content: Any, *, release: Api, **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._release: Api | None = release
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if self._release is not None:
+                self._release.streams -= 1
+                self._release = None
 
 
 async def send_signal(request: Request) -> Response:

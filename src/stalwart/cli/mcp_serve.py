@@ -73,13 +73,15 @@ def _pocketjoe(target: Any) -> tuple[dict[str, Any], list[Any]]:
     if not tools and not found:
         return {}, []
     if isinstance(target, ModuleType):
-        try:
-            own = mcp.exposed(target)
-        except ValueError:  # no @stalwart.mcp.tool policy: PocketJoe's alone
-            own = {}
+        # No @stalwart.mcp.tool policy: PocketJoe's alone; any other mistake
+        # in the module's own marks is an error naming the module and tool.
+        own = mcp.exposed(target, required=False)
         for name, pol in own.items():
             if name in tools:
-                raise ValueError(f"two policies would be served as the tool {name!r}")
+                raise ValueError(
+                    f"module {target.__name__}: two policies would be served as the tool "
+                    f"{name!r} (a PocketJoe mark and @stalwart.mcp.tool)"
+                )
             tools[name] = pol
     resources = [mcp.Resource(r.uri, r.policy, r.name, r.description, r.mime_type) for r in found]
     return tools, resources

@@ -9,6 +9,7 @@ schedule row (its name, policy, inputs) has its terminal controls escaped.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 import typer
@@ -39,20 +40,40 @@ def list_schedules(
     as_json: JsonOption = False,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """List the schedules: timing, policy, next and last tick, paused or not."""
+    """List the schedules: timing, policy, next and last tick, paused or not.
 
-    async def go() -> None:
+    A row that fails its checks (edited by hand) is listed as corrupt, with
+    the reason, beside the sound ones; the command then exits with status 1."""
+
+    async def go() -> int:
         async with reading(store) as ledger:
-            found = await ledger.list_schedules(limit)
+            found = await ledger.list_schedules(limit, check=False)
+        corrupt = _corrupt(found)
         if as_json:
-            print_json({"store": mask_url(store), "schedules": [_data(s) for s in found]})
-            return
-        if not found:
+            rows = [_data(s, corrupt.get(id(s))) for s in found]
+            print_json({"store": mask_url(store), "schedules": rows})
+        elif not found:
             console().print(f"no schedule in {lit(mask_url(store))}")
-            return
-        print_table(_table(found, mask_url(store)))
+        else:
+            print_table(_table(found, mask_url(store), corrupt))
+        return 1 if corrupt else 0
 
-    execute(go)
+    if execute(go):
+        raise typer.Exit(1)
+
+
+def _corrupt(found: list[Any]) -> dict[int, str]:
+    """Why each row that fails its checks does, by the row's id()."""
+    from ..core.errors import CorruptedRecord
+    from ..stores.base import check_schedule
+
+    out: dict[int, str] = {}
+    for s in found:
+        try:
+            check_schedule(s)
+        except CorruptedRecord as exc:
+            out[id(s)] = str(exc)
+    return out
 
 
 def pause_schedule(name: NameArgument, store: StoreOption = DEFAULT_STORE) -> None:
@@ -98,8 +119,8 @@ def _timing(s: Any) -> str:
         return f"cron {s.cron!r} in {s.timezone!r}" if s.cron else f"every {s.every!r} s"
 
 
-def _data(s: Any) -> dict[str, Any]:
-    return {
+def _data(s: Any, corrupt: str | None = None) -> dict[str, Any]:
+    data = {
         "name": s.name,
         "policy": s.policy,
         "inputs": s.inputs,
@@ -116,13 +137,24 @@ def _data(s: Any) -> dict[str, Any]:
         "created_at": s.created_at,
         "updated_at": s.updated_at,
     }
+    if corrupt is not None:
+        data["corrupt"] = corrupt
+    return {k: _json_safe(v) for k, v in data.items()}
 
 
-def _table(found: list[Any], where: str) -> Table:
+def _json_safe(value: Any) -> Any:
+    """A row's value as JSON can hold it (a hand-edited row may hold a NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def _table(found: list[Any], where: str, corrupt: dict[int, str]) -> Table:
     from .render.times import relative, when
 
     n = len(found)
-    title = Text(printable(f"{n} schedule{'s' if n != 1 else ''} in {where}"))
+    bad = f" ({len(corrupt)} corrupt)" if corrupt else ""
+    title = Text(printable(f"{n} schedule{'s' if n != 1 else ''} in {where}{bad}"))
     table = Table(title=title, title_justify="left", header_style="bold")
     table.add_column("name", no_wrap=True)
     table.add_column("policy", overflow="fold")
@@ -133,6 +165,19 @@ def _table(found: list[Any], where: str) -> Table:
     table.add_column("queue", no_wrap=True)
     table.add_column("state", no_wrap=True)
     for s in found:
+        why = corrupt.get(id(s))
+        if why is not None:  # every value shown as text, escaped
+            table.add_row(
+                Text(printable(str(s.name))),
+                Text(printable(str(s.policy))),
+                Text(printable(why)),
+                Text(""),
+                Text(""),
+                Text(printable(str(s.missed))),
+                Text(printable(str(s.queue))),
+                Text("corrupt", style="red"),
+            )
+            continue
         upcoming = "" if s.paused else f"{when(s.next_at)} ({relative(s.next_at)})"
         table.add_row(
             Text(printable(s.name)),

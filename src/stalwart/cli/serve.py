@@ -52,6 +52,10 @@ def serve(
     concurrency: Annotated[
         int, typer.Option(help="with --execute: most runs executed at once")
     ] = 50,
+    max_streams: Annotated[
+        int,
+        typer.Option("--max-streams", min=1, help="most event streams served at once (then 503)"),
+    ] = 100,
 ) -> None:
     """Serve an HTTP API: start, read, list, stream, signal and cancel runs of --app's policies."""
     from ..api import serve as serve_api
@@ -72,6 +76,7 @@ def serve(
             execute=execute,
             static=static,
             concurrency=concurrency,
+            max_streams=max_streams,
         )
     except CLIError as exc:
         fail(str(exc), exc.code)

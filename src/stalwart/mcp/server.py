@@ -81,17 +81,24 @@ def tool(target: Any = None, /, *, name: str | None = None) -> Any:
     return mark if target is None else mark(target)
 
 
-def exposed(app: Any) -> dict[str, sw.Policy[Any, Any]]:
+def exposed(app: Any, *, required: bool = True) -> dict[str, sw.Policy[Any, Any]]:
     """The tools ``app`` serves, by tool name.
 
     ``app`` is a module (its policies marked with :func:`tool`), a dict of
     tool name to policy, a list of policies (each under its mark or its
-    name), or one policy.
+    name), or one policy. A module without a marked policy is a ValueError,
+    or no tools with ``required=False`` (its tools come from elsewhere too,
+    PocketJoe's marks); any other mistake is a ValueError whatever
+    ``required`` says, naming the module and the tool.
     """
     out: dict[str, sw.Policy[Any, Any]] = {}
+    where = ""
     if isinstance(app, pytypes.ModuleType):
+        where = f"module {app.__name__}: "
         found = [v for v in vars(app).values() if isinstance(v, sw.Policy) and _MARK in v.__dict__]
         if not found:
+            if not required:
+                return out
             raise ValueError(
                 f"module {app.__name__} has no policy marked with @stalwart.mcp.tool; mark the "
                 "ones to serve, or pass a list of policies"
@@ -105,10 +112,13 @@ def exposed(app: Any) -> dict[str, sw.Policy[Any, Any]]:
         items = ((_name_of(p), p) for p in app)
     for tool_name, target in items:
         pol = target if isinstance(target, sw.Policy) else sw.policy(target)
-        if not _TOOL_NAME.match(tool_name):
-            raise ValueError(f"{tool_name!r} is not a valid MCP tool name")
+        if not isinstance(tool_name, str) or not _TOOL_NAME.match(tool_name):
+            raise ValueError(f"{where}{tool_name!r} is not a valid MCP tool name")
         if tool_name in out and out[tool_name] is not pol:
-            raise ValueError(f"two policies would be served as the tool {tool_name!r}")
+            raise ValueError(
+                f"{where}two policies would be served as the tool {tool_name!r} "
+                f"({out[tool_name].name!r} and {pol.name!r})"
+            )
         out[tool_name] = pol
     if not out:
         raise ValueError("no policy to serve")

@@ -64,6 +64,9 @@ class RunHandle:
     def __init__(self, runner: Runs, run_id: str, queue: asyncio.Queue[Any] | None = None) -> None:
         self.runner = runner
         self.run_id = run_id
+        #: Whether the call that returned this handle created the run (False:
+        #: a run with this id existed, and this is it). Set by ``enqueue``.
+        self.created = True
         # Events since start(), kept for the first events() call; let go of
         # (unsubscribed) when the handle is dropped without reading them.
         self._queue = queue

@@ -401,7 +401,9 @@ class Runner:
         else:
             started(rec)
         self._table.wake_worker()
-        return RunHandle(self, run_id)
+        handle = RunHandle(self, run_id)
+        handle.created = created
+        return handle
 
     async def enqueue_many(
         self,

@@ -16,7 +16,7 @@ from cronsim import CronSim, CronSimError
 from ..core.errors import StalwartError
 from ..core.ledger import CHILD_MARK
 from ..core.policy import Policy
-from ..stores.base import ScheduleRecord
+from ..stores.base import SCHEDULE_MISSED, ScheduleRecord
 from .identity import same_inputs
 
 __all__ = [
@@ -34,8 +34,9 @@ __all__ = [
     "tick_run_id",
 ]
 
-#: What a schedule does with ticks no worker reached in time.
-MISSED = ("once", "skip")
+#: What a schedule does with ticks no worker reached in time (the rule a
+#: stored row is checked against too).
+MISSED = SCHEDULE_MISSED
 #: The longest schedule name: its tick's run id adds 21 characters.
 MAX_NAME = 200
 #: Most due schedules handled in one poll; the rest wait for the next (each

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import json
+import math
 import os
 import socket
 import time
@@ -21,6 +22,8 @@ from typing import Any
 from ..core.errors import CorruptedRecord
 from ..core.ledger import (
     CHILDREN_WAIT,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
     RunRecord,
     RunStatus,
     StepRecord,
@@ -28,6 +31,7 @@ from ..core.ledger import (
 from ..core.mail import Delivery
 
 __all__ = [
+    "SCHEDULE_MISSED",
     "Beat",
     "RunDump",
     "ScheduleRecord",
@@ -294,8 +298,9 @@ def schedule_from_row(row: Sequence[Any], check: bool = True) -> ScheduleRecord:
 
 
 def check_schedule(record: ScheduleRecord) -> ScheduleRecord:
-    """``record`` if each field holds its type; else a CorruptedRecord naming
-    the schedule and the field."""
+    """``record`` if each field holds its type and a value a schedule can
+    have; else a CorruptedRecord naming the schedule and the field (a row
+    edited by hand: a NaN grace, an unknown missed policy)."""
     for name, kinds in _SCHEDULE_TYPES:
         value = getattr(record, name)
         if not isinstance(value, kinds) or isinstance(value, bool):
@@ -303,7 +308,42 @@ def check_schedule(record: ScheduleRecord) -> ScheduleRecord:
                 f"schedule {str(record.name)[:80]!r}: field {name!r} holds "
                 f"{type(value).__name__}, not {' or '.join(k.__name__ for k in kinds)}"
             )
+    for name, wanted in _schedule_value_problems(record):
+        raise CorruptedRecord(
+            f"schedule {record.name[:80]!r}: field {name!r} holds "
+            f"{repr(getattr(record, name))[:80]}, not {wanted}"
+        )
     return record
+
+
+#: What a schedule does with ticks no worker reached in time (see
+#: :mod:`stalwart.runner.schedules`).
+SCHEDULE_MISSED = ("once", "skip")
+
+
+def _schedule_value_problems(s: ScheduleRecord) -> list[tuple[str, str]]:
+    """The fields of a well-typed record whose values no definition gives."""
+    problems: list[tuple[str, str]] = []
+    if not s.name:
+        problems.append(("name", "a non-empty name"))
+    if (s.cron is None) == (s.every is None):
+        problems.append(("every" if s.every is not None else "cron", "exactly one of cron, every"))
+    if s.every is not None and s.every < 1:
+        problems.append(("every", "a whole number of seconds, at least 1"))
+    if not s.timezone:
+        problems.append(("timezone", "a time zone's name"))
+    if s.missed not in SCHEDULE_MISSED:
+        problems.append(("missed", "'once' or 'skip'"))
+    if not (math.isfinite(s.grace) and s.grace >= 0):
+        problems.append(("grace", "a finite number of seconds, not negative"))
+    if not s.queue:
+        problems.append(("queue", "a queue's name"))
+    if not PRIORITY_MIN <= s.priority <= PRIORITY_MAX:
+        problems.append(("priority", f"a priority from {PRIORITY_MIN} to {PRIORITY_MAX}"))
+    for name in ("created_at", "updated_at"):
+        if not math.isfinite(getattr(s, name)):
+            problems.append((name, "a finite time"))
+    return problems
 
 
 class Store(abc.ABC):
@@ -561,8 +601,10 @@ class Store(abc.ABC):
     async def get_schedule(self, name: str) -> ScheduleRecord | None:
         raise NotImplementedError(f"{type(self).__name__} cannot keep schedules")
 
-    async def list_schedules(self, limit: int = 1000) -> list[ScheduleRecord]:
-        """Schedules by name, up to ``limit``."""
+    async def list_schedules(self, limit: int = 1000, check: bool = True) -> list[ScheduleRecord]:
+        """Schedules by name, up to ``limit``. ``check=False`` returns the rows
+        as stored, :func:`check_schedule` left to the caller, one at a time
+        (``stalwart schedules list`` shows a corrupt row beside the others)."""
         raise NotImplementedError(f"{type(self).__name__} cannot keep schedules")
 
     async def due_schedules(

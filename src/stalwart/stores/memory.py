@@ -50,6 +50,10 @@ class MemoryStore(MemoryReads, MemorySchedules, Store):
         self._runs: dict[str, RunRecord] = {}
         self._steps: dict[str, dict[str, StepRecord]] = {}
         self._signals: dict[str, list[SignalRecord]] = {}
+        # Delivery id -> the run whose mailbox holds it: a delivery checks its
+        # id in one look, however much mail the store holds (ids are unique
+        # store-wide, as the SQL stores' index makes them).
+        self._uids: dict[str, str] = {}
         # queue name -> [concurrency, rate, tokens, updated_at]
         self._queues: dict[str, list[Any]] = {}
         self._schedules: dict[str, ScheduleRecord] = {}
@@ -323,7 +327,7 @@ class MemoryStore(MemoryReads, MemorySchedules, Store):
         for run_id in gone:
             del self._runs[run_id]
             self._steps.pop(run_id, None)
-            self._signals.pop(run_id, None)
+            self._drop_signals(run_id)
         return len(gone)
 
     # -- steps -------------------------------------------------------------
@@ -363,7 +367,7 @@ class MemoryStore(MemoryReads, MemorySchedules, Store):
     async def deliver_mail(
         self, run_id: str, envelope: str, uid: str, wakes: Sequence[str]
     ) -> Delivery:
-        if any(s.uid == uid for box in self._signals.values() for s in box):
+        if uid in self._uids:
             return "again"
         rec = self._runs.get(run_id)
         if rec is None:
@@ -374,6 +378,7 @@ class MemoryStore(MemoryReads, MemorySchedules, Store):
         self._signals.setdefault(run_id, []).append(
             SignalRecord(run_id, MAIL, envelope, None, uid, now)
         )
+        self._uids[uid] = run_id
         if rec.status == "suspended" and rec.waiting_for in wakes:
             self._ready(rec, now)
         return "sent"
@@ -414,6 +419,9 @@ class MemoryStore(MemoryReads, MemorySchedules, Store):
         self._runs[dump.run.id] = replace(dump.run)
         self._steps[dump.run.id] = {s.key: as_stored(s) for s in dump.steps}
         self._signals[dump.run.id] = [replace(s) for s in dump.signals]
+        for sig in dump.signals:
+            if sig.uid is not None:
+                self._uids[sig.uid] = dump.run.id
         return True
 
     def forget(self, run_id: str) -> list[str]:
@@ -425,8 +433,14 @@ class MemoryStore(MemoryReads, MemorySchedules, Store):
         for i in gone:
             del self._runs[i]
             self._steps.pop(i, None)
-            self._signals.pop(i, None)
+            self._drop_signals(i)
         return gone
+
+    def _drop_signals(self, run_id: str) -> None:
+        """Delete the run's signals and mail, their delivery ids with them."""
+        for sig in self._signals.pop(run_id, ()):
+            if sig.uid is not None and self._uids.get(sig.uid) == run_id:
+                del self._uids[sig.uid]
 
     def describe(self) -> dict[str, Any]:
         return {"url": self.url, "runs": len(self._runs)}

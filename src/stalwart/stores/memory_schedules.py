@@ -47,7 +47,7 @@ class MemorySchedules:
         known = self._schedules.get(name)
         return None if known is None else replace(known)
 
-    async def list_schedules(self, limit: int = 1000) -> list[ScheduleRecord]:
+    async def list_schedules(self, limit: int = 1000, check: bool = True) -> list[ScheduleRecord]:
         return [replace(self._schedules[n]) for n in sorted(self._schedules)[:limit]]
 
     async def due_schedules(

@@ -62,9 +62,9 @@ class PostgresSchedules(PostgresBase):
         )
         return None if row is None else schedule_from_row(row)
 
-    async def list_schedules(self, limit: int = 1000) -> list[ScheduleRecord]:
+    async def list_schedules(self, limit: int = 1000, check: bool = True) -> list[ScheduleRecord]:
         rows = await self._fetchall("listing schedules", self._schedule_sql.list, (limit,))
-        return [schedule_from_row(r) for r in rows]
+        return [schedule_from_row(r, check) for r in rows]
 
     async def due_schedules(
         self, now: float, limit: int, after: tuple[Any, str] | None = None

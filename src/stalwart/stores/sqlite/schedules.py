@@ -35,8 +35,8 @@ class SQLiteSchedules(SQLiteBase):
         rows = self._read(_SQL.get, (name,))
         return schedule_from_row(rows[0]) if rows else None
 
-    async def list_schedules(self, limit: int = 1000) -> list[ScheduleRecord]:
-        return [schedule_from_row(r) for r in self._read(_SQL.list, (limit,))]
+    async def list_schedules(self, limit: int = 1000, check: bool = True) -> list[ScheduleRecord]:
+        return [schedule_from_row(r, check) for r in self._read(_SQL.list, (limit,))]
 
     async def due_schedules(
         self, now: float, limit: int, after: tuple[Any, str] | None = None
