@@ -334,6 +334,11 @@ SPECS: dict[str, Spec] = {
                 ),
                 _s("floor: sqlite3 INSERT+COMMIT a run", "workloads:b11_floor_sqlite"),
                 _s(
+                    "floor: sqlite3 INSERT+COMMIT a run into Stalwart's runs table",
+                    "workloads:b11_floor_sqlite_runs",
+                    floor="floor: sqlite3 INSERT+COMMIT a run",
+                ),
+                _s(
                     "stalwart sqlite enqueue",
                     "workloads:b11_stalwart_sqlite",
                     floor="floor: sqlite3 INSERT+COMMIT a run",

@@ -669,6 +669,32 @@ def b11_floor_sqlite(n: int = 2_000) -> Result:
     return _b11_sqlite_floor(n, 1)
 
 
+def b11_floor_sqlite_runs(n: int = 2_000) -> Result:
+    """A run a COMMIT into the table Stalwart keeps runs in, its indexes and
+    all (the queue's listings and claims need them): what a queue row costs
+    before any framework code runs."""
+    from stalwart.stores.base import RUN_COLUMNS
+    from stalwart.stores.sqlite.schema import migrate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = sqlite3.connect(Path(tmp) / "raw.db", isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        migrate(db, "raw.db")
+        marks = ",".join("?" * len(RUN_COLUMNS.split(",")))
+        sql = f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks})"
+        start = time.perf_counter()
+        for i in range(n):
+            now = time.time()
+            row = (f"b11-{i}", "noop", _b11_inputs(i), "pending", None, None, now, now, "v")
+            db.execute("BEGIN")
+            db.execute(sql, row + (None,) * 4 + (0, 0, "b11", 0, None, None))
+            db.execute("COMMIT")
+        seconds = time.perf_counter() - start
+        db.close()
+    return {"seconds": seconds, "runs_per_s": n / seconds}
+
+
 def _b11_pg_floor(n: int, per_commit: int) -> Result:
     """Raw psycopg: ``executemany`` INSERT (pipelined), one COMMIT per
     ``per_commit`` rows; with 1, BEGIN; INSERT; COMMIT a run."""

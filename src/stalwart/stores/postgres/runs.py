@@ -88,10 +88,11 @@ class PostgresRuns(PostgresBase):
         params = run_to_row(run)
 
         async def fn(conn: Conn, n: int) -> tuple[RunRecord, bool]:
-            cur = await conn.execute(self._sql.create_run_returning, params)
-            row = await cur.fetchone()
-            if row is not None:
-                return run_from_row(row), True
+            # A new run is stored exactly as given: no row comes back to
+            # decode, the row count says whether it went in (B11).
+            cur = await conn.execute(self._sql.create_run, params)
+            if cur.rowcount == 1:
+                return run, True
             cur = await conn.execute(self._sql.get_run, (run.id,))
             row = await cur.fetchone()
             if row is None:  # deleted between the two statements: try again

@@ -63,7 +63,6 @@ class PgStatements(Statements):
     def __init__(self, s: str) -> None:
         super().__init__(postgres(s))
         self.s = s
-        self.create_run_returning = f"{self.create_run} RETURNING {RUN_COLUMNS}"
         self.claim = f"""UPDATE {s}.runs SET owner = %(owner)s,
                 lease_expires_at = {NOW} + %(lease)s, fence = fence + 1, status = 'running',
                 wake_at = NULL, waiting_for = NULL, updated_at = %(now)s

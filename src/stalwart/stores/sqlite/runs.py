@@ -24,8 +24,6 @@ from .writer import SQLiteBase
 
 __all__ = ["SQLiteRuns"]
 
-_CREATE_RUN_RETURNING = f"{SQLiteBase.sql.create_run} RETURNING {RUN_COLUMNS}"
-
 
 class SQLiteRuns(SQLiteBase):
     """Runs: each write is one short transaction, committed with any batched steps."""
@@ -34,11 +32,10 @@ class SQLiteRuns(SQLiteBase):
         row = run_to_row(run)
 
         def write(db: sqlite3.Connection) -> tuple[RunRecord, bool]:
-            # The new row comes back from the INSERT itself: a new run (every
-            # enqueue but a repeated one) costs no second statement (B11).
-            rows = db.execute(_CREATE_RUN_RETURNING, row).fetchall()
-            if rows:
-                return run_from_row(rows[0]), True
+            # A new run (every enqueue but a repeated one) is stored exactly
+            # as given: one statement, no row to read back (B11).
+            if db.execute(self.sql.create_run, row).rowcount == 1:
+                return run, True
             found = db.execute(self.sql.get_run, (run.id,)).fetchall()
             return run_from_row(found[0]), False
 

@@ -183,10 +183,13 @@ class SQLiteBase(Store):
                 raise error from exc
             finally:
                 self._in_tx = False
-        self._batch.clear()
+        if self._batch:
+            self._batch.clear()
+        if not self._waiting:  # an inline commit (every sequential step): nobody to wake
+            return
         waiting, self._waiting = self._waiting, []
-        if waiting:  # a deferred batch: did several callers share it? (see _committed)
-            self._contended = len(waiting) > 1
+        # A deferred batch: did several callers share it? (see _committed)
+        self._contended = len(waiting) > 1
         for fut in waiting:
             if not fut.done():
                 fut.set_result(None)
@@ -197,7 +200,11 @@ class SQLiteBase(Store):
         ``fn`` runs inside a savepoint: when it fails (a refused signal, a
         stale fence), only its own writes are undone, never the step records
         batched beside it that other runs were already told are recorded.
+        With no transaction open there is nothing beside it, and the
+        transaction is its own savepoint: two statements fewer a write (B11).
         """
+        if not self._in_tx:
+            return self._write_alone(fn)
         db = self._begin()
         try:
             db.execute("SAVEPOINT stalwart_write")
@@ -221,6 +228,26 @@ class SQLiteBase(Store):
                 self._flush()  # the batched records are fine: commit them
             if error is not None:
                 raise error from exc
+            raise
+        self._flush()
+        return out
+
+    def _write_alone(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """:meth:`_write_now` when no transaction is open: ``fn`` in one of
+        its own, rolled back whole if it fails."""
+        db = self._begin()
+        try:
+            out = fn(db)
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled it back
+                db.execute("ROLLBACK")
+            self._in_tx = False
+            if isinstance(exc, sqlite3.Error):
+                raise self._error("cannot write", exc) from exc
+            if isinstance(exc, UNBINDABLE):
+                raise StoreError(
+                    f"SQLite store {self.path!r}: cannot store a value: {exc}"
+                ) from exc
             raise
         self._flush()
         return out
