@@ -204,15 +204,31 @@ class Dispatch(Journal):
         allowed: dict[str, Policy[Any, Any]],
         call: ActionCall,
     ) -> Message:
-        """One call under its option's lock (if exclusive), then the
-        parallelism limit: a call waiting for the lock holds no slot."""
+        """One call under the parallelism limit, then its option's lock (if
+        exclusive).
+
+        The slot comes first: a slot belongs to one reply's calls, so a lock
+        holder never waits for one (the other order hung when a holder's
+        inner call waited for a lock whose holder waited for the slot). A
+        recorded call takes no lock: it replays its result, and whether a
+        lock cycle exists depends on timing, so checking it on replay could
+        refuse a call that ran (S2)."""
         pol = allowed.get(call.name)
         lock_name = _lock_name(pol) if pol is not None and call.invalid is None else None
-        if lock_name is None:  # the common case: no lock to take
+        if lock_name is None or key in self.replay:  # no lock, or recorded: replays without
             if sem is None:
                 return await self._action(key, allowed, call)
             async with sem:
                 return await self._action(key, allowed, call)
+        if sem is None:
+            return await self._locked(key, allowed, call, lock_name)
+        async with sem:
+            return await self._locked(key, allowed, call, lock_name)
+
+    async def _locked(
+        self, key: str, allowed: dict[str, Policy[Any, Any]], call: ActionCall, lock_name: str
+    ) -> Message:
+        """``call`` under its lock, or a result saying why waiting would never end."""
         lock = self._lock(lock_name)
         if lock in _HELD.get():
             return Message.result(
@@ -238,10 +254,7 @@ class Dispatch(Journal):
                 ),
             )
         async with self._exclusive(lock):
-            if sem is None:
-                return await self._action(key, allowed, call)
-            async with sem:
-                return await self._action(key, allowed, call)
+            return await self._action(key, allowed, call)
 
     def _lock(self, lock_name: str) -> asyncio.Lock:
         """This execution's lock ``lock_name`` (each run has its own)."""
