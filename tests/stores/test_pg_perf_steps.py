@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import pytest
+from tests.conftest import PG_URL
 
 from stalwart.core.errors import StaleLeaseError
 from stalwart.core.ledger import RunRecord, StepRecord
@@ -22,38 +22,6 @@ from stalwart.core.ledger import RunRecord, StepRecord
 psycopg = pytest.importorskip("psycopg") if not os.environ.get("CI") else __import__("psycopg")
 
 from stalwart.stores.postgres import PostgresStore  # noqa: E402
-
-PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def _url(schema: str, **options: Any) -> str:
-    query = "&".join(f"{k}={v}" for k, v in {"schema": schema, **options}.items())
-    return f"{PG_URL}{'&' if '?' in PG_URL else '?'}{query}"
-
-
-@pytest.fixture(scope="module")
-def schema() -> Iterator[str]:
-    try:
-        with psycopg.connect(PG_URL, connect_timeout=3) as conn:
-            conn.execute("SELECT 1")
-    except Exception as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL is required under CI: {exc}")
-        pytest.skip(f"PostgreSQL at {PG_URL} is unreachable: {exc}")
-    name = f"t_pgperf_{uuid.uuid4().hex[:10]}"
-    yield name
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-
-
-@pytest.fixture
-async def store(schema: str) -> AsyncIterator[PostgresStore]:
-    s = PostgresStore.from_url(_url(schema, retry_for=5))
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def _step(key: str, output: str = "1") -> StepRecord:
@@ -67,50 +35,50 @@ async def _running(store: PostgresStore, owner: str = "host-a:1:x") -> RunRecord
     return claimed
 
 
-async def test_a_lone_record_goes_in_and_the_first_result_wins(store: PostgresStore) -> None:
-    run = await _running(store)
-    first = await store.record_step(run.id, run.fence, _step("1", "first"))
+async def test_a_lone_record_goes_in_and_the_first_result_wins(pg_store: PostgresStore) -> None:
+    run = await _running(pg_store)
+    first = await pg_store.record_step(run.id, run.fence, _step("1", "first"))
     assert first.output == "first"
-    again = await store.record_step(run.id, run.fence, _step("1", "second"))
+    again = await pg_store.record_step(run.id, run.fence, _step("1", "second"))
     assert again.output == "first"  # S3: the record in the store, not ours
-    assert [s.output for s in (await store.load_steps(run.id)).values()] == ["first"]
+    assert [s.output for s in (await pg_store.load_steps(run.id)).values()] == ["first"]
 
 
-async def test_a_lone_record_of_a_replaced_worker_is_refused(store: PostgresStore) -> None:
-    run = await _running(store)
-    await store.record_step(run.id, run.fence, _step("1"))
+async def test_a_lone_record_of_a_replaced_worker_is_refused(pg_store: PostgresStore) -> None:
+    run = await _running(pg_store)
+    await pg_store.record_step(run.id, run.fence, _step("1"))
     # Another worker takes the run over (its lease ran out, or it was ours and
     # not live): the old fence must refuse new keys and known keys alike.
-    await store.release(run.id, run.fence)
-    taken = await store.claim(run.id, "host-b:2:y", 30)
+    await pg_store.release(run.id, run.fence)
+    taken = await pg_store.claim(run.id, "host-b:2:y", 30)
     assert taken is not None and taken.fence > run.fence
     for key in ("2", "1"):
         with pytest.raises(StaleLeaseError, match=r"fencing token .* is stale"):
-            await store.record_step(run.id, run.fence, _step(key, "late"))
-    steps = await store.load_steps(run.id)
+            await pg_store.record_step(run.id, run.fence, _step(key, "late"))
+    steps = await pg_store.load_steps(run.id)
     assert list(steps) == ["1"] and steps["1"].output == "1"
 
 
 async def test_a_lone_record_after_the_step_connection_died_goes_in(
-    store: PostgresStore,
+    pg_store: PostgresStore,
 ) -> None:
-    run = await _running(store)
-    await store.record_step(run.id, run.fence, _step("1"))
-    conn = await store._step_connection()
+    run = await _running(pg_store)
+    await pg_store.record_step(run.id, run.fence, _step("1"))
+    conn = await pg_store._step_connection()
     pid = conn.info.backend_pid
     with psycopg.connect(PG_URL, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-    won = await store.record_step(run.id, run.fence, _step("2", "after"))
+    won = await pg_store.record_step(run.id, run.fence, _step("2", "after"))
     assert won.output == "after"  # retried on a new connection (and a new cursor)
-    assert list(await store.load_steps(run.id)) == ["1", "2"]
+    assert list(await pg_store.load_steps(run.id)) == ["1", "2"]
 
 
 async def test_a_signal_that_wakes_a_run_wakes_the_listeners(
-    store: PostgresStore, schema: str
+    pg_store: PostgresStore, pg_schema: str, pg_url: Callable[..., str]
 ) -> None:
-    run = await _running(store)
-    assert await store.suspend_run(run.id, run.fence, None, "go")
-    other = PostgresStore.from_url(_url(schema))
+    run = await _running(pg_store)
+    assert await pg_store.suspend_run(run.id, run.fence, None, "go")
+    other = PostgresStore.from_url(pg_url(pg_schema))
     await other.open()
     heard: list[tuple[str, str | None]] = []
     got = asyncio.Event()
@@ -124,7 +92,7 @@ async def test_a_signal_that_wakes_a_run_wakes_the_listeners(
     try:
         while ("any", None) not in heard:  # it listens
             await asyncio.sleep(0.01)
-        woken = await store.send_signal(run.id, "go", "1")
+        woken = await pg_store.send_signal(run.id, "go", "1")
         assert woken.status == "pending"
         async with asyncio.timeout(10):
             await got.wait()

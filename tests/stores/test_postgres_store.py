@@ -16,10 +16,11 @@ import os
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.conftest import PG_URL
 
 import stalwart as sw
 from stalwart.core.errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
@@ -31,58 +32,6 @@ from stalwart.stores import postgres as pg  # noqa: E402
 from stalwart.stores.base import SPILL_BYTES  # noqa: E402
 from stalwart.stores.postgres import PostgresStore  # noqa: E402
 from stalwart.stores.postgres.statements import PgStatements  # noqa: E402
-
-PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def _unreachable_reason() -> str | None:
-    try:
-        with psycopg.connect(PG_URL, connect_timeout=3) as conn:
-            conn.execute("SELECT 1")
-    except Exception as exc:
-        return f"PostgreSQL at {PG_URL} is unreachable: {exc}"
-    return None
-
-
-def _url(schema: str, **options: Any) -> str:
-    query = "&".join(f"{k}={v}" for k, v in {"schema": schema, **options}.items())
-    return f"{PG_URL}{'&' if '?' in PG_URL else '?'}{query}"
-
-
-def _drop(schema: str) -> None:
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-@pytest.fixture(scope="module")
-def schema() -> Iterator[str]:
-    """A schema of this module's own, dropped afterwards."""
-    why = _unreachable_reason()
-    if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL is required under CI: {why}")
-        pytest.skip(why)
-    name = f"t_store_{uuid.uuid4().hex[:10]}"
-    yield name
-    _drop(name)
-
-
-@pytest.fixture
-def fresh_schema(schema: str) -> Iterator[str]:
-    """A schema that does not exist yet (for migration tests)."""
-    name = f"t_fresh_{uuid.uuid4().hex[:10]}"
-    yield name
-    _drop(name)
-
-
-@pytest.fixture
-async def store(schema: str) -> AsyncIterator[PostgresStore]:
-    s = PostgresStore.from_url(_url(schema, retry_for=5))
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def _rid() -> str:
@@ -129,8 +78,10 @@ def test_url_options_are_ours_and_the_rest_goes_to_libpq() -> None:
             PostgresStore.from_url(f"postgresql://u@h/db{bad}")
 
 
-async def test_pool_serves_more_concurrent_calls_than_connections(schema: str) -> None:
-    s = PostgresStore.from_url(_url(schema, pool_min=1, pool_max=2))
+async def test_pool_serves_more_concurrent_calls_than_connections(
+    pg_schema: str, pg_url: Callable[..., str]
+) -> None:
+    s = PostgresStore.from_url(pg_url(pg_schema, pool_min=1, pool_max=2))
     await s.open()
     try:
         ids = [_rid() for _ in range(40)]
@@ -145,13 +96,15 @@ async def test_pool_serves_more_concurrent_calls_than_connections(schema: str) -
 
 
 # -- schema ----------------------------------------------------------------------
-async def test_concurrent_opens_migrate_once(fresh_schema: str) -> None:
-    stores = [PostgresStore.from_url(_url(fresh_schema, pool_min=0)) for _ in range(8)]
+async def test_concurrent_opens_migrate_once(
+    pg_fresh_schema: str, pg_url: Callable[..., str]
+) -> None:
+    stores = [PostgresStore.from_url(pg_url(pg_fresh_schema, pool_min=0)) for _ in range(8)]
     try:
         await asyncio.gather(*(s.open() for s in stores))
         with psycopg.connect(PG_URL) as conn:
             rows = conn.execute(
-                f'SELECT version FROM "{fresh_schema}".stalwart_schema ORDER BY version'
+                f'SELECT version FROM "{pg_fresh_schema}".stalwart_schema ORDER BY version'
             ).fetchall()
         assert [r[0] for r in rows] == list(range(1, pg.SCHEMA_VERSION + 1))
         # Every store works on the one schema.
@@ -161,65 +114,67 @@ async def test_concurrent_opens_migrate_once(fresh_schema: str) -> None:
         await asyncio.gather(*(s.close() for s in stores))
 
 
-async def test_a_newer_schema_is_refused(fresh_schema: str) -> None:
-    s = PostgresStore.from_url(_url(fresh_schema))
+async def test_a_newer_schema_is_refused(pg_fresh_schema: str, pg_url: Callable[..., str]) -> None:
+    s = PostgresStore.from_url(pg_url(pg_fresh_schema))
     await s.open()
     await s.close()
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         conn.execute(
-            f'INSERT INTO "{fresh_schema}".stalwart_schema VALUES (%s, 0)',
+            f'INSERT INTO "{pg_fresh_schema}".stalwart_schema VALUES (%s, 0)',
             (pg.SCHEMA_VERSION + 1,),
         )
     with pytest.raises(StoreError, match="newer than this Stalwart"):
-        await PostgresStore.from_url(_url(fresh_schema)).open()
+        await PostgresStore.from_url(pg_url(pg_fresh_schema)).open()
 
 
 # -- fencing ---------------------------------------------------------------------
-async def test_a_stale_fence_is_refused_everywhere(store: PostgresStore) -> None:
-    first = await store.claim(
-        (await store.create_run(RunRecord(_rid(), "p", "{}")))[0].id, "a:1:x", 0.01
+async def test_a_stale_fence_is_refused_everywhere(pg_store: PostgresStore) -> None:
+    first = await pg_store.claim(
+        (await pg_store.create_run(RunRecord(_rid(), "p", "{}")))[0].id, "a:1:x", 0.01
     )
     assert first is not None
     await asyncio.sleep(0.05)  # the lease expires (on the server's clock)
-    second = await store.claim(first.id, "b:2:y", 30)
+    second = await pg_store.claim(first.id, "b:2:y", 30)
     assert second is not None and second.fence == first.fence + 1
     with pytest.raises(StaleLeaseError, match="stale"):
-        await store.record_step(first.id, first.fence, _step("1"))
+        await pg_store.record_step(first.id, first.fence, _step("1"))
     with pytest.raises(StaleLeaseError):
-        await store.finish_run(first.id, first.fence, "succeeded", "1", None)
+        await pg_store.finish_run(first.id, first.fence, "succeeded", "1", None)
     with pytest.raises(StaleLeaseError):
-        await store.suspend_run(first.id, first.fence, time.time() + 60, None)
-    await store.release(first.id, first.fence)  # ignored: not ours any more
-    assert (await store.get_run(first.id)).owner == "b:2:y"  # type: ignore[union-attr]
+        await pg_store.suspend_run(first.id, first.fence, time.time() + 60, None)
+    await pg_store.release(first.id, first.fence)  # ignored: not ours any more
+    assert (await pg_store.get_run(first.id)).owner == "b:2:y"  # type: ignore[union-attr]
     # The new holder writes; a second result for the key loses (S3).
-    assert (await store.record_step(first.id, second.fence, _step("1", "7"))).output == "7"
-    assert (await store.record_step(first.id, second.fence, _step("1", "8"))).output == "7"
-    assert (await store.load_steps(first.id))["1"].output == "7"
+    assert (await pg_store.record_step(first.id, second.fence, _step("1", "7"))).output == "7"
+    assert (await pg_store.record_step(first.id, second.fence, _step("1", "8"))).output == "7"
+    assert (await pg_store.load_steps(first.id))["1"].output == "7"
 
 
-async def test_a_stale_write_in_a_batch_does_not_sink_the_others(store: PostgresStore) -> None:
-    ok = await _running(store)
-    old = await store.claim(
-        (await store.create_run(RunRecord(_rid(), "p", "{}")))[0].id, "a:1:x", 0.01
+async def test_a_stale_write_in_a_batch_does_not_sink_the_others(pg_store: PostgresStore) -> None:
+    ok = await _running(pg_store)
+    old = await pg_store.claim(
+        (await pg_store.create_run(RunRecord(_rid(), "p", "{}")))[0].id, "a:1:x", 0.01
     )
     assert old is not None
     await asyncio.sleep(0.05)
-    assert await store.claim(old.id, "b:2:y", 30) is not None
+    assert await pg_store.claim(old.id, "b:2:y", 30) is not None
     results = await asyncio.gather(
-        store.record_step(ok.id, ok.fence, _step("1")),
-        store.record_step(old.id, old.fence, _step("1")),
-        store.record_step(ok.id, ok.fence, _step("2")),
+        pg_store.record_step(ok.id, ok.fence, _step("1")),
+        pg_store.record_step(old.id, old.fence, _step("1")),
+        pg_store.record_step(ok.id, ok.fence, _step("2")),
         return_exceptions=True,
     )
     assert isinstance(results[1], StaleLeaseError)
-    assert sorted(await store.load_steps(ok.id)) == ["1", "2"]
-    assert await store.load_steps(old.id) == {}
+    assert sorted(await pg_store.load_steps(ok.id)) == ["1", "2"]
+    assert await pg_store.load_steps(old.id) == {}
 
 
 # -- claims across workers -----------------------------------------------------------
-async def test_two_workers_never_claim_the_same_run(schema: str) -> None:
-    a = PostgresStore.from_url(_url(schema, pool_max=4))
-    b = PostgresStore.from_url(_url(schema, pool_max=4))
+async def test_two_workers_never_claim_the_same_run(
+    pg_schema: str, pg_url: Callable[..., str]
+) -> None:
+    a = PostgresStore.from_url(pg_url(pg_schema, pool_max=4))
+    b = PostgresStore.from_url(pg_url(pg_schema, pool_max=4))
     await a.open()
     await b.open()
     queue = f"q-{uuid.uuid4().hex[:8]}"
@@ -251,8 +206,10 @@ async def test_two_workers_never_claim_the_same_run(schema: str) -> None:
         await b.close()
 
 
-async def test_racing_claims_of_one_run_have_one_winner(schema: str) -> None:
-    stores = [PostgresStore.from_url(_url(schema)) for _ in range(3)]
+async def test_racing_claims_of_one_run_have_one_winner(
+    pg_schema: str, pg_url: Callable[..., str]
+) -> None:
+    stores = [PostgresStore.from_url(pg_url(pg_schema)) for _ in range(3)]
     await asyncio.gather(*(s.open() for s in stores))
     try:
         for _ in range(5):
@@ -266,27 +223,27 @@ async def test_racing_claims_of_one_run_have_one_winner(schema: str) -> None:
 
 
 async def test_abandoned_runs_are_taken_over_and_cancel_requests_honoured(
-    store: PostgresStore,
+    pg_store: PostgresStore,
 ) -> None:
     queue = f"q-{uuid.uuid4().hex[:8]}"
     ids = []
     for _ in range(2):
-        rec, _ = await store.create_run(RunRecord(_rid(), "p", "{}", queue=queue))
-        assert await store.claim(rec.id, "gone-host:1:x", 0.01) is not None
+        rec, _ = await pg_store.create_run(RunRecord(_rid(), "p", "{}", queue=queue))
+        assert await pg_store.claim(rec.id, "gone-host:1:x", 0.01) is not None
         ids.append(rec.id)
-    await store.request_cancel(ids[1])
+    await pg_store.request_cancel(ids[1])
     await asyncio.sleep(0.05)
-    claimed = await store.claim_due("here:2:y", 30, 10, lambda r: True, [queue])
+    claimed = await pg_store.claim_due("here:2:y", 30, 10, lambda r: True, [queue])
     assert [c.id for c in claimed] == [ids[0]] and claimed[0].fence == 2
-    assert (await store.get_run(ids[1])).status == "cancelled"  # type: ignore[union-attr]
+    assert (await pg_store.get_run(ids[1])).status == "cancelled"  # type: ignore[union-attr]
     # A live holder elsewhere keeps its runs.
-    assert await store.claim_due("there:3:z", 30, 10, lambda r: True, [queue]) == []
+    assert await pg_store.claim_due("there:3:z", 30, 10, lambda r: True, [queue]) == []
 
 
-async def test_priority_delay_and_queue_filter(store: PostgresStore) -> None:
+async def test_priority_delay_and_queue_filter(pg_store: PostgresStore) -> None:
     q = f"q-{uuid.uuid4().hex[:8]}"
     now = time.time()
-    await store.create_runs(
+    await pg_store.create_runs(
         [
             RunRecord("lo-" + q, "p", "{}", queue=q, priority=0, created_at=now - 2),
             RunRecord("hi-" + q, "p", "{}", queue=q, priority=5, created_at=now),
@@ -294,16 +251,18 @@ async def test_priority_delay_and_queue_filter(store: PostgresStore) -> None:
             RunRecord("elsewhere-" + q, "p", "{}", queue=q + "x", priority=9),
         ]
     )
-    claimed = await store.claim_due("w:1:x", 30, 10, lambda r: True, [q])
+    claimed = await pg_store.claim_due("w:1:x", 30, 10, lambda r: True, [q])
     assert [c.id for c in claimed] == ["hi-" + q, "lo-" + q]
-    assert await store.claim("later-" + q, "w:1:x", 30) is None  # delayed start
-    wake = await store.next_wake()
+    assert await pg_store.claim("later-" + q, "w:1:x", 30) is None  # delayed start
+    wake = await pg_store.next_wake()
     assert wake is not None and wake <= now + 60
 
 
-async def test_queue_concurrency_limit_holds_across_workers(schema: str) -> None:
-    a = PostgresStore.from_url(_url(schema))
-    b = PostgresStore.from_url(_url(schema))
+async def test_queue_concurrency_limit_holds_across_workers(
+    pg_schema: str, pg_url: Callable[..., str]
+) -> None:
+    a = PostgresStore.from_url(pg_url(pg_schema))
+    b = PostgresStore.from_url(pg_url(pg_schema))
     await a.open()
     await b.open()
     q = f"q-{uuid.uuid4().hex[:8]}"
@@ -327,14 +286,14 @@ async def test_queue_concurrency_limit_holds_across_workers(schema: str) -> None
         await b.close()
 
 
-async def test_queue_rate_limit(store: PostgresStore) -> None:
+async def test_queue_rate_limit(pg_store: PostgresStore) -> None:
     q = f"q-{uuid.uuid4().hex[:8]}"
-    await store.set_queue(q, rate=5)
-    await store.create_runs([RunRecord(_rid(), "p", "{}", queue=q) for _ in range(20)])
+    await pg_store.set_queue(q, rate=5)
+    await pg_store.create_runs([RunRecord(_rid(), "p", "{}", queue=q) for _ in range(20)])
     live: set[str] = set()
 
     async def claim() -> int:
-        got = await store.claim_due("w:1:x", 30, 20, lambda r: r.id not in live, [q])
+        got = await pg_store.claim_due("w:1:x", 30, 20, lambda r: r.id not in live, [q])
         live.update(r.id for r in got)
         return len(got)
 
@@ -345,8 +304,8 @@ async def test_queue_rate_limit(store: PostgresStore) -> None:
 
 
 # -- steps -------------------------------------------------------------------------
-async def test_concurrent_steps_share_commits(store: PostgresStore) -> None:
-    run = await _running(store)
+async def test_concurrent_steps_share_commits(pg_store: PostgresStore) -> None:
+    run = await _running(pg_store)
     statements = 0
     original = PgStatements.record
 
@@ -360,64 +319,67 @@ async def test_concurrent_steps_share_commits(store: PostgresStore) -> None:
     PgStatements.record = counting  # type: ignore[method-assign]
     try:
         won = await asyncio.gather(
-            *(store.record_step(run.id, run.fence, _step(str(i), outputs[i])) for i in range(500))
+            *(
+                pg_store.record_step(run.id, run.fence, _step(str(i), outputs[i]))
+                for i in range(500)
+            )
         )
     finally:
         PgStatements.record = original  # type: ignore[method-assign]
     assert [w.output for w in won] == outputs
-    steps = await store.load_steps(run.id)
+    steps = await pg_store.load_steps(run.id)
     assert [steps[str(i)].output for i in range(500)] == outputs
     assert statements <= 5  # not 500 round trips
 
 
-async def test_one_key_twice_in_one_batch_gives_one_winner(store: PostgresStore) -> None:
-    run = await _running(store)
+async def test_one_key_twice_in_one_batch_gives_one_winner(pg_store: PostgresStore) -> None:
+    run = await _running(pg_store)
     a, b = await asyncio.gather(
-        store.record_step(run.id, run.fence, _step("k", "1")),
-        store.record_step(run.id, run.fence, _step("k", "2")),
+        pg_store.record_step(run.id, run.fence, _step("k", "1")),
+        pg_store.record_step(run.id, run.fence, _step("k", "2")),
     )
     assert a.output == b.output == "1"
 
 
 async def test_large_values_are_kept_out_of_the_hot_table(
-    store: PostgresStore, schema: str
+    pg_store: PostgresStore, pg_schema: str
 ) -> None:
-    run = await _running(store)
+    run = await _running(pg_store)
     big = '"' + "x" * (SPILL_BYTES + 10) + '"'
     step = StepRecord("1", "p", "h", big, big, None, 1, 1.0, 2.0)
-    assert (await store.record_step(run.id, run.fence, step)) is step
+    assert (await pg_store.record_step(run.id, run.fence, step)) is step
     loser = StepRecord("1", "p", "h", big, '"other"', None, 1, 1.0, 2.0)
-    assert (await store.record_step(run.id, run.fence, loser)).output == big
-    assert (await store.load_steps(run.id))["1"].args == big
+    assert (await pg_store.record_step(run.id, run.fence, loser)).output == big
+    assert (await pg_store.load_steps(run.id))["1"].args == big
     with psycopg.connect(PG_URL) as conn:
         row = conn.execute(
-            f'SELECT args, output, spilled FROM "{schema}".steps WHERE run_id = %s', (run.id,)
+            f'SELECT args, output, spilled FROM "{pg_schema}".steps WHERE run_id = %s', (run.id,)
         ).fetchone()
         n = conn.execute(
-            f'SELECT count(*) FROM "{schema}".payloads WHERE run_id = %s', (run.id,)
+            f'SELECT count(*) FROM "{pg_schema}".payloads WHERE run_id = %s', (run.id,)
         ).fetchone()
     assert row == (None, None, 3) and n == (2,)
 
 
 # -- signals -------------------------------------------------------------------------
-async def test_signals_wake_and_are_taken_once_per_key(store: PostgresStore) -> None:
-    run = await _running(store)
-    assert await store.suspend_run(run.id, run.fence, None, "go") is True
-    woken = await store.send_signal(run.id, "go", '"a"')
+async def test_signals_wake_and_are_taken_once_per_key(pg_store: PostgresStore) -> None:
+    run = await _running(pg_store)
+    assert await pg_store.suspend_run(run.id, run.fence, None, "go") is True
+    woken = await pg_store.send_signal(run.id, "go", '"a"')
     assert woken.status == "pending" and woken.waiting_for is None
-    await store.send_signal(run.id, "go", '"b"')
-    assert await store.take_signal(run.id, "go", "k1") == '"a"'
-    assert await store.take_signal(run.id, "go", "k1") == '"a"'  # idempotent per key
-    assert await store.take_signal(run.id, "go", "k2") == '"b"'
-    assert await store.take_signal(run.id, "go", "k3") is None
-    again = await store.claim(run.id, "host-a:1:x", 30)
+    await pg_store.send_signal(run.id, "go", '"b"')
+    assert await pg_store.take_signal(run.id, "go", "k1") == '"a"'
+    assert await pg_store.take_signal(run.id, "go", "k1") == '"a"'  # idempotent per key
+    assert await pg_store.take_signal(run.id, "go", "k2") == '"b"'
+    assert await pg_store.take_signal(run.id, "go", "k3") is None
+    again = await pg_store.claim(run.id, "host-a:1:x", 30)
     assert again is not None
-    await store.send_signal(run.id, "go", '"c"')
+    await pg_store.send_signal(run.id, "go", '"c"')
     # The awaited signal is already there: the run is not parked.
-    assert await store.suspend_run(run.id, again.fence, None, "go") is False
-    assert (await store.get_run(run.id)).status == "pending"  # type: ignore[union-attr]
+    assert await pg_store.suspend_run(run.id, again.fence, None, "go") is False
+    assert (await pg_store.get_run(run.id)).status == "pending"  # type: ignore[union-attr]
     with pytest.raises(RunNotFound):
-        await store.send_signal("no-such-run", "go", "1")
+        await pg_store.send_signal("no-such-run", "go", "1")
 
 
 # -- failures ------------------------------------------------------------------------
@@ -443,10 +405,12 @@ async def _kill_backends(app: str) -> int:
         return int(row[0]) if row else 0
 
 
-async def test_connections_killed_mid_run_are_retried(schema: str) -> None:
+async def test_connections_killed_mid_run_are_retried(
+    pg_schema: str, pg_url: Callable[..., str]
+) -> None:
     """Server-side disconnects (what a restart does) cost a retry, not a result."""
     app = f"stalwart-test-{uuid.uuid4().hex[:8]}"
-    s = PostgresStore.from_url(_url(schema, application_name=app, pool_min=3, retry_for=10))
+    s = PostgresStore.from_url(pg_url(pg_schema, application_name=app, pool_min=3, retry_for=10))
     await s.open()
     try:
         run = await _running(s)
@@ -466,9 +430,9 @@ async def test_connections_killed_mid_run_are_retried(schema: str) -> None:
 
 
 async def test_a_step_whose_commit_reply_is_lost_is_not_duplicated(
-    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+    pg_store: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run = await _running(store)
+    run = await _running(pg_store)
     real = psycopg.AsyncCursor.execute
     failed = []
 
@@ -482,15 +446,15 @@ async def test_a_step_whose_commit_reply_is_lost_is_not_duplicated(
     # Every statement goes through a cursor, whichever way the store sends it.
     monkeypatch.setattr(psycopg.AsyncCursor, "execute", flaky)
     step = _step("1", "42")
-    won = await store.record_step(run.id, run.fence, step)
+    won = await pg_store.record_step(run.id, run.fence, step)
     assert failed and won is step  # the retry found its own record
-    assert list(await store.load_steps(run.id)) == ["1"]
+    assert list(await pg_store.load_steps(run.id)) == ["1"]
 
 
 async def test_retries_are_bounded_and_name_the_server(
-    schema: str, monkeypatch: pytest.MonkeyPatch
+    pg_schema: str, monkeypatch: pytest.MonkeyPatch, pg_url: Callable[..., str]
 ) -> None:
-    s = PostgresStore.from_url(_url(schema, retry_for=0.5))
+    s = PostgresStore.from_url(pg_url(pg_schema, retry_for=0.5))
     await s.open()
     try:
         assert s._pool is not None
@@ -513,10 +477,10 @@ async def test_retries_are_bounded_and_name_the_server(
 
 
 async def test_a_retried_signal_is_delivered_once(
-    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+    pg_store: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run = await _running(store)
-    original = store._with_conn
+    run = await _running(pg_store)
+    original = pg_store._with_conn
     lost = []
 
     async def lose_first_reply(what: str, fn: Any) -> Any:
@@ -529,15 +493,15 @@ async def test_a_retried_signal_is_delivered_once(
 
         return await original(what, wrapped)
 
-    monkeypatch.setattr(store, "_with_conn", lose_first_reply)
-    await store.send_signal(run.id, "go", '"once"')
+    monkeypatch.setattr(pg_store, "_with_conn", lose_first_reply)
+    await pg_store.send_signal(run.id, "go", '"once"')
     monkeypatch.undo()
     assert lost
-    assert await store.take_signal(run.id, "go", "a") == '"once"'
-    assert await store.take_signal(run.id, "go", "b") is None
+    assert await pg_store.take_signal(run.id, "go", "a") == '"once"'
+    assert await pg_store.take_signal(run.id, "go", "b") is None
 
 
-async def test_a_runner_on_postgres_end_to_end(schema: str) -> None:
+async def test_a_runner_on_postgres_end_to_end(pg_schema: str, pg_url: Callable[..., str]) -> None:
     @sw.policy
     async def add(a: int, b: int) -> int:
         return a + b
@@ -548,6 +512,6 @@ async def test_a_runner_on_postgres_end_to_end(schema: str) -> None:
         return sum(parts)
 
     rid = _rid()
-    async with sw.Runner(_url(schema), policies=[total]) as runner:
+    async with sw.Runner(pg_url(pg_schema), policies=[total]) as runner:
         assert await runner.run(total, 50, run_id=rid) == 2450
         assert len(await runner.steps(rid)) == 50

@@ -19,10 +19,11 @@ import asyncio
 import os
 import secrets
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.conftest import PG_URL
 
 from stalwart.core.errors import StaleLeaseError, StoreError, StoreUnavailable
 from stalwart.core.ledger import RunRecord, StepRecord
@@ -34,43 +35,18 @@ from psycopg_pool import PoolTimeout  # noqa: E402
 
 from stalwart.stores import postgres as pg  # noqa: E402
 from stalwart.stores.postgres import PostgresStore  # noqa: E402
-from stalwart.stores.postgres import schema as pg_schema  # noqa: E402
+from stalwart.stores.postgres import schema as postgres_schema  # noqa: E402
 
-PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 A = "host-a:1:a"
 B = "host-b:2:b"
 
 
-def _url(schema: str, **options: Any) -> str:
-    query = "&".join(f"{k}={v}" for k, v in {"schema": schema, **options}.items())
-    return f"{PG_URL}{'&' if '?' in PG_URL else '?'}{query}"
-
-
-@pytest.fixture(scope="module")
-def schema() -> Iterator[str]:
-    try:
-        with psycopg.connect(PG_URL, connect_timeout=3) as conn:
-            conn.execute("SELECT 1")
-    except Exception as exc:
-        why = f"PostgreSQL at {PG_URL} is unreachable: {exc}"
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL is required under CI: {why}")
-        pytest.skip(why)
-    name = f"t_trust_{uuid.uuid4().hex[:10]}"
-    yield name
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-
-
 @pytest.fixture
-async def store(schema: str) -> AsyncIterator[PostgresStore]:
-    app = f"stalwart-trust-{uuid.uuid4().hex[:8]}"
-    s = PostgresStore.from_url(_url(schema, retry_for=5, application_name=app))
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
+def pg_store_options() -> dict[str, object]:
+    """The shared store's options, plus a name for its connections of their
+    own in pg_stat_activity, where the lock tests below watch backends, so
+    the view tells this test's store apart from everything else there."""
+    return {"retry_for": 5, "application_name": f"stalwart-trust-{uuid.uuid4().hex[:8]}"}
 
 
 def _step(key: str, output: str = "1") -> StepRecord:
@@ -100,59 +76,59 @@ def _rid() -> str:
 
 
 # -- heartbeats --------------------------------------------------------------------
-async def test_the_heartbeat_names_the_runs_its_owner_lost(store: PostgresStore) -> None:
+async def test_the_heartbeat_names_the_runs_its_owner_lost(pg_store: PostgresStore) -> None:
     held, cancel, finished, gone = _rid(), _rid(), _rid(), _rid()
     for run_id in (held, cancel):
-        await _claimed(store, run_id)
-    fence = await _claimed(store, finished)
-    await store.finish_run(finished, fence, "succeeded", "1", None)
-    await store.request_cancel(cancel)
+        await _claimed(pg_store, run_id)
+    fence = await _claimed(pg_store, finished)
+    await pg_store.finish_run(finished, fence, "succeeded", "1", None)
+    await pg_store.request_cancel(cancel)
     taken = _rid()
-    await _taken_over(store, taken)
+    await _taken_over(pg_store, taken)
 
-    beat = await store.heartbeat(A, 60.0, [held, cancel, finished, taken, gone])
+    beat = await pg_store.heartbeat(A, 60.0, [held, cancel, finished, taken, gone])
 
     assert beat.cancel == [cancel]
     assert sorted(beat.lost) == sorted([finished, taken, gone])
-    after = await store.get_run(taken)
+    after = await pg_store.get_run(taken)
     assert after is not None and after.owner == B  # the beat did not take it back
-    assert (await store.heartbeat(A, 60.0, [])).lost == []
+    assert (await pg_store.heartbeat(A, 60.0, [])).lost == []
 
 
 # -- fencing -------------------------------------------------------------------------
 async def test_a_replaced_writer_is_refused_for_new_and_existing_keys(
-    store: PostgresStore,
+    pg_store: PostgresStore,
 ) -> None:
     run_id = _rid()
-    old, new = await _taken_over(store, run_id)
-    assert (await store.record_step(run_id, new, _step("1", "new"))).output == "new"
+    old, new = await _taken_over(pg_store, run_id)
+    assert (await pg_store.record_step(run_id, new, _step("1", "new"))).output == "new"
 
     # The stale writer learns it lost the run, whether or not the key has a
     # record: it must never get the new owner's record back as its own.
     with pytest.raises(StaleLeaseError, match="stale"):
-        await store.record_step(run_id, old, _step("1", "old"))
+        await pg_store.record_step(run_id, old, _step("1", "old"))
     with pytest.raises(StaleLeaseError, match="stale"):
-        await store.record_step(run_id, old, _step("2", "old"))
+        await pg_store.record_step(run_id, old, _step("2", "old"))
     # In one batch with a valid write of the same key, too.
     results = await asyncio.gather(
-        store.record_step(run_id, new, _step("3", "new")),
-        store.record_step(run_id, old, _step("3", "old")),
-        store.record_step(run_id, old, _step("1", "old")),
+        pg_store.record_step(run_id, new, _step("3", "new")),
+        pg_store.record_step(run_id, old, _step("3", "old")),
+        pg_store.record_step(run_id, old, _step("1", "old")),
         return_exceptions=True,
     )
     assert isinstance(results[0], StepRecord) and results[0].output == "new"
     assert isinstance(results[1], StaleLeaseError)
     assert isinstance(results[2], StaleLeaseError)
-    steps = await store.load_steps(run_id)
+    steps = await pg_store.load_steps(run_id)
     assert {k: s.output for k, s in steps.items()} == {"1": "new", "3": "new"}
 
     # The owner itself still gets the first record back for a key (S3).
-    assert (await store.record_step(run_id, new, _step("1", "again"))).output == "new"
+    assert (await pg_store.record_step(run_id, new, _step("1", "again"))).output == "new"
     # Once the run has finished, nobody writes to it, the last owner included.
-    await store.finish_run(run_id, new, "succeeded", "1", None)
+    await pg_store.finish_run(run_id, new, "succeeded", "1", None)
     for key in ("1", "4"):
         with pytest.raises(StaleLeaseError, match="succeeded"):
-            await store.record_step(run_id, new, _step(key))
+            await pg_store.record_step(run_id, new, _step(key))
 
 
 async def _wait_until_blocked(pid: int, by: int) -> None:
@@ -168,14 +144,14 @@ async def _wait_until_blocked(pid: int, by: int) -> None:
 
 
 async def test_a_takeover_waits_for_a_step_write_in_flight(
-    store: PostgresStore, schema: str
+    pg_store: PostgresStore, pg_schema: str
 ) -> None:
     """The step write share-locks its run: a claim that bumps the fence in the
     middle of it waits for its commit, so the write lands before the
     takeover (the new owner's replay sees it) instead of after it."""
     run_id = _rid()
-    fence = await _claimed(store, run_id)
-    s = f'"{schema}"'
+    fence = await _claimed(pg_store, run_id)
+    s = f'"{pg_schema}"'
     async with (
         await psycopg.AsyncConnection.connect(PG_URL) as blocker,
         await psycopg.AsyncConnection.connect(PG_URL, autocommit=True) as claimer,
@@ -187,8 +163,8 @@ async def test_a_takeover_waits_for_a_step_write_in_flight(
             "started_at, finished_at) VALUES (%s, '1', 'p', 'call', 'h', 1, 0, 0)",
             (run_id,),
         )
-        writer = await store._step_connection()
-        write = asyncio.create_task(store.record_step(run_id, fence, _step("1", "mine")))
+        writer = await pg_store._step_connection()
+        write = asyncio.create_task(pg_store.record_step(run_id, fence, _step("1", "mine")))
         await _wait_until_blocked(writer.info.backend_pid, by=blocker.info.backend_pid)
 
         takeover = asyncio.create_task(
@@ -202,52 +178,52 @@ async def test_a_takeover_waits_for_a_step_write_in_flight(
         await blocker.rollback()
         assert (await asyncio.wait_for(write, 10)).output == "mine"
         await asyncio.wait_for(takeover, 10)
-    assert (await store.load_steps(run_id))["1"].output == "mine"
+    assert (await pg_store.load_steps(run_id))["1"].output == "mine"
     for key in ("1", "2"):
         with pytest.raises(StaleLeaseError):
-            await store.record_step(run_id, fence, _step(key))
+            await pg_store.record_step(run_id, fence, _step(key))
 
 
 async def test_a_claim_that_commits_first_refuses_the_write(
-    store: PostgresStore, schema: str
+    pg_store: PostgresStore, pg_schema: str
 ) -> None:
     """The other order: a takeover holding the run row makes the step write
     wait, and then refuses it on the new fence."""
     run_id = _rid()
-    fence = await _claimed(store, run_id)
+    fence = await _claimed(pg_store, run_id)
     async with await psycopg.AsyncConnection.connect(PG_URL) as claimer:
         await claimer.execute(
-            f'UPDATE "{schema}".runs SET fence = fence + 1, owner = %s WHERE id = %s',
+            f'UPDATE "{pg_schema}".runs SET fence = fence + 1, owner = %s WHERE id = %s',
             (B, run_id),
         )
-        writer = await store._step_connection()
-        write = asyncio.create_task(store.record_step(run_id, fence, _step("1")))
+        writer = await pg_store._step_connection()
+        write = asyncio.create_task(pg_store.record_step(run_id, fence, _step("1")))
         await _wait_until_blocked(writer.info.backend_pid, by=claimer.info.backend_pid)
         await claimer.commit()
         with pytest.raises(StaleLeaseError, match="stale"):
             await asyncio.wait_for(write, 10)
-    assert await store.load_steps(run_id) == {}
+    assert await pg_store.load_steps(run_id) == {}
 
 
 # -- transient or permanent ------------------------------------------------------------
-async def test_a_run_id_too_long_for_the_index_fails_at_once(store: PostgresStore) -> None:
+async def test_a_run_id_too_long_for_the_index_fails_at_once(pg_store: PostgresStore) -> None:
     run_id = secrets.token_hex(5000)  # 10,000 characters that do not compress
     with pytest.raises(StoreError) as caught:
-        await store.create_run(RunRecord(run_id, "p", "{}"))
+        await pg_store.create_run(RunRecord(run_id, "p", "{}"))
     assert not isinstance(caught.value, StoreUnavailable)
-    assert store.retries == 0
+    assert pg_store.retries == 0
     message = str(caught.value)
     assert "ProgramLimitExceeded" in message and "index row" in message
     assert "10000 characters" in message and len(message) < 1000
-    assert store.describe()["retries"] == 0
+    assert pg_store.describe()["retries"] == 0
 
 
-async def test_bad_data_fails_at_once(store: PostgresStore) -> None:
+async def test_bad_data_fails_at_once(pg_store: PostgresStore) -> None:
     with pytest.raises(StoreError) as caught:
-        await store.create_run(RunRecord(_rid(), "p", '{"a": "\x00"}'))
+        await pg_store.create_run(RunRecord(_rid(), "p", '{"a": "\x00"}'))
     assert not isinstance(caught.value, StoreUnavailable)
     assert "NUL" in str(caught.value)
-    assert store.retries == 0
+    assert pg_store.retries == 0
 
 
 async def _kill_backends(app: str) -> None:
@@ -258,9 +234,9 @@ async def _kill_backends(app: str) -> None:
         )
 
 
-async def test_a_dropped_connection_is_retried(schema: str) -> None:
+async def test_a_dropped_connection_is_retried(pg_schema: str, pg_url: Callable[..., str]) -> None:
     app = f"stalwart-trust-{uuid.uuid4().hex[:8]}"
-    s = PostgresStore.from_url(_url(schema, retry_for=10, application_name=app, pool_min=2))
+    s = PostgresStore.from_url(pg_url(pg_schema, retry_for=10, application_name=app, pool_min=2))
     await s.open()
     try:
         run_id = _rid()
@@ -274,9 +250,9 @@ async def test_a_dropped_connection_is_retried(schema: str) -> None:
 
 
 async def test_a_store_down_past_the_retries_is_unavailable(
-    schema: str, monkeypatch: pytest.MonkeyPatch
+    pg_schema: str, monkeypatch: pytest.MonkeyPatch, pg_url: Callable[..., str]
 ) -> None:
-    s = PostgresStore.from_url(_url(schema, retry_for=0.3))
+    s = PostgresStore.from_url(pg_url(pg_schema, retry_for=0.3))
     await s.open()
     try:
         assert s._pool is not None
@@ -320,56 +296,53 @@ async def test_a_store_down_past_the_retries_is_unavailable(
 def test_errors_are_told_apart_by_what_a_retry_would_do(
     exc: psycopg.Error, transient: bool
 ) -> None:
-    assert pg_schema.transient(exc) is transient
-    assert isinstance(pg_schema.classified(exc, "doing it"), StoreUnavailable) is transient
+    assert postgres_schema.transient(exc) is transient
+    assert isinstance(postgres_schema.classified(exc, "doing it"), StoreUnavailable) is transient
 
 
-async def test_a_long_run_id_is_cut_short_in_messages(store: PostgresStore) -> None:
+async def test_a_long_run_id_is_cut_short_in_messages(pg_store: PostgresStore) -> None:
     run_id = "x" * 5000
     with pytest.raises(StaleLeaseError) as caught:
-        await store.record_step(run_id, 1, _step("1"))
+        await pg_store.record_step(run_id, 1, _step("1"))
     assert "no longer in the store" in str(caught.value) and len(str(caught.value)) < 500
 
 
 # -- group mode: which life of the server ----------------------------------------------
-@pytest.fixture
-def fresh_schema(schema: str) -> Iterator[str]:
-    name = f"t_fresh_{uuid.uuid4().hex[:10]}"
-    yield name
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-
-
-async def test_stores_opening_together_agree_on_the_server_life(fresh_schema: str) -> None:
+async def test_stores_opening_together_agree_on_the_server_life(
+    pg_fresh_schema: str, pg_url: Callable[..., str]
+) -> None:
     """Group mode tells a crash by the token in an unlogged table; stores
     that make it at the same moment must still end up with one token, or
     each would take the other's records for lost."""
     stores = [
-        PostgresStore.from_url(_url(fresh_schema, durability="group", pool_min=0)) for _ in range(6)
+        PostgresStore.from_url(pg_url(pg_fresh_schema, durability="group", pool_min=0))
+        for _ in range(6)
     ]
     try:
         await asyncio.gather(*(s.open() for s in stores))
         tokens = {s._token for s in stores}
         assert len(tokens) == 1 and None not in tokens
         with psycopg.connect(PG_URL) as conn:
-            rows = conn.execute(f'SELECT token FROM "{fresh_schema}".incarnation').fetchall()
+            rows = conn.execute(f'SELECT token FROM "{pg_fresh_schema}".incarnation').fetchall()
         assert [r[0] for r in rows] == list(tokens)
     finally:
         await asyncio.gather(*(s.close() for s in stores))
 
 
-async def test_a_schema_of_the_previous_version_is_migrated(fresh_schema: str) -> None:
+async def test_a_schema_of_the_previous_version_is_migrated(
+    pg_fresh_schema: str, pg_url: Callable[..., str]
+) -> None:
     with psycopg.connect(PG_URL, autocommit=True) as conn:
-        s = f'"{fresh_schema}"'
+        s = f'"{pg_fresh_schema}"'
         conn.execute(f"CREATE SCHEMA {s}")
         conn.execute(
             f"CREATE TABLE {s}.stalwart_schema (version INTEGER PRIMARY KEY, "
             "applied_at DOUBLE PRECISION NOT NULL)"
         )
-        for statement in pg_schema.MIGRATIONS[1]:
+        for statement in postgres_schema.MIGRATIONS[1]:
             conn.execute(statement.format(s=s))
         conn.execute(f"INSERT INTO {s}.stalwart_schema VALUES (1, 0)")
-    store = PostgresStore.from_url(_url(fresh_schema, durability="group"))
+    store = PostgresStore.from_url(pg_url(pg_fresh_schema, durability="group"))
     await store.open()
     try:
         run_id = _rid()
@@ -381,6 +354,6 @@ async def test_a_schema_of_the_previous_version_is_migrated(fresh_schema: str) -
         await store.close()
     with psycopg.connect(PG_URL) as conn:
         versions = conn.execute(
-            f'SELECT version FROM "{fresh_schema}".stalwart_schema ORDER BY version'
+            f'SELECT version FROM "{pg_fresh_schema}".stalwart_schema ORDER BY version'
         ).fetchall()
     assert [v[0] for v in versions] == list(range(1, pg.SCHEMA_VERSION + 1))

@@ -1,0 +1,88 @@
+"""PostgreSQL fixtures for the store tests that need a server to themselves.
+
+The conformance fixture ``store_url`` (tests/conftest.py) gives each test a
+fresh schema; the PostgreSQL-only modules here instead share one schema per
+module, so the migrations run once a module rather than once a test. They
+also need URLs with store options (``pool_max``, ``retry_for``, ...) and
+schemas that do not exist yet, for migration tests.
+
+The fixtures are named ``pg_*`` so that a module's own ``schema`` or
+``store`` fixture is never shadowed. Without a reachable PostgreSQL they skip,
+except under CI (``CI`` set), where they fail (``require_postgres``).
+
+Nothing PostgreSQL-specific is imported at module level: this conftest loads
+for every test in tests/stores, the SQLite ones included, and must not need
+psycopg.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+from tests.conftest import PG_URL, drop_schema, require_postgres
+
+if TYPE_CHECKING:
+    from stalwart.stores.postgres import PostgresStore
+
+
+def _url(schema: str, **options: object) -> str:
+    query = "&".join(f"{k}={v}" for k, v in {"schema": schema, **options}.items())
+    return f"{PG_URL}{'&' if '?' in PG_URL else '?'}{query}"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """The server's URL, once it has answered: checked once a session, so
+    a missing server costs one connect timeout, not one per module."""
+    require_postgres()
+    return PG_URL
+
+
+@pytest.fixture
+def pg_url() -> Callable[..., str]:
+    """``pg_url(schema, **options)``: a store URL for ``schema`` with store
+    options (``pool_max=4``, ``retry_for=5``) added to the query string."""
+    return _url
+
+
+@pytest.fixture(scope="module")
+def pg_schema(pg_server: str) -> Iterator[str]:
+    """A schema of the module's own, created by the first store that opens
+    on it and dropped after the module's last test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    yield name
+    drop_schema(name)
+
+
+@pytest.fixture
+def pg_fresh_schema(pg_server: str) -> Iterator[str]:
+    """A schema that does not exist yet (for migration tests), dropped after
+    the test."""
+    name = f"t_fresh_{uuid.uuid4().hex[:10]}"
+    yield name
+    drop_schema(name)
+
+
+@pytest.fixture
+def pg_store_options() -> dict[str, object]:
+    """The options ``pg_store`` opens with; a module overrides this fixture
+    to add its own (an ``application_name``, say)."""
+    return {"retry_for": 5}
+
+
+@pytest.fixture
+async def pg_store(
+    pg_schema: str, pg_store_options: dict[str, object]
+) -> AsyncIterator[PostgresStore]:
+    """An open store on the module's schema, closed after the test."""
+    from stalwart.stores.postgres import PostgresStore
+
+    s = PostgresStore.from_url(_url(pg_schema, **pg_store_options))
+    await s.open()
+    try:
+        yield s
+    finally:
+        await s.close()
