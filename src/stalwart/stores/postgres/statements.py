@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base import RUN_COLUMNS
-from ..sql import FINISHED, Statements, postgres
+from ..sql import FINISHED, RUN_FIELDS, Statements, postgres
 
 __all__ = [
     "MAX_BATCH",
@@ -96,6 +96,21 @@ class PgStatements(Statements):
         # wake-up), each still locked, ordered and limited by its own index.
         self.ready = f"""SELECT * FROM ({self.pending}) AS p
             UNION ALL SELECT * FROM ({self.woken}) AS w"""
+        # A claim pass where no queue has limits, in one round trip: the
+        # abandoned runs (unlocked, as above), the ready ones (locked), the
+        # other holders of running runs on this host (to tell the dead), and
+        # whether any queue it serves has limits (then the pass starts over
+        # with them). Each row leads with what it is: a, p, w, o or l.
+        owner_only = ", ".join("o.owner" if f == "owner" else "NULL" for f in RUN_FIELDS)
+        nothing = ", ".join("NULL" for _ in RUN_FIELDS)
+        self.claim_read = f"""SELECT 'a', * FROM ({self.abandoned}) AS a
+            UNION ALL SELECT 'p', * FROM ({self.pending}) AS p
+            UNION ALL SELECT 'w', * FROM ({self.woken}) AS w
+            UNION ALL SELECT 'o', {owner_only} FROM (SELECT DISTINCT owner FROM {s}.runs
+                WHERE status = 'running' AND starts_with(owner, %(host)s)
+                  AND owner <> %(owner)s) AS o
+            UNION ALL SELECT 'l', {nothing} FROM (SELECT 1 FROM {s}.queues
+                WHERE (%(all)s OR name = ANY(%(queues)s::text[])) LIMIT 1) AS l"""
         # Lock in id order, as step records do, so the two never deadlock.
         self.heartbeat = f"""UPDATE {s}.runs SET lease_expires_at = {NOW} + %s
             WHERE id IN (SELECT id FROM {s}.runs WHERE owner = %s AND status = 'running'
