@@ -26,8 +26,14 @@ Three rules on top of that:
   "a" asks for "b" while tool Y holding "b" asks for "a") would wait for
   ever: it is not run, and its result is an ``ExclusiveDeadlock`` error
   naming the locks and the step. The check is made once, when the call
-  would start waiting (a wait-for graph of the execution's locks); nothing
-  polls;
+  would start waiting (the execution's :class:`~.locks.LockTable`); nothing
+  polls. A call made from inside the call holding its lock is refused the
+  same way (``ExclusiveReentry``). Such a refusal is recorded as the call's
+  step (kind ``refused:<option>``, under the key the call has), since
+  whether the locks crossed depends on timing: a resumed run replays the
+  refusal instead of running the call (S2). A ledger written before
+  refusals were recorded has no record there and checks again, as it did;
+  a duplicate call id needs no record: it is read from the recorded reply;
 * options may be named (``options=["web_search"]``) or given as tool specs:
   :meth:`Dispatch.offered` resolves them to policies before the step runs,
   so the model, the record (S1, S5) and the allow-list all see policies.
@@ -36,33 +42,23 @@ Three rules on top of that:
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Coroutine
-from contextvars import ContextVar
+import functools
+from collections.abc import Coroutine
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import codec
 from ..context import Context
-from ..errors import SerializationError, StepError, UnknownOption
+from ..errors import CorruptedRecord, SerializationError, StepError, UnknownOption
 from ..message import ActionCall, Message, thaw
 from ..policy import Policy, ToolSpec, as_policy, current_step
 from ..schema import ArgumentError
 from .control import NOT_STEP_ERRORS, Halt, leaves_of
 from .identity import OPTIONS, option_policies
 from .journal import Journal
+from .locks import LockTable
 
 __all__ = ["Dispatch", "bound_policies"]
-
-# The locks of exclusive options held by the calls this task runs inside.
-# Tasks copy it from the task that starts them, so a call made from inside an
-# exclusive option's own call sees that lock held: waiting for it would wait
-# for ever, so that call is refused instead. The lock objects themselves, not
-# their names: a child run started from inside such a call inherits this
-# variable too, but has its own locks, and must take them, not be refused.
-_HELD: ContextVar[frozenset[asyncio.Lock]] = ContextVar(
-    "stalwart_exclusive_held", default=frozenset()
-)
 
 
 def bound_policies(ctx_class: type[Context]) -> dict[str, Policy[Any, Any]]:
@@ -215,7 +211,10 @@ class Dispatch(Journal):
         refuse a call that ran (S2)."""
         pol = allowed.get(call.name)
         lock_name = _lock_name(pol) if pol is not None and call.invalid is None else None
-        if lock_name is None or key in self.replay:  # no lock, or recorded: replays without
+        rec = self.replay.get(key)
+        if rec is not None and rec.name.startswith(_REFUSED):  # refused when it ran
+            return self._replayed_refusal(key, call)
+        if lock_name is None or rec is not None:  # no lock, or recorded: replays without
             if sem is None:
                 return await self._action(key, allowed, call)
             async with sem:
@@ -228,10 +227,14 @@ class Dispatch(Journal):
     async def _locked(
         self, key: str, allowed: dict[str, Policy[Any, Any]], call: ActionCall, lock_name: str
     ) -> Message:
-        """``call`` under its lock, or a result saying why waiting would never end."""
-        lock = self._lock(lock_name)
-        if lock in _HELD.get():
-            return Message.result(
+        """``call`` under its lock, or a result saying why waiting would never end.
+
+        A refusal is recorded as the call's step (S2): whether a lock cycle
+        exists depends on timing, so a run resumed before the reply that read
+        the refusal was recorded could find none and run the call."""
+        locks = self._lock_table
+        if locks.reentered(lock_name):
+            refusal = Message.result(
                 call,
                 error_type="ExclusiveReentry",
                 error_message=(
@@ -240,11 +243,11 @@ class Dispatch(Journal):
                     "wait for itself for ever, so it was not run"
                 ),
             )
-        cycle = self._would_deadlock(lock)
+            return await self._refused(key, call, refusal)
+        cycle = locks.cycle(lock_name)
         if cycle is not None:
-            names = self._lock_names()
-            chain = ", held by a call waiting for ".join(_lock_label(names[lk]) for lk in cycle)
-            return Message.result(
+            chain = ", held by a call waiting for ".join(_lock_label(n) for n in cycle)
+            refusal = Message.result(
                 call,
                 error_type="ExclusiveDeadlock",
                 error_message=(
@@ -253,79 +256,37 @@ class Dispatch(Journal):
                     "the locks in one order)"
                 ),
             )
-        async with self._exclusive(lock):
+            return await self._refused(key, call, refusal)
+        async with locks.hold(lock_name):
             return await self._action(key, allowed, call)
 
-    def _lock(self, lock_name: str) -> asyncio.Lock:
-        """This execution's lock ``lock_name`` (each run has its own)."""
-        locks: dict[str, asyncio.Lock] = self.__dict__.setdefault("_exclusive_locks", {})
-        lock = locks.get(lock_name)
-        if lock is None:
-            lock = locks[lock_name] = asyncio.Lock()
-            self._lock_names()[lock] = lock_name
-        return lock
+    @functools.cached_property
+    def _lock_table(self) -> LockTable:
+        """This execution's locks (each run has its own), made at its first
+        exclusive call."""
+        return LockTable()
 
-    def _lock_names(self) -> dict[asyncio.Lock, str]:
-        names: dict[asyncio.Lock, str] = self.__dict__.setdefault("_exclusive_names", {})
-        return names
+    async def _refused(self, key: str, call: ActionCall, refusal: Message) -> Message:
+        """``refusal``, recorded at the call's key so a replay answers with it."""
+        if self.store is None:
+            return refusal
+        await self.record_value(key, _refused_kind(call), refusal)
+        return refusal
 
-    def _waits(self) -> dict[asyncio.Lock, dict[asyncio.Lock, int]]:
-        """The wait-for graph: for each lock, the locks that calls made inside
-        the call holding it are waiting for (how many such calls)."""
-        waits: dict[asyncio.Lock, dict[asyncio.Lock, int]] = self.__dict__.setdefault(
-            "_exclusive_waits", {}
+    def _replayed_refusal(self, key: str, call: ActionCall) -> Message:
+        """The refusal recorded at ``key``; a record of another call's refusal
+        is nondeterminism (S5)."""
+        value = self.replayed_value(
+            self.replay[key], key, f"stalwart.{_refused_kind(call)}", "{}", "", publish=False
         )
-        return waits
-
-    def _would_deadlock(self, lock: asyncio.Lock) -> list[asyncio.Lock] | None:
-        """The chain of locks from ``lock`` to one this task's callers hold,
-        each held by a call waiting for the next, if waiting for ``lock``
-        would close such a cycle; else None."""
-        held = _HELD.get()
-        if not held or not lock.locked():
-            return None
-        waits = self._waits()
-        paths: dict[asyncio.Lock, list[asyncio.Lock]] = {lock: [lock]}
-        queue = [lock]
-        while queue:  # breadth first over finitely many locks: ends
-            at = queue.pop(0)
-            for nxt in waits.get(at, ()):
-                if nxt in paths:
-                    continue
-                paths[nxt] = [*paths[at], nxt]
-                if nxt in held:
-                    return paths[nxt]
-                queue.append(nxt)
-        return None
-
-    @contextlib.asynccontextmanager
-    async def _exclusive(self, lock: asyncio.Lock) -> AsyncIterator[None]:
-        """Hold ``lock``, marked held for the calls made inside; while
-        waiting for it, each lock this task's callers hold waits for it."""
-        mine = self._lock_names()
-        held = [h for h in _HELD.get() if h in mine]  # this execution's only
-        waits = self._waits()
-        for h in held:
-            edges = waits.setdefault(h, {})
-            edges[lock] = edges.get(lock, 0) + 1
-        try:
-            await lock.acquire()
-        finally:
-            for h in held:
-                edges = waits[h]
-                edges[lock] -= 1
-                if not edges[lock]:
-                    del edges[lock]
-                    if not edges:
-                        del waits[h]
-        try:
-            token = _HELD.set(_HELD.get() | {lock})
-            try:
-                yield
-            finally:
-                _HELD.reset(token)
-        finally:
-            lock.release()
+        if not isinstance(value, Message) or value.action_result is None:
+            raise self.halt(
+                CorruptedRecord(
+                    f"step {key} of run {self.run_id!r}: the recorded refusal of "
+                    f"{call.name!r} is not an action result"
+                )
+            )
+        return value
 
     async def _action(
         self, key: str, allowed: dict[str, Policy[Any, Any]], call: ActionCall
@@ -404,6 +365,15 @@ def _lock_name(pol: Policy[Any, Any]) -> str | None:
     if isinstance(exclusive, str) and exclusive:
         return f"lock:{exclusive}"
     return None
+
+
+# The kind of a refusal's record, ``refused:<option>``: what a replay answers
+# the call with instead of running it.
+_REFUSED = "stalwart.refused:"
+
+
+def _refused_kind(call: ActionCall) -> str:
+    return f"refused:{call.name}"
 
 
 def _lock_label(lock_name: str) -> str:
