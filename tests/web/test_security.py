@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from stalwart.web.security import CSP
+from stalwart.core.access import CSP
 
 from .conftest import client, free_port, start, stop, wait_http
 

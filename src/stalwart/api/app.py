@@ -24,13 +24,14 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..core.access import LOOPBACK_NAMES, check_tokens, is_loopback
 from ..core.errors import StoreError
 from ..core.policy import Policy, as_policy
 from ..runner import Runner
 from ..stores import Store
 from . import routes
 from .openapi import openapi_document
-from .security import LOOPBACK_NAMES, Guard, check_tokens, is_loopback
+from .security import Guard
 
 __all__ = ["create_app", "serve"]
 
@@ -85,7 +86,7 @@ def create_app(
     table = _policies(policies)
     if isinstance(max_streams, bool) or not isinstance(max_streams, int) or max_streams < 1:
         raise ValueError(f"max_streams is a count of streams, at least 1, not {max_streams!r}")
-    tokens = check_tokens(tokens)
+    tokens = check_tokens(tokens, "tokens=")
     if not tokens and hosts is None:
         raise ValueError("an API without tokens answers to loopback host names only (hosts=)")
     runner = Runner(
@@ -183,6 +184,7 @@ def serve(
             "the API needs bearer tokens (--token, or STALWART_API_TOKENS as a comma list); "
             "on 127.0.0.1 only, --no-auth serves without"
         )
+    tokens = check_tokens(tokens, "--token or $STALWART_API_TOKENS")  # the words a user typed
     app = create_app(
         store,
         policies,

@@ -30,32 +30,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..core import access
 
-# The shared checks' names this module has always offered (``stalwart.core.access``).
-from ..core.access import CSP, LOOPBACK_NAMES, is_loopback
-
-__all__ = ["API_PREFIXES", "CSP", "LOOPBACK_NAMES", "Guard", "check_tokens", "is_loopback"]
+__all__ = ["API_PREFIXES", "Guard"]
 
 API_PREFIXES = ("/runs", "/policies", "/threads", "/openapi.json")
-MIN_TOKEN = 16
 
 _HEADERS = [(k.lower().encode(), v.encode()) for k, v in access.SECURITY_HEADERS.items()]
-
-
-def check_tokens(tokens: Sequence[str]) -> list[str]:
-    """The tokens, each checked: long enough to guess at no rate, no spaces
-    (a header carries it), no duplicates. The error never shows a token."""
-    out: list[str] = []
-    for i, token in enumerate(tokens, 1):
-        if len(token) < MIN_TOKEN:
-            raise ValueError(
-                f"API token #{i} has {len(token)} characters; a token has at least {MIN_TOKEN} "
-                "(make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
-            )
-        if not token.isprintable() or any(c.isspace() for c in token):
-            raise ValueError(f"API token #{i} contains spaces or control characters")
-        if token not in out:
-            out.append(token)
-    return out
 
 
 def _refuse(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -86,7 +65,7 @@ class Guard:
         if not tokens and hosts is None:
             raise ValueError("an API without tokens answers to loopback host names only")
         self.app = app
-        self._tokens = access.Tokens(check_tokens(tokens))
+        self._tokens = access.Tokens(access.check_tokens(tokens, "tokens="))
         self.hosts = access.host_names(hosts)
         self.static = static
 

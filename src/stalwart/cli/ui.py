@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .command import DEFAULT_STORE, StoreOption
+from .command import DEFAULT_STORE, StoreOption, fail
 
 __all__ = ["ui"]
 
@@ -19,10 +19,17 @@ def ui(
     port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
     token: Annotated[
         str | None,
-        typer.Option(help="access token (made up and printed when bound beyond loopback)"),
+        typer.Option(
+            help="access token, at least 16 characters, no spaces "
+            "(made up and printed when bound beyond loopback)"
+        ),
     ] = None,
 ) -> None:
     """Open the web inspector: runs, steps, conversations, approvals waiting for a human."""
+    from ..core.errors import StalwartError
     from ..web import serve
 
-    serve(store, host=host, port=port, token=token)  # the banner in plain print: never wrapped
+    try:
+        serve(store, host=host, port=port, token=token)  # the banner in plain print: never wrapped
+    except (ValueError, StalwartError) as exc:  # a weak token, a store it cannot inspect
+        fail(f"ui: {exc}", 2)

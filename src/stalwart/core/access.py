@@ -4,10 +4,11 @@ Both answer HTTP requests that can start, signal and cancel runs, and guard
 them alike: a bearer token compared in constant time (:class:`Tokens`), a
 server on a loopback address answering to loopback host names only (a page
 that points its own domain at 127.0.0.1, DNS rebinding, is refused), and a
-browser's ``Origin`` that must be the server itself. Each edge keeps its
-own middleware and refusals; this module holds what they decide with. It
-depends on nothing but the standard library, so any layer can use it, and
-it never logs nor returns a token.
+browser's ``Origin`` that must be the server itself; and the tokens
+themselves, checked alike when a server is given them (:func:`check_tokens`).
+Each edge keeps its own middleware and refusals; this module holds what they
+decide with. It depends on nothing but the standard library, so any layer
+can use it, and it never logs nor returns a token.
 """
 
 from __future__ import annotations
@@ -15,15 +16,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from urllib.parse import urlsplit
 
 __all__ = [
     "CSP",
     "LOOPBACK_NAMES",
+    "MIN_TOKEN",
     "SECURITY_HEADERS",
     "Tokens",
     "bearer",
+    "check_tokens",
     "host_names",
     "host_of",
     "is_loopback",
@@ -31,6 +34,10 @@ __all__ = [
 ]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+# Characters of the shortest token a server accepts: long enough that
+# guessing is hopeless at any rate a server answers.
+MIN_TOKEN = 16
 
 # Scripts, styles and images only from the server's own files: no inline
 # script runs, even if escaping failed somewhere.
@@ -88,6 +95,29 @@ def bearer(header: str) -> str | None:
     for another scheme."""
     scheme, _, given = header.partition(" ")
     return given.strip() if scheme.lower() == "bearer" else None
+
+
+def check_tokens(tokens: Sequence[str], given: str) -> list[str]:
+    """The tokens a server is started with, each checked, duplicates dropped.
+
+    A token has at least :data:`MIN_TOKEN` characters and no spaces or
+    control characters (a header, a cookie and a URL carry it). ``given``
+    says how the tokens were given (``"--token"``, ``"tokens="``), so the
+    ValueError points at what to change; it never shows a token.
+    """
+    out: list[str] = []
+    for i, token in enumerate(tokens, 1):
+        which = f"the token given with {given}" if len(tokens) == 1 else f"token #{i} of {given}"
+        if len(token) < MIN_TOKEN:
+            raise ValueError(
+                f"{which} has {len(token)} characters; a token has at least {MIN_TOKEN} "
+                "(make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+            )
+        if not token.isprintable() or any(c.isspace() for c in token):
+            raise ValueError(f"{which} contains spaces or control characters")
+        if token not in out:
+            out.append(token)
+    return out
 
 
 def _digest(text: str) -> bytes:

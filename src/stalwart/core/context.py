@@ -19,11 +19,11 @@ import uuid as _uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
-from .errors import StalwartError
+from .errors import SerializationError, StalwartError
 from .ledger import StepRecord
 from .recorded import recorded_outcome
 
-__all__ = ["Child", "Context", "Engine", "SupportsPolicy"]
+__all__ = ["Child", "Context", "Engine", "SupportsPolicy", "arguments_of", "check_keywords"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -153,6 +153,34 @@ class Engine(Protocol):
         ...
 
 
+def arguments_of(key: str, run_id: str | None = None) -> str:
+    """How an error names a step's arguments: with the run when it is known
+    (a worker executes many runs, and step keys repeat in each); a path into
+    the value (``['*'][0]``) may follow."""
+    if run_id is None:
+        return f"arguments of step {key}"
+    return f"arguments of run {run_id!r}, step {key}"
+
+
+def check_keywords(kwargs: dict[str, Any], key: str, run_id: str | None = None) -> None:
+    """Refuse a keyword argument named ``*``: the ledger records positional
+    arguments under that name, so two different calls would share one
+    identity (S5).
+
+    The rule lives here, below the engine, because :meth:`Context.call`
+    applies it to every call, in memory too: a program that runs in memory
+    must not fail once it is given a store. The engine applies it again
+    where a step's identity is made, for units of work that do not enter
+    through a context's call. The error names step ``key`` and, when
+    given, run ``run_id``.
+    """
+    if "*" in kwargs:
+        raise SerializationError(
+            f"{arguments_of(key, run_id)}: a keyword argument may not be named '*' "
+            "(the ledger records positional arguments under that name)"
+        )
+
+
 def _no_binding(attr: str, value: Any) -> Any:
     return None
 
@@ -264,6 +292,8 @@ class Context:
         results, in call order.
         """
         self._seq += 1
+        if kwargs and "*" in kwargs:  # in memory too (check_keywords); empty: one test (B1)
+            check_keywords(kwargs, self.child_key(self._seq), self._x.run_id)
         return self._x.call_from(self, self._seq, target, args, kwargs)
 
     # -- streaming -----------------------------------------------------------

@@ -18,11 +18,12 @@ from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..core.access import LOOPBACK_NAMES, check_tokens, is_loopback
 from ..core.errors import StoreError
 from ..runner import Runner
 from ..stores import Store
 from . import views
-from .security import LOOPBACK_NAMES, Guard, is_loopback, new_token
+from .security import Guard, new_token
 
 __all__ = ["create_app", "serve"]
 
@@ -38,8 +39,10 @@ def create_app(
 ) -> Starlette:
     """The inspector for ``store`` (a URL or an unopened Store).
 
-    ``token``: required on every request when given. ``hosts``: the host
-    names requests may address (None: any; see :class:`.security.Guard`).
+    ``token``: required on every request when given (at least 16
+    characters, no spaces: :func:`~stalwart.core.access.check_tokens`).
+    ``hosts``: the host names requests may address (None: any; see
+    :class:`.security.Guard`).
     ``refresh``: seconds between live updates of a page.
     """
     runner = Runner(store, recover=False, poll_interval=5.0)
@@ -93,6 +96,8 @@ def serve(
     import uvicorn
 
     local = is_loopback(host)
+    if token is not None:
+        check_tokens([token], "--token")  # the words a user typed: ``stalwart ui`` calls this
     if not local and token is None:
         token = new_token()
     hosts = tuple(LOOPBACK_NAMES) if local else None

@@ -31,10 +31,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from ..core import access
 
-# The shared checks' names this module has always offered (``stalwart.core.access``).
-from ..core.access import CSP, LOOPBACK_NAMES, is_loopback
-
-__all__ = ["CSP", "LOOPBACK_NAMES", "Guard", "is_loopback", "new_token"]
+__all__ = ["Guard", "new_token"]
 
 TOKEN_COOKIE = "stalwart_token"
 CSRF_FIELD = "csrf"
@@ -47,14 +44,17 @@ def new_token() -> str:
 class Guard:
     """The checks every request passes before a page sees it.
 
-    ``token``: None serves without one (loopback only, see :func:`serve`).
+    ``token``: None serves without one (loopback only, see :func:`serve`);
+    one too weak to guard anything is refused (:func:`.access.check_tokens`).
     ``hosts``: the host names a request may name (None: any, for a server
     bound to a public address, where the token is the guard).
     """
 
     def __init__(self, token: str | None, hosts: Collection[str] | None) -> None:
         self.token = token
-        self._tokens = access.Tokens(() if token is None else (token,))
+        self._tokens = access.Tokens(
+            () if token is None else access.check_tokens([token], "token=")
+        )
         self.csrf = new_token()
         self.hosts = access.host_names(hosts)
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import codec
+from ..context import arguments_of, check_keywords
 from ..errors import SerializationError
 from ..keys import key_parts
 from ..message import Message, ReadOnlyDict, ReadOnlyList, ReadOnlySet
@@ -22,7 +23,6 @@ from ..recorded import SCALARS
 from ..stepargs import args_digest, ext_node, out_node
 from .identity import (
     args_for_record,
-    check_keywords,
     identity_json,
     record_json,
     scalars_json,
@@ -108,9 +108,10 @@ class ArgsLog:
     the identity hash, which is always that of the whole arguments.
     """
 
-    __slots__ = ("_by_text", "_outputs", "_pending", "_seen")
+    __slots__ = ("_by_text", "_outputs", "_pending", "_seen", "run_id")
 
-    def __init__(self) -> None:
+    def __init__(self, run_id: str | None = None) -> None:
+        self.run_id = run_id  # named in errors, with the step
         # By argument: a keyword's name, or a positional argument's index.
         self._seen: dict[str | int, list[_Seen]] = {}
         self._pending: dict[str, list[_Seen]] = {}
@@ -129,11 +130,11 @@ class ArgsLog:
     ) -> tuple[str, str, Callable[[], str] | None]:
         """The step's arguments as recorded, their identity hash, and (when
         the record refers to earlier steps) how to build the whole JSON."""
-        check_keywords(kwargs, key)
+        check_keywords(kwargs, key, self.run_id)
         if all(type(v) in SCALARS for v in args) and all(
             type(v) in SCALARS for v in kwargs.values()
         ):
-            text = scalars_json(args, kwargs, key)
+            text = scalars_json(args, kwargs, key, self.run_id)
             return text, args_digest(text), None
         record = args_for_record(args, kwargs)
         positional = record.get("*", ())
@@ -141,12 +142,12 @@ class ArgsLog:
             any(isinstance(v, list) for k, v in record.items() if k != "*")
             or any(isinstance(v, list) for v in positional)
         ):
-            text = record_json(record, key)
+            text = record_json(record, arguments_of(key, self.run_id))
             return text, args_digest(text), None
         try:
             return _Build(self, key).run(record)
         except (SerializationError, ValueError):
-            identity_json(args, kwargs, key)  # the error the whole arguments give
+            identity_json(args, kwargs, key, self.run_id)  # the error the whole arguments give
             raise
 
     def commit(self, key: str) -> None:
@@ -211,7 +212,7 @@ class _Build:
     def __init__(self, log: ArgsLog, key: str) -> None:
         self.log = log
         self.key = key
-        self.where = f"arguments of step {key}"
+        self.where = arguments_of(key, log.run_id)
         self.order = key_parts(key)
         self.h8 = hashlib.blake2b(digest_size=8)
         self.h32 = hashlib.blake2b()

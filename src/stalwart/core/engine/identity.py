@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from .. import codec
+from ..context import arguments_of, check_keywords
 from ..errors import DuplicatePolicy, SerializationError
 from ..message import Message
 from ..policy import Policy, ToolSpec, as_policy, same_policy, where_defined
@@ -26,7 +27,6 @@ OPTIONS = "options"
 __all__ = [
     "OPTIONS",
     "args_for_record",
-    "check_keywords",
     "identity_json",
     "is_option",
     "option_policies",
@@ -87,42 +87,41 @@ def option_policies(options: Any) -> list[Policy[Any, Any]]:
     return list(out.values())
 
 
-def identity_json(args: tuple[Any, ...], kwargs: dict[str, Any], key: str) -> str:
-    """The arguments as recorded and compared on replay (S5).
+def identity_json(
+    args: tuple[Any, ...], kwargs: dict[str, Any], key: str, run_id: str | None = None
+) -> str:
+    """The arguments as recorded and compared on replay (S5); errors name
+    step ``key`` and, when given, run ``run_id``.
 
     Message ids are left out: they are random per execution, so a history
     rebuilt on replay (``Message.user(question)`` inside a policy) would never
     match its record otherwise. What a message says is compared; its id is not.
     """
-    check_keywords(kwargs, key)
+    check_keywords(kwargs, key, run_id)
     if all(type(v) in SCALARS for v in args) and all(
         type(v) in SCALARS for v in kwargs.values()
     ):  # the common case: plain arguments give the same bytes without the tree walk
-        return scalars_json(args, kwargs, key)
-    return record_json(args_for_record(args, kwargs), key)
+        return scalars_json(args, kwargs, key, run_id)
+    return record_json(args_for_record(args, kwargs), arguments_of(key, run_id))
 
 
-def check_keywords(kwargs: dict[str, Any], key: str) -> None:
-    """Refuse a keyword named ``*``: the record's name for the positional list,
-    so two different calls would share one identity (S5)."""
-    if "*" in kwargs:
-        raise SerializationError(
-            f"arguments of step {key}: a keyword argument may not be named '*' "
-            "(the ledger records positional arguments under that name)"
-        )
-
-
-def scalars_json(args: tuple[Any, ...], kwargs: dict[str, Any], key: str) -> str:
+def scalars_json(
+    args: tuple[Any, ...], kwargs: dict[str, Any], key: str, run_id: str | None = None
+) -> str:
+    """Plain arguments' JSON. The error's words
+    (:func:`~stalwart.core.context.arguments_of`) are made only when there
+    is an error, so good values pay nothing for them."""
     out: dict[str, Any] = {"*": list(args)} if args else {}
     out.update(kwargs)
     try:
         return json.dumps(out, separators=(",", ":"), allow_nan=False)
     except ValueError as exc:
-        raise SerializationError(f"arguments of step {key}: {exc}") from exc
+        raise SerializationError(f"{arguments_of(key, run_id)}: {exc}") from exc
 
 
-def record_json(record: dict[str, Any], key: str) -> str:
-    where = f"arguments of step {key}"
+def record_json(record: dict[str, Any], where: str) -> str:
+    """Arguments as :func:`args_for_record` gives them, as JSON; ``where``
+    names them in errors (:func:`~stalwart.core.context.arguments_of`)."""
     tree = strip_ids(codec.encode(record, where))
     try:
         return json.dumps(tree, separators=(",", ":"), allow_nan=False)

@@ -93,7 +93,7 @@ class Journal:
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._decoded: dict[str, dict[str, Any]] = {}
         # The list arguments of recent steps: what is new in the next (S1, S5).
-        self.args_log = ArgsLog()
+        self.args_log = ArgsLog(run_id)
         self._refresh()
 
     def _refresh(self) -> None:
