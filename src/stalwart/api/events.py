@@ -3,9 +3,11 @@
 Where the events come from. A run's durable history is its ledger: every
 finished step is a record, whichever worker executed it and however often
 it was resumed. So the stream is rebuilt from the store (the run's row and
-its steps, read every ``poll`` seconds), and any API process can serve any
-run's stream. When the run executes in this very process (``--execute``),
-the runner's live events add what the ledger never holds (text deltas,
+its new steps, read every ``poll`` seconds), and any API process can serve
+any run's stream. A poll reads what is new only: the run's step count, and
+the new steps when it grew (see :class:`_Held`), never the whole ledger
+again. When the run executes in this very process (``--execute``), the
+runner's live events add what the ledger never holds (text deltas,
 ``ctx.emit`` values, calls as they start) and wake the reader at once.
 
 Event types (``event:`` field; ``data:`` is always one line of JSON):
@@ -24,9 +26,11 @@ Steps are sent in ``(finished_at, key)`` order; should one be recorded
 late with an earlier time (a slow commit, another worker's clock), the
 count no longer matches the steps up to that point, and the stream starts
 over from the first step rather than skip one: a client may then see a
-step twice (each names its ``key``), never miss one. Live-only events
-carry no id and are not replayed: what they showed is in the step that
-follows them.
+step twice (each names its ``key``), never miss one. A run that continues
+as new moves its steps to an archive run: its stream then sends the new
+generation's steps from the first, the count in its ids from zero again.
+Live-only events carry no id and are not replayed: what they showed is in
+the step that follows them.
 """
 
 from __future__ import annotations
@@ -44,11 +48,17 @@ from typing import Any
 from ..core.errors import StoreUnavailable
 from ..core.events import CallStarted, Emitted, Event, TextDelta
 from ..core.ledger import TERMINAL, RunRecord, StepRecord
+from ..core.stepargs import ArgsTable, as_stored, is_compact, stored_args
 from ..runner import Runner
+from ..stores.base import Store
 from .values import finite, plain, run_json, step_json
 
 __all__ = ["LIVE_BUFFER", "Cursor", "run_events"]
 
+#: Seconds before the newest step read that the next read covers again: a
+#: step committed a little after a newer one is found without reading every
+#: step. Only a cost: a step later than this is found by a full read.
+LATE = 1.0
 KEEPALIVE = 15.0  # seconds of silence before a comment line keeps proxies from closing
 #: Most live events kept for a stream whose client has not read them yet.
 LIVE_BUFFER = 1000
@@ -142,7 +152,8 @@ async def run_events(
     store = runner.store
     wake: asyncio.Queue[Event | None] = asyncio.Queue()
     listener = asyncio.create_task(_listen(runner, first.id, wake)) if live else None
-    sent: set[str] | None = None  # keys the client has; None until the first read
+    held = _Held(first.id)
+    have: int | None = None  # how many steps the client has; None until the first read
     cursor = after
     shown: tuple[str, str | None, float | None] | None = None
     quiet_since = time.monotonic()
@@ -153,23 +164,26 @@ async def run_events(
                 yield frame("end", {"run_id": first.id, "status": "pruned"}, cursor.encode())
                 return
             try:
-                steps = sorted((await store.load_steps(first.id)).values(), key=_order)
+                steps = await held.read(store)
             except StoreUnavailable:  # waited out, as a worker would: read again later
                 async for text in _wait(wake, poll):
                     yield text
                 continue
-            if sent is None:
-                sent = _already_sent(steps, after)
-                if not sent:
-                    cursor = Cursor()
+            skip: set[str] = set()
+            if have is None or held.restarted:
+                # The first read (the client may hold some of these already),
+                # or the run's steps were moved away: the client holds none.
+                skip = _already_sent(steps, after) if have is None else set()
+                cursor = after if skip else Cursor()
+                have, held.restarted = len(skip), False
             fresh = False
             for step in steps:
-                if step.key in sent:
+                if step.key in skip:
                     continue
-                sent.add(step.key)
+                have += 1
                 last = cursor.last if cursor.last and cursor.last > _order(step) else _order(step)
-                cursor = Cursor(len(sent), last)
-                yield frame("step", step_json(step).model_dump(mode="json"), cursor.encode())
+                cursor = Cursor(have, last)
+                yield frame("step", held.shown(step), cursor.encode())
                 quiet_since, fresh = time.monotonic(), True
             state = (rec.status, rec.waiting_for, rec.wake_at)
             if (fresh or state != shown) and rec.status not in TERMINAL:
@@ -195,6 +209,86 @@ async def run_events(
             listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await listener
+
+
+class _Held:
+    """The steps of a run a stream holds, and how it reads the ones it lacks.
+
+    Each poll asks the store for the run's step count (one number while the
+    run is quiet) and, when the count grew, for the steps finished from
+    :data:`LATE` seconds before the newest it read last; those that do not
+    make up the count (a step recorded late with an earlier time, another
+    worker's clock) are found by reading every step. See
+    :meth:`~stalwart.stores.base.Store.steps_since` for why a count, not a
+    time, is what cannot miss a step. The steps are kept as stored (compact
+    arguments refer to earlier steps) and their arguments rebuilt against
+    them by one table, so a new step costs its own rows, not the run's.
+
+    Continue-as-new moves a generation's steps away and the next one reuses
+    their keys: the stream sees it when the count falls below what it holds
+    (or a read returns another record under a key it holds) and starts over.
+    A new generation that grew back to exactly the count held between two
+    polls looks quiet until its next step: reading the steps near it then
+    meets a reused key.
+    """
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.steps: dict[str, StepRecord] = {}
+        self.table = ArgsTable(run_id, self.steps)  # grows with ``steps``
+        self.since = -math.inf
+        self.restarted = False  # the steps were moved away since the caller last looked
+
+    def _start_over(self) -> None:
+        self.steps = {}
+        self.table = ArgsTable(self.run_id, self.steps)
+        self.since = -math.inf
+        self.restarted = True
+
+    async def read(self, store: Store) -> list[StepRecord]:
+        """The steps recorded since the last read, each once, in
+        ``(finished_at, key)`` order."""
+        known, since = len(self.steps), self.since
+        while True:
+            count, found = await store.steps_since(self.run_id, known, since)
+            every = known < 0  # every step of the run was asked for
+            if (
+                count < len(self.steps)
+                or (every and any(k not in found for k in self.steps))
+                or any(k in self.steps and not _same(self.steps[k], s) for k, s in found.items())
+            ):
+                # Continue-as-new archived the steps: the run's are new ones.
+                self._start_over()
+                known, since = -1, -math.inf
+                continue
+            new = [s for k, s in found.items() if k not in self.steps]
+            if every or len(self.steps) + len(new) >= count:
+                break
+            known, since = -1, -math.inf  # one was recorded late, before the window
+        for step in new:
+            self.steps[step.key] = step
+        if new:
+            self.since = max(s.finished_at for s in new) - LATE
+        return sorted(new, key=_order)
+
+    def shown(self, step: StepRecord) -> dict[str, Any]:
+        """``step`` as its event's data, with its whole arguments."""
+        if is_compact(stored_args(step)):
+            step = as_stored(step)
+            step.args = self.table.full(step.key)
+        return step_json(step).model_dump(mode="json")
+
+
+def _same(held: StepRecord, read: StepRecord) -> bool:
+    """Whether two reads of one key are one record. A step, once recorded,
+    never changes (the first result wins, S3): another record under a key
+    means the run's steps were replaced (continue-as-new reuses keys)."""
+    return (held.name, held.args_hash, held.started_at, held.finished_at) == (
+        read.name,
+        read.args_hash,
+        read.started_at,
+        read.finished_at,
+    )
 
 
 def _already_sent(steps: list[StepRecord], after: Cursor) -> set[str]:

@@ -516,6 +516,40 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def load_steps(self, run_id: str) -> dict[str, StepRecord]: ...
 
+    async def steps_since(
+        self, run_id: str, known: int, since: float
+    ) -> tuple[int, dict[str, StepRecord]]:
+        """How many steps the run has, and, unless that is ``known``, those
+        of its steps finished at or after ``since``: what a reader that holds
+        ``known`` of the run's steps polls for (the event stream of
+        ``GET /runs/{id}/events``), one snapshot for both.
+
+        Why a count, and ``since`` only a hint. Steps are written by workers
+        on other machines whose clocks differ, and commit in another order
+        than they finished, so a step recorded later may carry an earlier
+        ``finished_at``: a time is no cursor. The tables keep no sequence
+        number either (and one drawn from a PostgreSQL sequence would commit
+        out of order just the same). What cannot miss a step is the count: a
+        run's steps are only ever added (prune deletes whole runs), so a
+        reader whose ``known`` steps are all distinct steps of the run holds
+        all of them exactly when the count is ``known``. A quiet poll so
+        costs one number, no row. When the count differs, the steps near the
+        newest are returned (the reader picks ``since``), and a reader for
+        whom they do not make up the count (a step recorded late, beyond
+        ``since``) reads again with ``since=-math.inf``: every step. A count
+        below ``known`` says the steps were moved away (continue-as-new
+        archives a generation's steps): the reader starts over.
+
+        Records are as stored: compact arguments stay compact
+        (:mod:`stalwart.core.stepargs`); rebuild them against the steps the
+        reader holds. This default reads the whole ledger; the SQL stores
+        and the memory store answer from the count.
+        """
+        steps = await self.load_steps(run_id)
+        if len(steps) == known:
+            return known, {}
+        return len(steps), {k: s for k, s in steps.items() if s.finished_at >= since}
+
     @abc.abstractmethod
     async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
         """Record ``step`` unless its key has a record; return the record that won (S3).

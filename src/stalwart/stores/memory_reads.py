@@ -1,24 +1,36 @@
-"""The memory store's read queries: listings, counts, runs waiting for a human.
+"""The memory store's read queries: listings, counts, runs waiting for a
+human, a run's new steps.
 
-What an inspector asks (``stalwart ui``, ``stalwart runs list --json``),
-answered from the memory store's dict with the SQL stores' order and filters
-(see :class:`~stalwart.stores.base.Store.list_runs`).
+What an inspector asks (``stalwart ui``, ``stalwart runs list --json``) and
+what an event stream polls, answered from the memory store's dicts with the
+SQL stores' order and filters (see :class:`~stalwart.stores.base.Store.list_runs`
+and :meth:`~stalwart.stores.base.Store.steps_since`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..core.ledger import RunRecord
+from ..core.ledger import RunRecord, StepRecord
 from .base import children_prefix
 
 __all__ = ["MemoryReads"]
 
 
 class MemoryReads:
-    """Read queries over ``_runs`` (run id -> record), mixed into the memory store."""
+    """Read queries over ``_runs`` (run id -> record) and ``_steps`` (run id
+    -> key -> record, as stored), mixed into the memory store."""
 
     _runs: dict[str, RunRecord]
+    _steps: dict[str, dict[str, StepRecord]]
+
+    async def steps_since(
+        self, run_id: str, known: int, since: float
+    ) -> tuple[int, dict[str, StepRecord]]:
+        steps = self._steps.get(run_id, {})
+        if len(steps) == known:  # nothing added: no record copied
+            return known, {}
+        return len(steps), {k: replace(s) for k, s in steps.items() if s.finished_at >= since}
 
     async def list_runs(
         self,

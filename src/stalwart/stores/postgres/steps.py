@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,35 @@ class PostgresSteps(PostgresBase):
             return expanding(run_id, await self._load_steps(conn, run_id, None))
 
         return await self._with_conn(f"reading the steps of run {quoted(run_id)}", fn)
+
+    async def steps_since(
+        self, run_id: str, known: int, since: float
+    ) -> tuple[int, dict[str, StepRecord]]:
+        sql = self._sql
+
+        async def fn(conn: Conn, n: int) -> tuple[int, dict[str, StepRecord]]:
+            cur = await conn.execute(sql.steps_since, (run_id, known, run_id, since))
+            count = 0
+            steps: dict[str, StepRecord] = {}
+            spilled: list[str] = []
+            for row in await cur.fetchall():
+                if row[0] is not None:  # the count's row (steps' rows have no count)
+                    count = int(row[0])
+                    continue
+                step = step_from_row(row[1:])
+                steps[step.key] = step
+                if row[1 + _SPILLED]:
+                    spilled.append(step.key)
+            if spilled and since == -math.inf:  # every step: the run's payloads at once
+                cur = await conn.execute(sql.payloads_of_run, (run_id,))
+                merge_payloads(steps, await cur.fetchall())
+            elif spilled:  # a few new steps: theirs only
+                for key in spilled:
+                    cur = await conn.execute(sql.payloads_by_key, (run_id, key))
+                    merge_payloads(steps, await cur.fetchall())
+            return count, steps
+
+        return await self._with_conn(f"reading the new steps of run {quoted(run_id)}", fn)
 
     async def _load_steps(self, conn: Conn, run_id: str, key: str | None) -> dict[str, StepRecord]:
         sql = self._sql

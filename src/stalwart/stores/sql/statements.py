@@ -120,6 +120,19 @@ class Statements:
         # -- steps
         self.steps_of_run = q(f"SELECT {STEP_COLUMNS} FROM {{t}}steps WHERE run_id = ?")
         self.step_by_key = q(f"SELECT {STEP_COLUMNS} FROM {{t}}steps WHERE run_id = ? AND key = ?")
+        # What an event stream polls (Store.steps_since): the run's step count
+        # (the first branch), and its steps finished at or after a time only
+        # when that count is not the one the reader has (the second). One
+        # statement, so one snapshot: the rows are the ones the count counted.
+        # The count's one row drives the join, so when it equals the reader's
+        # the steps are never scanned: a quiet poll costs the count alone.
+        nulls = ", ".join(["NULL"] * len(STEP_COLUMNS.split(",")))
+        self.steps_since = q(
+            "WITH c AS (SELECT count(*) AS n FROM {t}steps WHERE run_id = ?) "
+            f"SELECT n, {nulls} FROM c UNION ALL "
+            f"SELECT NULL, {STEP_COLUMNS} FROM c JOIN {{t}}steps "
+            "ON c.n <> ? AND run_id = ? AND finished_at >= ?"
+        )
         self.payloads_of_run = q("SELECT key, field, data FROM {t}payloads WHERE run_id = ?")
         self.payloads_by_key = q(
             "SELECT key, field, data FROM {t}payloads WHERE run_id = ? AND key = ?"

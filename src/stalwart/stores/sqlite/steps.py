@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 
 from ...core.errors import StaleLeaseError, StoreError
@@ -29,6 +30,28 @@ class SQLiteSteps(SQLiteBase):
         if spilled:
             merge_payloads(steps, self._read(self.sql.payloads_of_run, (run_id,)))
         return expanding(run_id, steps)  # compact arguments read back whole
+
+    async def steps_since(
+        self, run_id: str, known: int, since: float
+    ) -> tuple[int, dict[str, StepRecord]]:
+        rows = self._read(self.sql.steps_since, (run_id, known, run_id, since))
+        count = 0
+        steps: dict[str, StepRecord] = {}
+        spilled: list[str] = []
+        for row in rows:
+            if row[0] is not None:  # the count's row (steps' rows have no count)
+                count = int(row[0])
+                continue
+            step = step_from_row(row[1:])
+            steps[step.key] = step
+            if row[1 + _SPILLED]:
+                spilled.append(step.key)
+        if spilled and since == -math.inf:  # every step: the run's payloads at once
+            merge_payloads(steps, self._read(self.sql.payloads_of_run, (run_id,)))
+        elif spilled:  # a few new steps: theirs only
+            for key in spilled:
+                merge_payloads(steps, self._read(self.sql.payloads_by_key, (run_id, key)))
+        return count, steps
 
     async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
         if self._lost:

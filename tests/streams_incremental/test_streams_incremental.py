@@ -1,0 +1,435 @@
+"""A run's event stream reads what is new, not the run's whole ledger.
+
+``GET /runs/{id}/events`` polls the store every ``poll`` seconds, and a
+thousand-step run watched by a hundred clients used to decode a hundred
+thousand rows each time. These tests drive :func:`run_events` over each
+store (memory, a real SQLite file, a real PostgreSQL schema) wrapped so that
+it counts the step rows its reads return, and check what a client relies
+on: a quiet stream reads no step row, a new step costs its own rows, a step
+recorded late with an earlier ``finished_at`` (another worker's clock) is
+still streamed, a reconnect with ``Last-Event-ID`` gets what it lacks, a
+compact step (arguments referring to an earlier step's) is shown whole, and
+a run that continues as new streams its new generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import PG_URL, drop_schema, require_postgres
+
+import stalwart as sw
+from stalwart.api.events import Cursor, run_events
+from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.core.stepargs import args_digest, ext_node
+from stalwart.stores.base import SPILL_BYTES, Store, this_host
+from stalwart.stores.memory import MemoryStore
+from stalwart.stores.sqlite import SQLiteStore
+
+OWNER = f"{this_host()}:{os.getpid()}:streams"
+POLL = 0.01  # seconds between a stream's reads: many polls in little time
+START = 1_700_000_000.0  # the first step's finished_at; steps are 10 s apart
+
+
+class Counting:
+    """Put before a store class: counts the reads of a run's steps and the
+    step rows they return (what a stream decodes)."""
+
+    reads = 0
+    rows = 0
+    gate: asyncio.Event | None = None  # when set and closed, reads wait for it
+    blocked = 0  # reads waiting at the gate
+
+    async def load_steps(self, run_id: str) -> dict[str, StepRecord]:
+        found: dict[str, StepRecord] = await super().load_steps(run_id)  # type: ignore[misc]
+        self.reads += 1
+        self.rows += len(found)
+        return found
+
+    async def steps_since(
+        self, run_id: str, known: int, since: float
+    ) -> tuple[int, dict[str, StepRecord]]:
+        if self.gate is not None and not self.gate.is_set():
+            self.blocked += 1
+            await self.gate.wait()
+        count, found = await super().steps_since(run_id, known, since)  # type: ignore[misc]
+        self.reads += 1
+        self.rows += len(found)
+        return count, found
+
+
+def counting(cls: type[Any]) -> type[Any]:
+    return type(f"Counting{cls.__name__}", (Counting, cls), {})
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
+    """A function building a fresh counting store of each kind."""
+    if request.param == "memory":
+        yield lambda: counting(MemoryStore)()
+        return
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'streams.db'}"
+        yield lambda: counting(SQLiteStore).from_url(url)
+        return
+    require_postgres()
+    from stalwart.stores.postgres import PostgresStore
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    sep = "&" if "?" in PG_URL else "?"
+    yield lambda: counting(PostgresStore).from_url(f"{PG_URL}{sep}schema={schema}")
+    drop_schema(schema)
+
+
+@dataclass
+class Frame:
+    event: str
+    id: str | None
+    data: Any
+
+
+def parse(text: str) -> Frame:
+    fields = dict(line.split(": ", 1) for line in text.strip().splitlines())
+    return Frame(fields["event"], fields.get("id"), json.loads(fields["data"]))
+
+
+class Stream:
+    """A client reading a run's stream in a task of its own."""
+
+    def __init__(self, runner: sw.Runner, run: RunRecord, after: Cursor = Cursor()) -> None:
+        self.frames: list[Frame] = []
+        self._events = run_events(
+            runner, run, after, poll=POLL, live=False, find_policy=lambda _: None
+        )
+        self._task = asyncio.create_task(self._pump())
+
+    async def _pump(self) -> None:
+        async for text in self._events:
+            if not text.startswith(":"):
+                self.frames.append(parse(text))
+
+    def steps(self) -> list[Frame]:
+        return [f for f in self.frames if f.event == "step"]
+
+    def keys(self) -> list[str]:
+        return [f.data["key"] for f in self.steps()]
+
+    async def close(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        await self._events.aclose()
+
+
+async def until(what: Callable[[], bool]) -> None:
+    """Wait until ``what()`` holds (a guard against hanging, not a timing test)."""
+
+    async def wait() -> None:
+        while not what():
+            await asyncio.sleep(0.002)
+
+    await asyncio.wait_for(wait(), 30)
+
+
+async def polls(store: Any, n: int) -> None:
+    """Wait until the store has answered ``n`` more reads of the run's steps."""
+    goal = store.reads + n
+    await until(lambda: store.reads >= goal)
+
+
+def step(key: str, at: float, args: str = "{}", args_hash: str = "h") -> StepRecord:
+    return StepRecord(key, "echo", args_hash, args, json.dumps(key), None, 1, at, at)
+
+
+@asynccontextmanager
+async def running(make_store: Callable[[], Any], run_id: str) -> AsyncIterator[Any]:
+    """A runner over a fresh counting store, and a run it holds (fence 1),
+    as a worker on another machine would be executing it."""
+    store = make_store()
+    async with sw.Runner(store) as runner:
+        await store.create_run(RunRecord(run_id, "echo", "{}"))
+        claimed = await store.claim(run_id, OWNER, 3600.0)
+        assert claimed is not None
+        store.runner, store.fence = runner, claimed.fence
+        yield store
+
+
+async def record(store: Store, run_id: str, fence: int, *steps: StepRecord) -> None:
+    for s in steps:
+        await store.record_step(run_id, fence, s)
+
+
+def test_a_quiet_stream_over_a_long_run_reads_no_step_row_per_poll(
+    make_store: Callable[[], Any],
+) -> None:
+    n = 300
+
+    async def go() -> None:
+        async with running(make_store, "long") as store:
+            await record(
+                store, "long", store.fence, *(step(f"{i}", START + 10 * i) for i in range(n))
+            )
+            stream = Stream(store.runner, await store.get_run("long"))
+            try:
+                await until(lambda: len(stream.steps()) == n)
+                first = store.rows
+                assert first == n  # the first read: every step, once
+                await polls(store, 25)
+                assert store.rows == first  # 25 quiet polls, not one step row read
+                await record(store, "long", store.fence, step("new", START + 10 * n))
+                await until(lambda: len(stream.steps()) == n + 1)
+                assert stream.keys()[-1] == "new"
+                # The new step cost the rows near it, not the ledger's n + 1.
+                assert store.rows - first <= 2
+                settled = store.rows
+                await polls(store, 10)
+                assert store.rows == settled
+            finally:
+                await stream.close()
+
+    asyncio.run(go())
+
+
+def test_a_step_recorded_later_with_an_earlier_time_is_still_streamed(
+    make_store: Callable[[], Any],
+) -> None:
+    async def go() -> None:
+        async with running(make_store, "skew") as store:
+            await record(store, "skew", store.fence, step("1", START), step("2", START + 10))
+            stream = Stream(store.runner, await store.get_run("skew"))
+            try:
+                await until(lambda: stream.keys() == ["1", "2"])
+                cut = stream.steps()[-1].id
+                await polls(store, 3)
+                # Another worker, its clock minutes behind, records a step:
+                # its finished_at is before both steps the client has.
+                await record(store, "skew", store.fence, step("3", START - 300))
+                await until(lambda: len(stream.steps()) == 3)
+                # Slightly late, within the window the stream reads again.
+                await record(store, "skew", store.fence, step("4", START + 9.5))
+                await until(lambda: len(stream.steps()) == 4)
+                await record(store, "skew", store.fence, step("5", START + 20))
+                await until(lambda: len(stream.steps()) == 5)
+                assert stream.keys() == ["1", "2", "3", "4", "5"]  # each once, none missed
+                assert [Cursor.parse(f.id or "").seen for f in stream.steps()] == [1, 2, 3, 4, 5]
+            finally:
+                await stream.close()
+            # A client that read up to "2" before "3" came cannot be resumed
+            # behind it ("3" sorts before its cursor): it gets every step again.
+            again = Stream(store.runner, await store.get_run("skew"), Cursor.parse(cut or ""))
+            try:
+                await until(lambda: len(again.steps()) == 5)
+                assert sorted(again.keys()) == ["1", "2", "3", "4", "5"]
+            finally:
+                await again.close()
+
+    asyncio.run(go())
+
+
+def test_a_client_reconnecting_with_last_event_id_gets_only_what_it_lacks(
+    make_store: Callable[[], Any],
+) -> None:
+    async def go() -> None:
+        async with running(make_store, "resume") as store:
+            fence = store.fence
+            await record(store, "resume", fence, step("1", START), step("2", START + 10))
+            stream = Stream(store.runner, await store.get_run("resume"))
+            try:
+                await until(lambda: stream.keys() == ["1", "2"])
+            finally:
+                await stream.close()
+            last = stream.steps()[-1].id
+            assert last is not None
+            # While nobody listens, the run goes on.
+            await record(store, "resume", fence, step("3", START + 20), step("4", START + 30))
+            back = Stream(store.runner, await store.get_run("resume"), Cursor.parse(last))
+            try:
+                await until(lambda: len(back.steps()) == 2)
+                assert back.keys() == ["3", "4"]
+                assert [Cursor.parse(f.id or "").seen for f in back.steps()] == [3, 4]
+                await record(store, "resume", fence, step("5", START + 40))
+                await until(lambda: len(back.steps()) == 3)
+                assert back.keys() == ["3", "4", "5"]
+                quiet = store.rows
+                await polls(store, 10)
+                assert store.rows == quiet
+                await store.finish_run("resume", fence, "succeeded", "5", None)
+                await until(lambda: bool(back.frames) and back.frames[-1].event == "end")
+                end = back.frames[-1]
+            finally:
+                await back.close()
+            assert Cursor.parse(end.id or "").seen == 5
+            # After the end, a reconnect gets only the end again.
+            after_end = Stream(store.runner, await store.get_run("resume"), Cursor.parse(end.id))
+            try:
+                await until(lambda: bool(after_end.frames) and after_end.frames[-1].event == "end")
+                assert after_end.steps() == []
+            finally:
+                await after_end.close()
+
+    asyncio.run(go())
+
+
+def test_a_new_compact_step_is_shown_with_its_whole_arguments(
+    make_store: Callable[[], Any],
+) -> None:
+    """A step whose arguments extend an earlier step's (a conversation) is
+    stored as a reference; read on its own, the stream rebuilds it whole."""
+    whole_1, whole_2 = '{"xs":[1,2]}', '{"xs":[1,2,3]}'
+    compact = '{"xs":' + ext_node("1", 2, ["3"]) + "}"
+
+    async def go() -> None:
+        async with running(make_store, "compact") as store:
+            fence = store.fence
+            await record(store, "compact", fence, step("1", START, whole_1, args_digest(whole_1)))
+            stream = Stream(store.runner, await store.get_run("compact"))
+            try:
+                await until(lambda: stream.keys() == ["1"])
+                await polls(store, 2)
+                later = step("2", START + 10, compact, args_digest(whole_2))
+                await record(store, "compact", fence, later)
+                await until(lambda: stream.keys() == ["1", "2"])
+                assert [f.data["arguments"] for f in stream.steps()] == [
+                    {"xs": [1, 2]},
+                    {"xs": [1, 2, 3]},
+                ]
+            finally:
+                await stream.close()
+
+    asyncio.run(go())
+
+
+def test_a_run_that_continues_as_new_streams_its_new_generation(
+    make_store: Callable[[], Any],
+) -> None:
+    """Continue-as-new moves the run's steps to an archive run, and the new
+    generation reuses their keys: the stream sends the new steps."""
+
+    async def go() -> None:
+        async with running(make_store, "gen") as store:
+            if isinstance(store, MemoryStore):
+                pytest.skip("the memory store does not continue runs as new")
+            fence = store.fence
+            await record(store, "gen", fence, step("1", START), step("2", START + 10))
+            stream = Stream(store.runner, await store.get_run("gen"))
+            try:
+                await until(lambda: stream.keys() == ["1", "2"])
+                await polls(store, 2)
+                await store.continue_run("gen", fence, "{}", "gen~1", step("0", START + 20))
+                await until(lambda: len(stream.steps()) == 3)
+                await record(store, "gen", fence, step("1", START + 30))
+                await until(lambda: len(stream.steps()) == 4)
+                assert stream.keys() == ["1", "2", "0", "1"]
+                assert [f.data["finished_at"] for f in stream.steps()[2:]] == [
+                    START + 20,
+                    START + 30,
+                ]
+                # The ids count the new generation's steps from the first.
+                assert [Cursor.parse(f.id or "").seen for f in stream.steps()] == [1, 2, 1, 2]
+            finally:
+                await stream.close()
+
+    asyncio.run(go())
+
+
+def test_large_values_kept_out_of_the_hot_rows_come_back_whole(
+    make_store: Callable[[], Any],
+) -> None:
+    """Values over the spill size live in another table (S11): the first
+    read and a new step's read both merge them back."""
+    big = "x" * (SPILL_BYTES * 2)
+
+    def large(key: str, at: float) -> StepRecord:
+        return StepRecord(key, "echo", "h", "{}", json.dumps(big + key), None, 1, at, at)
+
+    async def go() -> None:
+        async with running(make_store, "big") as store:
+            fence = store.fence
+            await record(store, "big", fence, large("1", START), step("2", START + 10))
+            stream = Stream(store.runner, await store.get_run("big"))
+            try:
+                await until(lambda: stream.keys() == ["1", "2"])
+                await polls(store, 2)
+                await record(store, "big", fence, large("3", START + 20))
+                await until(lambda: len(stream.steps()) == 3)
+                outputs = [f.data["output"] for f in stream.steps()]
+                assert outputs == [big + "1", "2", big + "3"]
+            finally:
+                await stream.close()
+
+    asyncio.run(go())
+
+
+def test_steps_since_counts_and_returns_the_window_in_every_store(
+    make_store: Callable[[], Any],
+) -> None:
+    """The store method itself: the count always; no row when the reader
+    has them all; the steps at or after ``since`` when it does not."""
+
+    async def go() -> None:
+        async with running(make_store, "since") as store:
+            assert await store.steps_since("since", 0, -math.inf) == (0, {})
+            steps = [step(str(i), START + i) for i in range(5)]
+            await record(store, "since", store.fence, *steps)
+            count, found = await store.steps_since("since", 5, -math.inf)
+            assert (count, found) == (5, {})  # the reader has all five: no row
+            count, found = await store.steps_since("since", 3, START + 3)
+            assert count == 5 and sorted(found) == ["3", "4"]
+            assert found["4"] == steps[4]
+            count, found = await store.steps_since("since", 0, -math.inf)
+            assert count == 5 and sorted(found) == ["0", "1", "2", "3", "4"]
+            assert await store.steps_since("no-such-run", 0, -math.inf) == (0, {})
+            # The Store's default (for stores that do not answer from a count)
+            # reads every step, and answers the same.
+            for known, since in ((5, -math.inf), (3, START + 3), (0, -math.inf)):
+                ours = await store.steps_since("since", known, since)
+                assert await Store.steps_since(store, "since", known, since) == ours
+
+    asyncio.run(go())
+
+
+def test_a_new_generation_as_long_as_the_old_is_streamed_at_its_next_step(
+    make_store: Callable[[], Any],
+) -> None:
+    """Between two polls the run continues as new and its new generation
+    grows back to as many steps as the stream holds: the count alone looks
+    the same. The next step's read meets a key the stream holds under
+    another record, and the stream starts over with the new generation."""
+
+    async def go() -> None:
+        async with running(make_store, "regrow") as store:
+            if isinstance(store, MemoryStore):
+                pytest.skip("the memory store does not continue runs as new")
+            fence = store.fence
+            await record(store, "regrow", fence, step("1", START), step("2", START + 10))
+            stream = Stream(store.runner, await store.get_run("regrow"))
+            try:
+                await until(lambda: stream.keys() == ["1", "2"])
+                store.gate = asyncio.Event()
+                await until(lambda: store.blocked == 1)  # the stream waits to read
+                await store.continue_run("regrow", fence, "{}", "regrow~1", step("0", START + 20))
+                await record(store, "regrow", fence, step("1", START + 30))
+                store.gate.set()  # it reads two steps, as it holds two
+                await polls(store, 3)
+                assert stream.keys() == ["1", "2"]  # nothing it could tell apart yet
+                await record(store, "regrow", fence, step("2", START + 40))
+                await until(lambda: len(stream.steps()) == 5)
+                assert stream.keys() == ["1", "2", "0", "1", "2"]
+                assert [f.data["finished_at"] for f in stream.steps()[2:]] == [
+                    START + 20,
+                    START + 30,
+                    START + 40,
+                ]
+            finally:
+                await stream.close()
+
+    asyncio.run(go())
