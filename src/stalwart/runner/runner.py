@@ -18,9 +18,7 @@ never executes a run.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
@@ -33,21 +31,20 @@ from ..core.ledger import RunRecord, StepRecord, check_delay, check_priority, ch
 from ..core.policy import Policy
 from ..stores import open_store
 from ..stores.base import Store, this_host
+from .assembly import assemble
 from .awaiting import await_outcome
 from .batch import RunCall, enqueue_many
-from .children import Children
 from .control import cancel_run, prune_runs, send_signal
-from .driver import Driver
+from .enqueue import enqueue_run
 from .handle import EventBuffer, RunHandle
-from .identity import check_same_run, code_version, run_inputs
-from .observe import started, trace_for
+from .identity import code_version
+from .lifecycle import start_loop, stop_executing
+from .memory_runs import forget_run, stop_with_caller
 from .registry import Registry
-from .schedules import ScheduleRecord, Schedules
-from .starting import Starter
-from .streams import Streams
-from .table import RunTable
+from .schedules import ScheduleRecord
+from .serving import serve
+from .sync import run_blocking
 from .threads import Thread, thread_policy
-from .worker import Worker
 
 __all__ = ["RunCall", "RunHandle", "Runner"]
 
@@ -111,54 +108,33 @@ class Runner:
         self.registry = Registry()
         for p in policies:
             self.registry.register(p)
-        self._table = RunTable(poll_interval)
-        self._children = Children(
-            self.store, self._table, self.register, self._version, self._start_here, self.outcome
-        )
-        self._children.hooks = self.hooks
-        self._children.find_policy = self.registry.find
-        self._driver = Driver(
-            self.store,
+        (
             self._table,
             self._children,
-            hooks=self.hooks,
-            max_parallel=max_parallel,
-            inline_sleep=inline_sleep,
-        )
-        self._worker = Worker(
-            self.store,
-            self._table,
-            self.registry,
             self._driver,
+            self._worker,
+            self._starter,
+            self._streams,
+            self._schedules,
+        ) = assemble(
+            self.store,
+            self.registry,
+            hooks=self.hooks,
             owner=self.owner,
             lease=lease,
             poll_interval=poll_interval,
+            inline_sleep=inline_sleep,
+            max_parallel=max_parallel,
             queues=queues,
             concurrency=concurrency,
             serving=recover,
-        )
-        self._starter = Starter(
-            self.store,
-            self._table,
-            self.registry,
-            self._driver,
-            self._worker,
-            owner=self.owner,
-            lease=lease,
-            hooks=self.hooks,
+            schedule_clock=schedule_clock,
+            register=self.register,
             version=self._version,
+            start_here=self._start_here,
+            outcome=self.outcome,
+            get_run=self.get_run,
         )
-        self._streams = Streams(self._table, self.registry, self.get_run)
-        self._schedules = Schedules(
-            self.store,
-            self.registry,
-            version=self._version,
-            hooks=self.hooks,
-            wake=self._table.wake_worker,
-            clock=schedule_clock,
-            interval=poll_interval,
-        )
-        self._worker.schedules = self._schedules
         self._opened = False
         self._closed = False
         self._bg: asyncio.Task[None] | None = None
@@ -186,23 +162,12 @@ class Runner:
             return
         self._opened = True
         self._closed = False
-        await self.store.open()
-        if not self.store.ephemeral:
-            self._table.poke = asyncio.Event()
-            self._bg = asyncio.create_task(self._worker.loop(), name="stalwart-runner")
+        self._bg = await start_loop(self.store, self._table, self._worker)
 
     async def close(self) -> None:
         """Stop the worker loop, give back runs still held, close the store."""
-        if self._bg is not None:
-            self._bg.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._bg
-            self._bg = None
-        for live in list(self._table.live.values()):
-            if live.task is not None and not live.task.done():
-                live.task.cancel()
-                await asyncio.wait([live.task])  # neither raises nor swallows our own cancel
-        await self._driver.drain()
+        loop, self._bg = self._bg, None
+        await stop_executing(loop, self._table, self._driver)
         if self._opened:
             await self.store.close()
         self._opened = False
@@ -259,36 +224,16 @@ class Runner:
             await self._start(target, args, kwargs, run_id, settle=False)
             return await self.outcome(run_id)
         except asyncio.CancelledError:
-            live = self._table.live.get(run_id)
-            if memory and live is not None and live.task is not None:
-                # In memory the run lives only for its caller: stop it with
-                # the caller, and let it settle (its option calls cancelled).
-                live.cancel_requested = True
-                live.task.cancel()
-                await asyncio.wait([live.task])
+            if memory:  # in memory the run lives only for its caller
+                await stop_with_caller(self._table, run_id)
             raise
         finally:
             if forget:
-                self._forget(run_id)
+                forget_run(self.store, self._table, run_id)
 
     def run_sync(self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any) -> Any:
         """Run ``target`` from synchronous code (a script); closes the runner after."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise RuntimeError(
-                "run_sync() cannot be called from a running event loop; use `await runner.run(...)`"
-            )
-
-        async def main() -> Any:
-            try:
-                return await self.run(target, *args, run_id=run_id, **kwargs)
-            finally:
-                await self.close()
-
-        return asyncio.run(main())
+        return run_blocking(lambda: self.run(target, *args, run_id=run_id, **kwargs), self.close)
 
     async def start(
         self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any
@@ -349,17 +294,6 @@ class Runner:
         """Execute a child run of the memory store here (the child host's callback)."""
         await self._starter.start_child(rec, pol, args, kwargs)
 
-    def _forget(self, run_id: str) -> None:
-        """Drop a finished memory run nobody can address (``run()`` without an
-        id) and its children, so a process calling ``run()`` in a loop does
-        not keep every result."""
-        forget = getattr(self.store, "forget", None)
-        gone = forget(run_id) if forget is not None else [run_id]
-        for rid in gone:
-            self._table.kept.pop(rid, None)
-            self._table.calls.pop(rid, None)
-            self._table.mine.discard(rid)
-
     # -- queues and workers ------------------------------------------------------
     async def enqueue(
         self,
@@ -382,28 +316,18 @@ class Runner:
             raise StoreError("enqueue needs a durable store; in memory, use start()")
         priority, delay = check_priority(priority), check_delay(delay)
         await self.open()
-        run_id = _run_id(run_id)
-        pol = self.register(target)
-        inputs = run_inputs(pol, run_id, args, kwargs)
-        rec = RunRecord(
-            run_id,
-            pol.name,
-            inputs,
-            code_version=self._version(pol),
+        return await enqueue_run(
+            self,
+            target,
+            args,
+            kwargs,
+            _run_id(run_id),
             queue=queue,
             priority=priority,
-            wake_at=None if not delay else time.time() + delay,
-            trace=trace_for(self.hooks, run_id, pol.name) if self.hooks else None,
+            delay=delay,
+            version=self._version,
+            wake=self._table.wake_worker,
         )
-        stored, created = await self.store.create_run(rec)
-        if not created:
-            check_same_run(pol, stored, rec, self.find_policy(stored.policy) is pol)
-        else:
-            started(rec)
-        self._table.wake_worker()
-        handle = RunHandle(self, run_id)
-        handle.created = created
-        return handle
 
     async def enqueue_many(
         self,
@@ -515,25 +439,13 @@ class Runner:
         runs ``shutdown_timeout`` seconds to finish, and hands the rest back
         to the store for another worker.
         """
-        import signal as _signal
-
-        stop = stop or asyncio.Event()
-        loop = asyncio.get_running_loop()
-        installed = []
-        for sig in (_signal.SIGTERM, _signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, stop.set)
-                installed.append(sig)
-            except (RuntimeError, ValueError, NotImplementedError):
-                pass  # not the main thread: the caller sets ``stop``
-        try:
-            await self.open()
-            await self._worker.serve(stop, self.shutdown_timeout)
-        finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
-            await self.close()
-            self._worker.draining = False
+        await serve(
+            self._worker,
+            stop,
+            self.shutdown_timeout,
+            open_runner=self.open,
+            close_runner=self.close,
+        )
 
     async def recover(self) -> list[RunHandle]:
         """Claim, once and now, every ready run this runner has the policy for

@@ -1,27 +1,21 @@
 """Durable conversations (threads) and per-agent turn queues, on mailboxes.
 
 A **thread** is one long-lived run, addressed by its thread id (the run id),
-that executes :class:`ThreadLoop`: it receives a turn from its mailbox
+that executes :class:`~.thread_loop.ThreadLoop`: it receives a turn from its mailbox
 (``ctx.receive``, suspended in between, S7), calls the agent with the
 message and the history so far, sends the reply back, and waits for the
 next. The history is the ledger: a resumed thread rebuilds it by replay,
 and the caller never passes it back.
 
-A **turn** is a small run of its own (:func:`turn`, id ``<thread>~turn-<id>``):
+A **turn** is a small run of its own (:func:`~.turn.turn`, id ``<thread>~turn-<id>``):
 it sends the user's message to the thread's mailbox and receives the reply.
 So a caller's ``await thread.send(message)`` is ``await`` of a run's outcome,
 which works across processes and crashes (S10); turns sent while another is
 answered queue up in the thread's mailbox and are taken in order.
 
-**Follow-ups injected** (``followups="inject"``): while a turn is answered,
-the agent's loop (``llm.Agent``) asks the thread before each model call for
-the turns waiting in its mailbox (:func:`taking_followups`, a hook passed in
-a context variable, so the llm layer's contract is unchanged for everyone
-else); each is taken by a recorded ``ctx.receive`` of the agent's step, so a
-replay adds the same messages at the same point, and the key of every later
-step is the same on every execution (S1). A folded turn gets the reply of the
-turn it was answered with (the reply message names that turn under
-``"with"``).
+**Follow-ups injected** (``followups="inject"``): turns sent while one is
+answered are taken by the agent before its next model call, as recorded
+receives of its step (S1); see :mod:`.followups`.
 
 **Who executes the thread.** By default the process that sends executes the
 thread's run (and the turn's), as a script or an in-memory runner does. A
@@ -49,26 +43,25 @@ concurrently, and replies to each caller.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextvars import ContextVar
-from typing import Any, Literal, Protocol
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
 
-from ..core import codec
-from ..core.context import Context
-from ..core.declared import register_type
-from ..core.errors import InputMismatchError, StalwartError, StoreError
+from ..core.errors import InputMismatchError, StoreError
 from ..core.events import Emitted, Event, RunFinished
 from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, check_run_id
-from ..core.mail import Mail
-from ..core.message import Message
-from ..core.policy import Policy, as_policy, policy
+from ..core.policy import Policy, as_policy
 from ..stores.base import Store
+from .followups import Followups, taking_followups
 from .handle import RunHandle, Runs
 from .identity import check_same_run, run_inputs
 from .table import RunTable
+from .thread_loop import ThreadLoop
+from .turn import REPLY, TURN, TurnFailed, turn
 
+# Followups, taking_followups, ThreadLoop, REPLY, TURN, TurnFailed and turn
+# live in .followups, .thread_loop and .turn; they stay importable from here,
+# where callers (llm.Agent, workers' --app files) have always found them.
 __all__ = [
     "REPLY",
     "TURN",
@@ -81,253 +74,6 @@ __all__ = [
     "thread_policy",
     "turn",
 ]
-
-#: The kinds of the messages a turn and its thread exchange.
-TURN = "stalwart.turn"
-REPLY = "stalwart.reply"
-
-
-class TurnFailed(StalwartError):
-    """The agent failed on this turn (its error, as text); the thread goes on."""
-
-
-register_type(TurnFailed)
-
-#: What an agent's loop calls before each model call, with its own context,
-#: to get the follow-ups to add to its conversation (``followups="inject"``).
-Followups = Callable[[Context], Awaitable[list[Message]]]
-
-_FOLLOWUPS: ContextVar[Followups | None] = ContextVar("stalwart_thread_followups", default=None)
-
-
-@contextlib.contextmanager
-def taking_followups() -> Iterator[Followups | None]:
-    """The follow-up hook a thread set around this agent call (None if none),
-    cleared for what runs inside it: a sub-agent or a tool never takes the
-    thread's turns, only the agent the thread called. ``llm.Agent`` calls the
-    hook before each model call; any agent loop may do the same."""
-    hook = _FOLLOWUPS.get()
-    token = _FOLLOWUPS.set(None)
-    try:
-        yield hook
-    finally:
-        _FOLLOWUPS.reset(token)
-
-
-@policy(name="stalwart.turn")
-async def turn(ctx: Context, thread: str, message: Any) -> Any:
-    """One turn of a thread: send ``message`` to the thread, await its reply.
-
-    Each is a recorded step, so a turn killed at any point resumes where it
-    was: it never sends twice and never misses the reply.
-    """
-    await ctx.send(thread, message, kind=TURN)
-    got = await ctx.receive(sender=thread, kind=REPLY)
-    out = got.payload
-    if isinstance(out, dict) and isinstance(out.get("error"), str):
-        raise TurnFailed(f"thread {thread!r}: {out['error']}")
-    return out.get("reply") if isinstance(out, dict) else out
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, Message):
-        return value.text
-    if isinstance(value, str):
-        return value
-    return codec.dumps(value, "a reply")
-
-
-def _size(history: list[Message]) -> int:
-    return len(codec.dumps(history, "a thread's history"))
-
-
-class ThreadLoop:
-    """The policy a thread's run executes (see the module's docstring).
-
-    ``agent`` is any policy taking ``question`` (the user's message) and,
-    with ``history``, ``history`` (the earlier messages): ``llm.Agent`` is one.
-    """
-
-    def __init__(
-        self,
-        agent: Any,
-        *,
-        history: bool = True,
-        max_turns: int = 100,
-        max_bytes: int = 256 * 1024,
-        carry_last: int = 20,
-        parallel: int = 1,
-        followups: Literal["queue", "inject"] = "queue",
-    ) -> None:
-        if max_turns < 1 or max_bytes < 1 or carry_last < 1:
-            raise ValueError("max_turns, max_bytes and carry_last must be at least 1")
-        if parallel < 1 or (history and parallel > 1):
-            raise ValueError("parallel must be at least 1, and 1 for a thread with history")
-        if followups not in ("queue", "inject"):
-            raise ValueError(f"followups must be 'queue' or 'inject', not {followups!r}")
-        if followups == "inject" and not history:
-            raise ValueError("followups='inject' needs a conversation: a turn queue has none")
-        self.followups = followups
-        self.agent = agent
-        self.pol = as_policy(agent)
-        self.history = history
-        self.max_turns = max_turns
-        self.max_bytes = max_bytes
-        self.carry_last = carry_last
-        self.parallel = parallel
-        kind = "thread" if history else "turns"
-        self.name = f"stalwart.{kind}:{self.pol.name}"
-        self.__stalwart_policy__: Policy[Any, Any] = Policy(
-            self, name=self.name, description=f"The {kind} of {self.pol.name}."
-        )
-
-    async def __call__(
-        self, ctx: Context, carried: list[Message] | None = None, generation: int = 1
-    ) -> None:
-        """Answer turns for ever (a thread ends when it is cancelled)."""
-        engine = ctx.engine
-        durable = engine.durable
-        history = list(carried or [])
-        # Keys scoped by generation: child runs a tool spawns keep distinct ids.
-        scope = engine.context(f"g{generation}") if durable else ctx
-        turns = 0
-        while True:
-            batch = [await scope.receive(kind=TURN)]
-            while len(batch) < self.parallel:  # take what is queued, without waiting
-                try:
-                    batch.append(await scope.receive(kind=TURN, timeout=0))
-                except TimeoutError:
-                    break
-            answered: list[tuple[Mail, dict[str, Any]]]
-            if len(batch) == 1:
-                first = batch[0]
-                folded: list[Mail] = []
-                out = await self._answer(
-                    scope, first.payload, history, folded if self.followups == "inject" else None
-                )
-                # A follow-up folded into this turn gets its reply, naming the turn.
-                answered = [(first, out)] + [(m, {**out, "with": first.sender}) for m in folded]
-                if self.history and "reply" in out:
-                    history += [Message.user(_text(m.payload)) for m in (first, *folded)]
-                    history.append(Message.assistant(_text(out["reply"])))
-            else:
-                outs = await asyncio.gather(*(self._answer(scope, m.payload, None) for m in batch))
-                answered = list(zip(batch, outs, strict=True))
-            for mail, out in answered:
-                if mail.sender is not None:
-                    try:
-                        await scope.send(mail.sender, out, kind=REPLY)
-                    except LookupError:
-                        pass  # the caller's turn is gone (pruned): nobody to tell
-                    except StalwartError:
-                        pass  # its turn finished (cancelled): nobody waits
-            turns += len(answered)
-            if turns >= self.max_turns or (self.history and _size(history) > self.max_bytes):
-                history = await self._carry(scope, history) if self.history else []
-                turns = 0
-                if durable:
-                    await engine.continue_as_new(
-                        (), {"carried": history or None, "generation": generation + 1}
-                    )
-
-    async def _answer(
-        self,
-        scope: Context,
-        message: Any,
-        history: list[Message] | None,
-        folded: list[Mail] | None = None,
-    ) -> dict[str, Any]:
-        """The agent's reply to ``message`` (or its error). With ``folded``,
-        the agent may take follow-ups before its model calls: they are
-        appended to ``folded``, in the order taken."""
-        kwargs: dict[str, Any] = {"question": _text(message)}
-        if history is not None and self.history:
-            kwargs["history"] = list(history)
-        scope.emit({"turn": "started"})
-        if folded is None:
-            try:
-                return {"reply": await scope.call(self.agent, **kwargs)}
-            except Exception as exc:  # the agent's recorded failure: this turn's, not the thread's
-                return {"error": f"{type(exc).__name__}: {exc}"}
-        # The agent's step key (the one ``call`` takes next): its direct
-        # children hold the follow-ups it took.
-        key = scope._peek_key()
-        asked: list[bool] = []
-        token = _FOLLOWUPS.set(_followups(folded, asked))
-        try:
-            out = {"reply": await scope.call(self.agent, **kwargs)}
-        except Exception as exc:
-            out = {"error": f"{type(exc).__name__}: {exc}"}
-        finally:
-            _FOLLOWUPS.reset(token)
-        if not asked and scope.engine.durable:
-            # The agent's step was replayed whole (its body did not run, nor
-            # the hook): the follow-ups it took are its recorded receives.
-            folded += _taken(scope.engine.replayed_values("receive"), key)
-        return out
-
-    async def _carry(self, scope: Context, history: list[Message]) -> list[Message]:
-        """What the next generation starts from: the agent's context policy
-        (``llm.Agent.context``: a window, or a summary by the model) decides,
-        and at most ``carry_last`` messages are kept, so a handover is bounded."""
-        shape: Callable[..., Awaitable[list[Message]]] | None = getattr(self.agent, "context", None)
-        if callable(shape):
-            default = getattr(self.agent, "model", None)
-
-            async def call(observations: list[Message], *, model: Any = None) -> Any:
-                target: Any = model if model is not None else default
-                raw = await scope.call(target, observations=observations)
-                return [raw] if isinstance(raw, Message) else raw
-
-            history = list(await shape(list(history), call))
-        return history[-self.carry_last :]
-
-    def __repr__(self) -> str:
-        return f"<ThreadLoop {self.name}>"
-
-
-def _followups(folded: list[Mail], asked: list[bool]) -> Followups:
-    """The hook of one turn: take every turn waiting now, without waiting.
-
-    Each take is a ``ctx.receive`` of the agent's step (a recorded step under
-    the agent's next keys), and so is the empty one that ends it (a recorded
-    timeout): a replay takes the same messages at the same point and finds
-    the same keys after them (S1)."""
-
-    async def take(ctx: Context) -> list[Message]:
-        asked.append(True)
-        got: list[Message] = []
-        while True:
-            try:
-                mail: Mail = await ctx.receive(kind=TURN, timeout=0)
-            except TimeoutError:
-                return got
-            folded.append(mail)
-            got.append(Message.user(_text(mail.payload)))
-
-    return take
-
-
-def _taken(received: dict[str, Any], key: str) -> list[Mail]:
-    """The turns the agent's step ``key`` took, in order: the replayed
-    receives among its direct children (``key.N``) that hold a turn."""
-    found: list[tuple[int, Mail]] = []
-    for k, env in received.items():
-        head, _, n = k.rpartition(".")
-        if head != key or not n.isdigit() or not isinstance(env, dict):
-            continue
-        if env.get("kind") != TURN or not isinstance(env.get("id"), str):
-            continue
-        sender, sent_at = env.get("from"), env.get("sent_at")
-        mail = Mail(
-            payload=env.get("body"),
-            sender=sender if isinstance(sender, str) else None,
-            kind=TURN,
-            sent_at=float(sent_at) if isinstance(sent_at, int | float) else 0.0,
-            id=env["id"],
-        )
-        found.append((int(n), mail))
-    return [m for _, m in sorted(found, key=lambda item: item[0])]
 
 
 _LOOPS: dict[tuple[int, tuple[Any, ...]], ThreadLoop] = {}

@@ -1,0 +1,56 @@
+"""A turn of a thread: the small run a caller's message travels in.
+
+A turn (:func:`turn`, id ``<thread>~turn-<id>``) sends the user's message to
+its thread's mailbox as a :data:`TURN` and receives the :data:`REPLY`; both
+are recorded steps, so a turn killed at any point resumes where it was and a
+caller's ``await`` is ``await`` of a run's outcome, across processes and
+crashes (S10). See :mod:`.threads` for the whole picture.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import codec
+from ..core.context import Context
+from ..core.declared import register_type
+from ..core.errors import StalwartError
+from ..core.message import Message
+from ..core.policy import policy
+
+__all__ = ["REPLY", "TURN", "TurnFailed", "message_text", "turn"]
+
+#: The kinds of the messages a turn and its thread exchange.
+TURN = "stalwart.turn"
+REPLY = "stalwart.reply"
+
+
+class TurnFailed(StalwartError):
+    """The agent failed on this turn (its error, as text); the thread goes on."""
+
+
+register_type(TurnFailed)
+
+
+@policy(name="stalwart.turn")
+async def turn(ctx: Context, thread: str, message: Any) -> Any:
+    """One turn of a thread: send ``message`` to the thread, await its reply.
+
+    Each is a recorded step, so a turn killed at any point resumes where it
+    was: it never sends twice and never misses the reply.
+    """
+    await ctx.send(thread, message, kind=TURN)
+    got = await ctx.receive(sender=thread, kind=REPLY)
+    out = got.payload
+    if isinstance(out, dict) and isinstance(out.get("error"), str):
+        raise TurnFailed(f"thread {thread!r}: {out['error']}")
+    return out.get("reply") if isinstance(out, dict) else out
+
+
+def message_text(value: Any) -> str:
+    """A turn's message or a reply as the text an agent reads (JSON for data)."""
+    if isinstance(value, Message):
+        return value.text
+    if isinstance(value, str):
+        return value
+    return codec.dumps(value, "a reply")
