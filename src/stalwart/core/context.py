@@ -269,8 +269,10 @@ class Context:
         key = self.key
         return f"{key}.{n}" if key else str(n)
 
-    def _peek_key(self) -> str:
-        # The key next_key() would take, without taking it.
+    def next_step_key(self) -> str:
+        """The key this context's next step will take, without taking it:
+        for code that must find that step's records (its children in the
+        ledger) after it ran, such as a conversation's follow-ups."""
         return self.child_key(self._seq + 1)
 
     # -- calling -------------------------------------------------------------
@@ -306,7 +308,7 @@ class Context:
         """
         x = self._x
         if x.listeners:
-            x.emit(self.key, value, replayed=self._peek_key() in x.replay)
+            x.emit(self.key, value, replayed=self.next_step_key() in x.replay)
 
     def stream_text(self, text: str) -> None:
         """Send a piece of text a model is producing (a token delta) to listeners.
@@ -463,7 +465,7 @@ class Context:
         that reach this point live take the new one (True). Keep both paths
         until no run from before the change is left.
         """
-        key = self._peek_key()
+        key = self.next_step_key()
         if not self._x.takes_patch(key, change):
             return False  # this run passed here on code without the change
         self._seq += 1  # taken before the await below, as every key is (S1)

@@ -54,9 +54,8 @@ async def offering_followups(
     ``scope``) with the follow-up hook set: the turns the agent takes are
     appended to ``folded``, in the order taken, executed or replayed."""
     # The agent's step key (the one ``call`` takes next): its direct children
-    # hold the follow-ups it took. The runner's one read of a private member
-    # of core: Context has no public way to see its next key without taking it.
-    key = scope._peek_key()
+    # hold the follow-ups it took.
+    key = scope.next_step_key()
     asked: list[bool] = []
     token = _FOLLOWUPS.set(_taker(folded, asked))
     try:
