@@ -12,10 +12,19 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
 PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def pg_schema_url(schema: str, **options: object) -> str:
+    """A store URL on the configured server (``STALWART_TEST_PG``) for
+    ``schema``, with store options (``pool_max=4``, ``retry_for=5``) added:
+    the one place that knows the server's URL may already have a query."""
+    query = urlencode({"schema": schema, **options})
+    return f"{PG_URL}{'&' if '?' in PG_URL else '?'}{query}"
 
 
 def postgres_available() -> str | None:
@@ -59,8 +68,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         return
     require_postgres()
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    sep = "&" if "?" in PG_URL else "?"
-    yield f"{PG_URL}{sep}schema={schema}"
+    yield pg_schema_url(schema)
     drop_schema(schema)
 
 

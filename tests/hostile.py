@@ -3,13 +3,13 @@ bug: what the trust tests (S13) are built from."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import parse_qs, urlsplit
 
-PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+from tests.conftest import PG_URL
 
 
 def write_row(store_url: str, sql: str, *params: Any) -> None:
@@ -23,7 +23,7 @@ def write_row(store_url: str, sql: str, *params: Any) -> None:
         return
     import psycopg
 
-    schema = store_url.split("schema=")[1].split("&")[0]
+    schema = parse_qs(urlsplit(store_url).query)["schema"][0]
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{schema}"')
         conn.execute(sql.replace("?", "%s"), params)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from subprocess import Popen
 
 import pytest
-from tests.conftest import PG_URL, drop_schema, require_postgres
+from tests.conftest import drop_schema, pg_schema_url, require_postgres
 
 from .conftest import read_events, serving_many, wait_status
 
@@ -18,8 +18,7 @@ from .conftest import read_events, serving_many, wait_status
 def pg_store() -> Iterator[str]:
     require_postgres()
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    sep = "&" if "?" in PG_URL else "?"
-    yield f"{PG_URL}{sep}schema={schema}"
+    yield pg_schema_url(schema)
     drop_schema(schema)
 
 

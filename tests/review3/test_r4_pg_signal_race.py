@@ -20,7 +20,7 @@ from stalwart.core.ledger import RunRecord
 
 psycopg = pytest.importorskip("psycopg") if not os.environ.get("CI") else __import__("psycopg")
 
-from tests.conftest import PG_URL, drop_schema, require_postgres  # noqa: E402
+from tests.conftest import PG_URL, drop_schema, pg_schema_url, require_postgres  # noqa: E402
 
 from stalwart.stores.postgres import PostgresStore  # noqa: E402
 
@@ -34,8 +34,7 @@ def schema() -> Iterator[str]:
 
 
 async def test_a_signal_racing_the_suspend_wakes_the_run(schema: str) -> None:
-    sep = "&" if "?" in PG_URL else "?"
-    store = PostgresStore.from_url(f"{PG_URL}{sep}schema={schema}")
+    store = PostgresStore.from_url(pg_schema_url(schema))
     await store.open()
     try:
         rec, _ = await store.create_run(RunRecord(f"r-{uuid.uuid4().hex[:8]}", "p", "{}"))

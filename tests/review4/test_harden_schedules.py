@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from tests.conftest import PG_URL, drop_schema, require_postgres
+from tests.conftest import PG_URL, drop_schema, pg_schema_url, require_postgres
 from tests.schedules._policies import report
 from tests.schedules.test_define import T0, Clock
 from tests.schedules.test_ticking import serving, settled
@@ -74,7 +74,8 @@ async def test_a_nan_grace_fails_that_schedule_on_postgres(
     # SQLite stores a NaN as NULL (a type error, caught before); PostgreSQL
     # keeps the NaN itself, which no comparison would ever catch.
     require_postgres()
-    url = f"{PG_URL}{'&' if '?' in PG_URL else '?'}schema=t_nangrace_{tmp_path.name[-8:]}"
+    schema = f"t_nangrace_{tmp_path.name[-8:]}"
+    url = pg_schema_url(schema)
     try:
         clock = Clock(T0 + 1)
         await _two(url, clock)
@@ -87,7 +88,7 @@ async def test_a_nan_grace_fails_that_schedule_on_postgres(
         errors = [m for m in caplog.messages if "'bad'" in m]
         assert len(errors) == 1 and "grace" in errors[0] and "nan" in errors[0], errors
     finally:
-        drop_schema(urlsplit(url).query.split("schema=")[1])
+        drop_schema(schema)
 
 
 def _list(url: str, *more: str) -> Result:

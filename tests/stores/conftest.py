@@ -22,15 +22,10 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from tests.conftest import PG_URL, drop_schema, require_postgres
+from tests.conftest import PG_URL, drop_schema, pg_schema_url, require_postgres
 
 if TYPE_CHECKING:
     from stalwart.stores.postgres import PostgresStore
-
-
-def _url(schema: str, **options: object) -> str:
-    query = "&".join(f"{k}={v}" for k, v in {"schema": schema, **options}.items())
-    return f"{PG_URL}{'&' if '?' in PG_URL else '?'}{query}"
 
 
 @pytest.fixture(scope="session")
@@ -44,8 +39,9 @@ def pg_server() -> str:
 @pytest.fixture
 def pg_url() -> Callable[..., str]:
     """``pg_url(schema, **options)``: a store URL for ``schema`` with store
-    options (``pool_max=4``, ``retry_for=5``) added to the query string."""
-    return _url
+    options (``pool_max=4``, ``retry_for=5``) added to the query string
+    (:func:`tests.conftest.pg_schema_url`)."""
+    return pg_schema_url
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +76,7 @@ async def pg_store(
     """An open store on the module's schema, closed after the test."""
     from stalwart.stores.postgres import PostgresStore
 
-    s = PostgresStore.from_url(_url(pg_schema, **pg_store_options))
+    s = PostgresStore.from_url(pg_schema_url(pg_schema, **pg_store_options))
     await s.open()
     try:
         yield s

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import PG_URL, drop_schema, require_postgres
+from tests.conftest import drop_schema, pg_schema_url, require_postgres
 
 from stalwart.core.errors import StoreError
 from stalwart.core.ledger import RunRecord
@@ -31,7 +31,7 @@ def any_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     else:
         require_postgres()
         schema = f"t_{uuid.uuid4().hex[:12]}"
-        yield f"{PG_URL}{'&' if '?' in PG_URL else '?'}schema={schema}"
+        yield pg_schema_url(schema)
         drop_schema(schema)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import PG_URL, drop_schema, require_postgres
+from tests.conftest import drop_schema, pg_schema_url, require_postgres
 
 import stalwart as sw
 from stalwart.api.events import Cursor, run_events
@@ -86,8 +86,7 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Calla
     from stalwart.stores.postgres import PostgresStore
 
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    sep = "&" if "?" in PG_URL else "?"
-    yield lambda: counting(PostgresStore).from_url(f"{PG_URL}{sep}schema={schema}")
+    yield lambda: counting(PostgresStore).from_url(pg_schema_url(schema))
     drop_schema(schema)
 
 

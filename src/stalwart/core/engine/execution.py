@@ -450,7 +450,7 @@ class Execution(Dispatch, Waits, Mailbox):
         rec = self.replay.get(key)
         if rec is None:
             return False, None
-        args_json = identity_json((), args, key)
+        args_json = identity_json((), args, key, self.run_id)
         return True, self.replayed_value(
             rec, key, name, args_json, step_hash(args_json), publish=False
         )

@@ -109,7 +109,9 @@ class Mailbox(Journal):
         """Deliver ``payload`` to run ``to``'s mailbox, once; the delivery id."""
         to = _check_address(to, self.run_id, key)
         kind = _check_kind(kind, self.run_id, key)
-        args_json = identity_json((), {"to": to, "kind": kind, "payload": payload}, key)
+        args_json = identity_json(
+            (), {"to": to, "kind": kind, "payload": payload}, key, self.run_id
+        )
         args_hash = step_hash(args_json)
         if self.store is None:
             return self._send_in_memory(key, to, payload, kind)
@@ -193,7 +195,7 @@ class Mailbox(Journal):
         deadline = await self.recorded(
             deadline_key, "deadline", lambda: None if timeout is None else time.time() + timeout
         )
-        args_json = identity_json((), {"sender": sender, "kind": kind}, key)
+        args_json = identity_json((), {"sender": sender, "kind": kind}, key, self.run_id)
         args_hash = step_hash(args_json)
         where = f"run {self.run_id!r}, step {key}"
         rec = self.replay.get(key)
