@@ -100,11 +100,13 @@ def bearer(header: str) -> str | None:
 def check_tokens(tokens: Sequence[str], given: str) -> list[str]:
     """The tokens a server is started with, each checked, duplicates dropped.
 
-    A token has at least :data:`MIN_TOKEN` characters and no spaces or
-    control characters (a header, a cookie and a URL carry it). ``given``
+    A token has at least :data:`MIN_TOKEN` characters, all ASCII, and no
+    spaces or control characters (a header, a cookie and a URL carry it). ``given``
     says how the tokens were given (``"--token"``, ``"tokens="``), so the
     ValueError points at what to change; it never shows a token.
     """
+    if isinstance(tokens, str):
+        raise TypeError(f"{given} takes a list of tokens, not one string")
     out: list[str] = []
     for i, token in enumerate(tokens, 1):
         which = f"the token given with {given}" if len(tokens) == 1 else f"token #{i} of {given}"
@@ -115,6 +117,8 @@ def check_tokens(tokens: Sequence[str], given: str) -> list[str]:
             )
         if not token.isprintable() or any(c.isspace() for c in token):
             raise ValueError(f"{which} contains spaces or control characters")
+        if not token.isascii():  # a header carries bytes read as latin-1: no client could send it
+            raise ValueError(f"{which} contains characters other than ASCII")
         if token not in out:
             out.append(token)
     return out

@@ -54,7 +54,7 @@ from ..message import ActionCall, Message, thaw
 from ..policy import Policy, ToolSpec, as_policy, current_step
 from ..schema import ArgumentError
 from .control import NOT_STEP_ERRORS, Halt, leaves_of
-from .identity import OPTIONS, option_policies
+from .identity import OPTIONS, option_policies, step_hash
 from .journal import Journal
 from .locks import LockTable
 
@@ -267,17 +267,28 @@ class Dispatch(Journal):
         return LockTable()
 
     async def _refused(self, key: str, call: ActionCall, refusal: Message) -> Message:
-        """``refusal``, recorded at the call's key so a replay answers with it."""
+        """``refusal``, recorded at the call's key, with the call's arguments
+        (S5), so a replay answers the same call with it."""
         if self.store is None:
             return refusal
-        await self.record_value(key, _refused_kind(call), refusal)
+        args_json = _refused_args(call)
+        await self.record_value(
+            key, _refused_kind(call), refusal, args_json=args_json, args_hash=step_hash(args_json)
+        )
         return refusal
 
     def _replayed_refusal(self, key: str, call: ActionCall) -> Message:
-        """The refusal recorded at ``key``; a record of another call's refusal
-        is nondeterminism (S5)."""
+        """The refusal recorded at ``key``, answering ``call`` (whose id may be
+        new: a reply that was not recorded is asked for again on replay); a
+        record of another call's refusal is nondeterminism (S5)."""
+        args_json = _refused_args(call)
         value = self.replayed_value(
-            self.replay[key], key, f"stalwart.{_refused_kind(call)}", "{}", "", publish=False
+            self.replay[key],
+            key,
+            f"stalwart.{_refused_kind(call)}",
+            args_json,
+            step_hash(args_json),
+            publish=False,
         )
         if not isinstance(value, Message) or value.action_result is None:
             raise self.halt(
@@ -286,7 +297,8 @@ class Dispatch(Journal):
                     f"{call.name!r} is not an action result"
                 )
             )
-        return value
+        was = value.action_result
+        return Message.result(call, error_type=was.error_type, error_message=was.error_message)
 
     async def _action(
         self, key: str, allowed: dict[str, Policy[Any, Any]], call: ActionCall
@@ -374,6 +386,13 @@ _REFUSED = "stalwart.refused:"
 
 def _refused_kind(call: ActionCall) -> str:
     return f"refused:{call.name}"
+
+
+def _refused_args(call: ActionCall) -> str:
+    """A refused call's arguments as recorded: the codec's JSON, as its reply
+    records them (a refused call is never validated, so the option's own
+    identity rules do not apply; the same call always gives the same text)."""
+    return codec.dumps(call.arguments, f"arguments of the refused call {call.name!r}")
 
 
 def _lock_label(lock_name: str) -> str:

@@ -268,14 +268,26 @@ class Journal:
         await self.record_value(key, kind, value)
         return value
 
-    async def record_value(self, key: str, kind: str, value: Any, error: str | None = None) -> None:
+    async def record_value(
+        self,
+        key: str,
+        kind: str,
+        value: Any,
+        error: str | None = None,
+        *,
+        args_json: str | None = None,
+        args_hash: str = "",
+    ) -> None:
+        """Record ``value`` (or ``error``) as the runtime's own step ``kind``;
+        ``args_json``/``args_hash``: what a replay checks it against (S5), for
+        records that stand in for a call with arguments."""
         assert self.store is not None
         now = time.time()
         rec = StepRecord(
             key=key,
             name=f"stalwart.{kind}",
-            args_hash="",
-            args=None,
+            args_hash=args_hash,
+            args=args_json,
             output=None if error else codec.dumps(value, f"step {key}"),
             error=error,
             attempts=1,
