@@ -181,6 +181,8 @@ def pending_prompt(steps: Mapping[str, StepRecord], signal: str | None) -> str:
     """
     best: tuple[float, str] | None = None
     for s in steps.values():
+        if s.output is None or '"prompt"' not in s.output:
+            continue  # no such key: not decoded (a long conversation's output costs a scan)
         value = load(s.output)
         if isinstance(value, dict) and _TAG not in value and isinstance(value.get("prompt"), str):
             if value.get("signal", signal) != signal:

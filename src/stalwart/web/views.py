@@ -3,12 +3,16 @@
 A run id can hold any printable character (``/`` in a child's), so runs are
 addressed by a query parameter (``/run?id=…``), never by a path segment.
 Pages come whole (``/runs``) or as the live part a script swaps in every few
-seconds (``/runs/live``), rendered by the same template.
+seconds (``/runs/live``), rendered by the same template. A live part reads
+what moved only: a run's answers 204 when its row, step count and children
+are what the browser shows (:mod:`.live`), and the waiting list reads the
+ledger of a run new to it only.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -19,10 +23,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ..core.errors import RunNotFound, StoreUnavailable
-from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord
+from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord
+from ..core.stepargs import expanding
 from ..runner import Runner
 from ..stores import Store
 from .conversation import bubbles, pending_prompt, usage_by_model
+from .live import SHOWN, Memory, WaitMark, parse_shown, same_shown, shown_token
 from .security import CSRF_FIELD, check_post
 from .steps import child_ids, events_of, step_tree, timeline
 from .values import age, error_summary, fmt_duration, fmt_time, parse_time, pretty, run_duration
@@ -221,15 +227,39 @@ def _waits_for_signal(run: RunRecord) -> str | None:
     return None if run.waiting_for.startswith(CHILDREN_WAIT) else run.waiting_for
 
 
-async def _run_context(request: Request) -> dict[str, Any] | Response:
+async def _the_run(request: Request) -> RunRecord | Response:
     run_id = request.query_params.get("id", "")
-    store = _store(request)
-    run = await store.get_run(run_id) if run_id else None
+    run = await _store(request).get_run(run_id) if run_id else None
     if run is None:
         return _problem(request, 404, f"no run {run_id[:200]!r} in this store")
-    steps = await store.load_steps(run.id)
+    return run
+
+
+def _memory(request: Request) -> Memory:
+    """What this app remembers between refreshes (made at its first use)."""
+    state = request.app.state
+    memory: Memory | None = getattr(state, "live_memory", None)
+    if memory is None:
+        memory = state.live_memory = Memory()
+    return memory
+
+
+def _secret(request: Request) -> str:
+    """This server's secret, which keys the live tokens: its CSRF token."""
+    return str(getattr(request.state, "csrf", ""))
+
+
+async def _run_context(
+    request: Request, run: RunRecord, steps: dict[str, StepRecord]
+) -> dict[str, Any]:
     ids = child_ids(run, steps)
-    children = {r.id: r for r in await store.get_runs(ids)} if ids else {}
+    found = {r.id: r for r in await _store(request).get_runs(ids)} if ids else {}
+    children = [(i, found.get(i)) for i in ids]
+    known = _memory(request).children
+    if ids:
+        known.put(run.id, tuple(ids))
+    else:
+        known.drop(run.id)
     signal_name = _waits_for_signal(run)
     return {
         "run": run,
@@ -242,35 +272,78 @@ async def _run_context(request: Request) -> dict[str, Any] | Response:
         "bubbles": bubbles(steps),
         "events": events_of(steps),
         "timeline": timeline(run, steps),
-        "children": [(i, children.get(i)) for i in ids],
+        "children": children,
         "signal_name": signal_name,
         "prompt": pending_prompt(steps, signal_name) if signal_name else "",
         "back": link("/run", id=run.id),
+        "shown": shown_token(_secret(request), run, len(steps), children),
     }
 
 
 async def run_page(request: Request) -> Response:
-    context = await _run_context(request)
-    if isinstance(context, Response):
-        return context
-    return _page(request, "run.html", **context)
+    run = await _the_run(request)
+    if isinstance(run, Response):
+        return run
+    steps = await _store(request).load_steps(run.id)
+    return _page(request, "run.html", **await _run_context(request, run, steps))
 
 
 async def run_live(request: Request) -> Response:
-    context = await _run_context(request)
-    if isinstance(context, Response):
-        return context
-    return _page(request, "run_live.html", **context)
+    """The run's live region, or 204 when it shows what the browser has.
+
+    The browser sends back the token of the fragment it shows
+    (:mod:`.live`). When the store's step count is the one in it, the
+    children's rows are read by the ids remembered for this run, and a token
+    made now that equals the one sent means nothing moved: no step is read.
+    When the count moved, the same read returned the run's steps.
+    """
+    run = await _the_run(request)
+    if isinstance(run, Response):
+        return run
+    store = _store(request)
+    steps: dict[str, StepRecord] | None = None
+    given = parse_shown(request.query_params.get(SHOWN))
+    if given is not None:
+        known, token = given
+        count, found = await store.steps_since(run.id, known, -math.inf)
+        if count == known:
+            if await _still_shown(request, run, count, token):
+                return Response(status_code=204)
+        elif len(found) == count:  # every step, in the snapshot that counted them
+            steps = expanding(run.id, found)
+    if steps is None:
+        steps = await store.load_steps(run.id)
+    return _page(request, "run_live.html", **await _run_context(request, run, steps))
+
+
+async def _still_shown(request: Request, run: RunRecord, count: int, token: str) -> bool:
+    """Whether ``token`` is what the run's fragment would carry now, its
+    ``count`` steps being the ones the store counts."""
+    ids = _memory(request).children.get(run.id) or ()
+    found = {r.id: r for r in await _store(request).get_runs(ids)} if ids else {}
+    now = shown_token(_secret(request), run, count, [(i, found.get(i)) for i in ids])
+    return same_shown(token, now)
 
 
 # -- waiting for a human ---------------------------------------------------
 async def _waiting_context(request: Request) -> dict[str, Any]:
+    """The runs waiting for a signal, each with the question it asked.
+
+    A question is read from a run's steps once, and remembered by the run's
+    row (:data:`.live.WaitMark`): a waiting run's steps cannot change while
+    its row does not, so a refresh reads the ledgers of runs new to the list
+    only.
+    """
     store = _store(request)
-    runs = await store.waiting_for_signals(WAITING_LIMIT)
+    questions = _memory(request).questions
     items = []
-    for run in runs:
-        steps = await store.load_steps(run.id)
-        items.append((run, pending_prompt(steps, run.waiting_for)))
+    for run in await store.waiting_for_signals(WAITING_LIMIT):
+        mark: WaitMark = (run.id, run.fence, run.updated_at, run.waiting_for)
+        prompt = questions.get(mark)
+        if prompt is None:
+            prompt = pending_prompt(await store.load_steps(run.id), run.waiting_for)
+            questions.put(mark, prompt)
+        items.append((run, prompt))
     return {"items": items, "now": time.time(), "limit": WAITING_LIMIT, "back": "/waiting"}
 
 

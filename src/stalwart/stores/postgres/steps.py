@@ -22,6 +22,7 @@ from ...core.errors import StaleLeaseError, StoreError, StoreUnavailable
 from ...core.ledger import StepRecord
 from ...core.stepargs import expanding
 from ..sql import STEP, merge_payloads, quoted, spilled_values, split_spill, step_from_row
+from ..sql.columns import count_and_steps
 from .connection import Conn, Pending, PostgresBase
 from .schema import refused_for_good
 from .statements import MAX_BATCH, MAX_ROUNDS, SMALL_BATCH, columns
@@ -77,17 +78,7 @@ class PostgresSteps(PostgresBase):
 
         async def fn(conn: Conn, n: int) -> tuple[int, dict[str, StepRecord]]:
             cur = await conn.execute(sql.steps_since, (run_id, known, run_id, since))
-            count = 0
-            steps: dict[str, StepRecord] = {}
-            spilled: list[str] = []
-            for row in await cur.fetchall():
-                if row[0] is not None:  # the count's row (steps' rows have no count)
-                    count = int(row[0])
-                    continue
-                step = step_from_row(row[1:])
-                steps[step.key] = step
-                if row[1 + _SPILLED]:
-                    spilled.append(step.key)
+            count, steps, spilled = count_and_steps(await cur.fetchall())
             if spilled and since == -math.inf:  # every step: the run's payloads at once
                 cur = await conn.execute(sql.payloads_of_run, (run_id,))
                 merge_payloads(steps, await cur.fetchall())

@@ -10,14 +10,22 @@ written by hand. A dictionary per row (``sqlite3.Row``, psycopg's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from typing import Any
 
 from ...core.ledger import RunRecord, StepRecord
 from ..base import RUN_COLUMNS
 
-__all__ = ["RUN", "RUN_FIELDS", "STEP", "STEP_COLUMNS", "STEP_FIELDS", "step_from_row"]
+__all__ = [
+    "RUN",
+    "RUN_FIELDS",
+    "STEP",
+    "STEP_COLUMNS",
+    "STEP_FIELDS",
+    "count_and_steps",
+    "step_from_row",
+]
 
 RUN_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RunRecord))
 # base.RUN_COLUMNS (the select list every store uses) must name the same
@@ -32,8 +40,32 @@ STEP_COLUMNS = ", ".join((*STEP_FIELDS, "spilled"))
 RUN: dict[str, int] = {name: i for i, name in enumerate(RUN_FIELDS)}
 STEP: dict[str, int] = {name: i for i, name in enumerate((*STEP_FIELDS, "spilled"))}
 _STEP_WIDTH = len(STEP_FIELDS)
+_SPILLED = STEP["spilled"]
 
 
 def step_from_row(row: Sequence[Any]) -> StepRecord:
     """The StepRecord of a row selected with :data:`STEP_COLUMNS`."""
     return StepRecord(*row[:_STEP_WIDTH])
+
+
+def count_and_steps(rows: Iterable[Sequence[Any]]) -> tuple[int, dict[str, StepRecord], list[str]]:
+    """The rows of ``Statements.steps_since`` taken apart: the run's step
+    count, its steps by key, and the keys of those whose values were spilled.
+
+    The statement's first column is the count on the count's one row and
+    NULL on every step's row, which is :data:`STEP_COLUMNS` after it. The
+    spilled steps' payloads are the caller's to merge (each store reads them
+    its own way, sync or async).
+    """
+    count = 0
+    steps: dict[str, StepRecord] = {}
+    spilled: list[str] = []
+    for row in rows:
+        if row[0] is not None:  # the count's row
+            count = int(row[0])
+            continue
+        step = step_from_row(row[1:])
+        steps[step.key] = step
+        if row[1 + _SPILLED]:
+            spilled.append(step.key)
+    return count, steps, spilled

@@ -9,6 +9,7 @@ from ...core.errors import StaleLeaseError, StoreError
 from ...core.ledger import StepRecord
 from ...core.stepargs import expanding
 from ..sql import STEP, merge_payloads, step_from_row
+from ..sql.columns import count_and_steps
 from .schema import UNBINDABLE
 from .writer import SQLiteBase
 
@@ -35,17 +36,7 @@ class SQLiteSteps(SQLiteBase):
         self, run_id: str, known: int, since: float
     ) -> tuple[int, dict[str, StepRecord]]:
         rows = self._read(self.sql.steps_since, (run_id, known, run_id, since))
-        count = 0
-        steps: dict[str, StepRecord] = {}
-        spilled: list[str] = []
-        for row in rows:
-            if row[0] is not None:  # the count's row (steps' rows have no count)
-                count = int(row[0])
-                continue
-            step = step_from_row(row[1:])
-            steps[step.key] = step
-            if row[1 + _SPILLED]:
-                spilled.append(step.key)
+        count, steps, spilled = count_and_steps(rows)
         if spilled and since == -math.inf:  # every step: the run's payloads at once
             merge_payloads(steps, self._read(self.sql.payloads_of_run, (run_id,)))
         elif spilled:  # a few new steps: theirs only

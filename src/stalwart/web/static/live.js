@@ -6,9 +6,21 @@
 // DOMParser, which never runs scripts, and the Content-Security-Policy allows
 // no inline script anyway. A region stops refreshing when the fragment holds
 // [data-final] (a finished run), and pauses while the user types in it, so
-// a payload being written is never wiped.
+// a payload being written is never wiped. A fragment holding [data-shown]
+// (a run's) says what it shows: the next fetch sends that back as ?shown=,
+// and the server answers 204 when nothing moved, leaving the region as it is.
 (function () {
   "use strict";
+
+  var UNCHANGED = {};
+
+  function address(region, url) {
+    var mark = region.querySelector("[data-shown]");
+    if (mark === null) return url;
+    var target = new URL(url, window.location.href);
+    target.searchParams.set("shown", mark.getAttribute("data-shown"));
+    return target.pathname + target.search;
+  }
 
   function openKeys(region) {
     var keys = new Set();
@@ -51,10 +63,15 @@
         window.setTimeout(tick, every);
         return;
       }
-      fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
-        .then(function (res) { return res.ok ? res.text() : null; })
+      fetch(address(region, url), { credentials: "same-origin", headers: { Accept: "text/html" } })
+        .then(function (res) {
+          if (res.status === 204) return UNCHANGED;
+          return res.ok ? res.text() : null;
+        })
         .then(function (html) {
-          if (html !== null && !busy(region)) {
+          if (html === UNCHANGED) {
+            region.setAttribute("data-refreshed", String(Date.now()));
+          } else if (html !== null && !busy(region)) {
             swap(region, html);
             region.setAttribute("data-refreshed", String(Date.now()));
           }
