@@ -175,7 +175,7 @@ def test_a_quiet_stream_over_a_long_run_reads_no_step_row_per_poll(
     async def go() -> None:
         async with running(make_store, "long") as store:
             await record(
-                store, "long", store.fence, *(step(f"{i}", START + 10 * i) for i in range(n))
+                store, "long", store.fence, *(step(f"{i}", START + 10 * i) for i in range(1, n + 1))
             )
             stream = Stream(store.runner, await store.get_run("long"))
             try:
@@ -184,7 +184,7 @@ def test_a_quiet_stream_over_a_long_run_reads_no_step_row_per_poll(
                 assert first == n  # the first read: every step, once
                 await polls(store, 25)
                 assert store.rows == first  # 25 quiet polls, not one step row read
-                await record(store, "long", store.fence, step("new", START + 10 * n))
+                await record(store, "long", store.fence, step("new", START + 10 * (n + 1)))
                 await until(lambda: len(stream.steps()) == n + 1)
                 assert stream.keys()[-1] == "new"
                 # The new step cost the rows near it, not the ledger's n + 1.
@@ -377,15 +377,15 @@ def test_steps_since_counts_and_returns_the_window_in_every_store(
     async def go() -> None:
         async with running(make_store, "since") as store:
             assert await store.steps_since("since", 0, -math.inf) == (0, {})
-            steps = [step(str(i), START + i) for i in range(5)]
+            steps = [step(str(i), START + i) for i in range(1, 6)]
             await record(store, "since", store.fence, *steps)
             count, found = await store.steps_since("since", 5, -math.inf)
             assert (count, found) == (5, {})  # the reader has all five: no row
-            count, found = await store.steps_since("since", 3, START + 3)
-            assert count == 5 and sorted(found) == ["3", "4"]
-            assert found["4"] == steps[4]
+            count, found = await store.steps_since("since", 3, START + 4)
+            assert count == 5 and sorted(found) == ["4", "5"]
+            assert found["5"] == steps[4]
             count, found = await store.steps_since("since", 0, -math.inf)
-            assert count == 5 and sorted(found) == ["0", "1", "2", "3", "4"]
+            assert count == 5 and sorted(found) == ["1", "2", "3", "4", "5"]
             assert await store.steps_since("no-such-run", 0, -math.inf) == (0, {})
             # The Store's default (for stores that do not answer from a count)
             # reads every step, and answers the same.
@@ -396,13 +396,14 @@ def test_steps_since_counts_and_returns_the_window_in_every_store(
     asyncio.run(go())
 
 
-def test_a_new_generation_as_long_as_the_old_is_streamed_at_its_next_step(
+def test_a_new_generation_as_long_as_the_old_is_streamed_at_once(
     make_store: Callable[[], Any],
 ) -> None:
     """Between two polls the run continues as new and its new generation
     grows back to as many steps as the stream holds: the count alone looks
-    the same. The next step's read meets a key the stream holds under
-    another record, and the stream starts over with the new generation."""
+    the same, but the generation's record (key "0"), which every read
+    returns, is one the stream does not hold: it starts over with the new
+    generation."""
 
     async def go() -> None:
         async with running(make_store, "regrow") as store:
@@ -417,9 +418,8 @@ def test_a_new_generation_as_long_as_the_old_is_streamed_at_its_next_step(
                 await until(lambda: store.blocked == 1)  # the stream waits to read
                 await store.continue_run("regrow", fence, "{}", "regrow~1", step("0", START + 20))
                 await record(store, "regrow", fence, step("1", START + 30))
-                store.gate.set()  # it reads two steps, as it holds two
-                await polls(store, 3)
-                assert stream.keys() == ["1", "2"]  # nothing it could tell apart yet
+                store.gate.set()  # two steps, as it holds two, one the generation's record
+                await until(lambda: stream.keys() == ["1", "2", "0", "1"])  # seen at once
                 await record(store, "regrow", fence, step("2", START + 40))
                 await until(lambda: len(stream.steps()) == 5)
                 assert stream.keys() == ["1", "2", "0", "1", "2"]

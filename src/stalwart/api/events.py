@@ -48,6 +48,7 @@ from typing import Any
 from ..core.errors import StoreUnavailable
 from ..core.events import CallStarted, Emitted, Event, TextDelta
 from ..core.ledger import TERMINAL, RunRecord, StepRecord
+from ..core.mail import GENERATION_KEY
 from ..core.stepargs import ArgsTable, as_stored, is_compact, stored_args
 from ..runner import Runner
 from ..stores.base import Store
@@ -225,11 +226,12 @@ class _Held:
     them by one table, so a new step costs its own rows, not the run's.
 
     Continue-as-new moves a generation's steps away and the next one reuses
-    their keys: the stream sees it when the count falls below what it holds
-    (or a read returns another record under a key it holds) and starts over.
-    A new generation that grew back to exactly the count held between two
-    polls looks quiet until its next step: reading the steps near it then
-    meets a reused key.
+    their keys, beginning with the generation's own record (key ``"0"``),
+    which every read returns: the stream sees a new generation when that
+    record is not the one it holds (or it holds none, having shown the
+    first generation), when the count falls below what it holds, or when a
+    read returns another record under a key it holds; and starts over. A
+    new generation exactly as long as the old one is so seen at once.
     """
 
     def __init__(self, run_id: str) -> None:
@@ -255,6 +257,7 @@ class _Held:
             if (
                 count < len(self.steps)
                 or (every and any(k not in found for k in self.steps))
+                or (GENERATION_KEY in found and GENERATION_KEY not in self.steps and self.steps)
                 or any(k in self.steps and not _same(self.steps[k], s) for k, s in found.items())
             ):
                 # Continue-as-new archived the steps: the run's are new ones.

@@ -28,7 +28,7 @@ from ..core.ledger import (
     RunStatus,
     StepRecord,
 )
-from ..core.mail import Delivery
+from ..core.mail import GENERATION_KEY, Delivery
 
 __all__ = [
     "SCHEDULE_MISSED",
@@ -538,7 +538,11 @@ class Store(abc.ABC):
         whom they do not make up the count (a step recorded late, beyond
         ``since``) reads again with ``since=-math.inf``: every step. A count
         below ``known`` says the steps were moved away (continue-as-new
-        archives a generation's steps): the reader starts over.
+        archives a generation's steps): the reader starts over. So that a new
+        generation exactly as long as the old one is not taken for a quiet
+        run, the generation's own record (key ``"0"``, which continue-as-new
+        writes first) is returned whatever the count, when the run has one:
+        the reader compares it with the one it holds.
 
         Records are as stored: compact arguments stay compact
         (:mod:`stalwart.core.stepargs`); rebuild them against the steps the
@@ -546,9 +550,11 @@ class Store(abc.ABC):
         and the memory store answer from the count.
         """
         steps = await self.load_steps(run_id)
+        generation = steps.get(GENERATION_KEY)
+        mark = {} if generation is None else {GENERATION_KEY: generation}
         if len(steps) == known:
-            return known, {}
-        return len(steps), {k: s for k, s in steps.items() if s.finished_at >= since}
+            return known, mark
+        return len(steps), mark | {k: s for k, s in steps.items() if s.finished_at >= since}
 
     @abc.abstractmethod
     async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:

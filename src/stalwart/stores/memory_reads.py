@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..core.ledger import RunRecord, StepRecord
+from ..core.mail import GENERATION_KEY
 from .base import children_prefix
 
 __all__ = ["MemoryReads"]
@@ -28,9 +29,12 @@ class MemoryReads:
         self, run_id: str, known: int, since: float
     ) -> tuple[int, dict[str, StepRecord]]:
         steps = self._steps.get(run_id, {})
-        if len(steps) == known:  # nothing added: no record copied
-            return known, {}
-        return len(steps), {k: replace(s) for k, s in steps.items() if s.finished_at >= since}
+        generation = steps.get(GENERATION_KEY)
+        mark = {} if generation is None else {GENERATION_KEY: replace(generation)}
+        if len(steps) == known:  # nothing added: no record copied but the generation's
+            return known, mark
+        found = {k: replace(s) for k, s in steps.items() if s.finished_at >= since}
+        return len(steps), mark | found
 
     async def list_runs(
         self,

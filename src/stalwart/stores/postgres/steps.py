@@ -22,7 +22,7 @@ from ...core.errors import StaleLeaseError, StoreError, StoreUnavailable
 from ...core.ledger import StepRecord
 from ...core.stepargs import expanding
 from ..sql import STEP, merge_payloads, quoted, spilled_values, split_spill, step_from_row
-from ..sql.columns import count_and_steps
+from ..sql.columns import count_and_steps, since_args
 from .connection import Conn, Pending, PostgresBase
 from .schema import refused_for_good
 from .statements import MAX_BATCH, MAX_ROUNDS, SMALL_BATCH, columns
@@ -77,7 +77,7 @@ class PostgresSteps(PostgresBase):
         sql = self._sql
 
         async def fn(conn: Conn, n: int) -> tuple[int, dict[str, StepRecord]]:
-            cur = await conn.execute(sql.steps_since, (run_id, known, run_id, since))
+            cur = await conn.execute(sql.steps_since, since_args(run_id, known, since))
             count, steps, spilled = count_and_steps(await cur.fetchall())
             if spilled and since == -math.inf:  # every step: the run's payloads at once
                 cur = await conn.execute(sql.payloads_of_run, (run_id,))

@@ -15,6 +15,7 @@ from dataclasses import fields
 from typing import Any
 
 from ...core.ledger import RunRecord, StepRecord
+from ...core.mail import GENERATION_KEY
 from ..base import RUN_COLUMNS
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "STEP_COLUMNS",
     "STEP_FIELDS",
     "count_and_steps",
+    "since_args",
     "step_from_row",
 ]
 
@@ -69,3 +71,9 @@ def count_and_steps(rows: Iterable[Sequence[Any]]) -> tuple[int, dict[str, StepR
         if row[1 + _SPILLED]:
             spilled.append(step.key)
     return count, steps, spilled
+
+
+def since_args(run_id: str, known: int, since: float) -> tuple[object, ...]:
+    """The parameters of ``Statements.steps_since``, in the order its
+    branches take them (the count, the steps since, the generation's record)."""
+    return (run_id, known, run_id, since, run_id, GENERATION_KEY)

@@ -126,12 +126,16 @@ class Statements:
         # statement, so one snapshot: the rows are the ones the count counted.
         # The count's one row drives the join, so when it equals the reader's
         # the steps are never scanned: a quiet poll costs the count alone.
+        # The third branch: the record of the run's generation (key "0", kept
+        # by continue-as-new), whatever the count, by its key: a new
+        # generation as long as the old one still shows as another record.
         nulls = ", ".join(["NULL"] * len(STEP_COLUMNS.split(",")))
         self.steps_since = q(
             "WITH c AS (SELECT count(*) AS n FROM {t}steps WHERE run_id = ?) "
             f"SELECT n, {nulls} FROM c UNION ALL "
             f"SELECT NULL, {STEP_COLUMNS} FROM c JOIN {{t}}steps "
-            "ON c.n <> ? AND run_id = ? AND finished_at >= ?"
+            "ON c.n <> ? AND run_id = ? AND finished_at >= ? UNION ALL "
+            f"SELECT NULL, {STEP_COLUMNS} FROM {{t}}steps WHERE run_id = ? AND key = ?"
         )
         self.payloads_of_run = q("SELECT key, field, data FROM {t}payloads WHERE run_id = ?")
         self.payloads_by_key = q(

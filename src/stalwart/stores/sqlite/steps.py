@@ -9,7 +9,7 @@ from ...core.errors import StaleLeaseError, StoreError
 from ...core.ledger import StepRecord
 from ...core.stepargs import expanding
 from ..sql import STEP, merge_payloads, step_from_row
-from ..sql.columns import count_and_steps
+from ..sql.columns import count_and_steps, since_args
 from .schema import UNBINDABLE
 from .writer import SQLiteBase
 
@@ -35,7 +35,7 @@ class SQLiteSteps(SQLiteBase):
     async def steps_since(
         self, run_id: str, known: int, since: float
     ) -> tuple[int, dict[str, StepRecord]]:
-        rows = self._read(self.sql.steps_since, (run_id, known, run_id, since))
+        rows = self._read(self.sql.steps_since, since_args(run_id, known, since))
         count, steps, spilled = count_and_steps(rows)
         if spilled and since == -math.inf:  # every step: the run's payloads at once
             merge_payloads(steps, self._read(self.sql.payloads_of_run, (run_id,)))
