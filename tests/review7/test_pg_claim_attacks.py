@@ -151,12 +151,6 @@ async def test_a_cut_connection_mid_stream_is_retried_without_a_double_claim(
     assert sorted(every) == sorted(ids) and len(set(every)) == 8
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (both paths, older than 51539be): claim_due locks only 2*limit ready "
-    "runs; when accept refuses all of them (runs of policies this worker lacks), "
-    "a run it could take further down is never claimed: starvation",
-)
 async def test_a_worker_refusing_most_runs_still_gets_the_one_it_can_run(
     pg_store: PostgresStore,
 ) -> None:
@@ -164,7 +158,9 @@ async def test_a_worker_refusing_most_runs_still_gets_the_one_it_can_run(
     await _runs(pg_store, q, 6, priority=5)  # another policy's backlog, first in line
     mine = f"r-{uuid.uuid4().hex[:12]}"
     await pg_store.create_runs([RunRecord(mine, "mine", "{}", queue=q)])
-    got = await pg_store.claim_due("w:1:a", 60, 1, lambda r: r.policy == "mine", [q])
+    got = await pg_store.claim_due(
+        "w:1:a", 60, 1, lambda r: r.policy == "mine", [q], policies=["mine"]
+    )
     assert [r.id for r in got] == [mine]
 
 

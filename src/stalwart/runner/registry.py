@@ -27,6 +27,7 @@ class Registry:
         self._by_name: dict[str, Policy[Any, Any]] = {}
         self._legacy: dict[str, Policy[Any, Any]] = {}  # 0.1 rows: module:qualname
         self._unknown: set[str] = set()
+        self._names: frozenset[str] = frozenset()
 
     def register(self, target: Any) -> Policy[Any, Any]:
         """Make ``target`` known; a different policy under a taken name is refused."""
@@ -41,7 +42,15 @@ class Registry:
         if known is None:
             self._by_name[pol.name] = pol
             self._legacy.setdefault(legacy_ref(pol), pol)
+            self._names = frozenset((*self._by_name, *self._legacy))
         return known or pol
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every name :meth:`find` answers to, as a claim pass asks the
+        store for (policies registered later included): built once per new
+        policy, not once per pass."""
+        return self._names
 
     def find(self, name: str) -> Policy[Any, Any] | None:
         """The policy a run row names, if registered; never an import."""

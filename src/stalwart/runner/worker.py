@@ -45,6 +45,12 @@ CLAIM_BATCH = 64
 #: pause, never a spin.
 QUIET = 0.002
 
+#: How often, at most, a serving worker with room looks for pending runs of
+#: policies it was not given (the store leaves them out of its claims), and
+#: how many of the newest it looks at: enough to name a missing policy.
+LOOK_EVERY = 60.0
+LOOK_AT = 50
+
 
 class Worker:
     """Claims and keeps runs for one runner (its ``owner`` in the store)."""
@@ -88,6 +94,8 @@ class Worker:
         self._checking: asyncio.Task[None] | None = None
         #: Its runner's schedules, ticked while it serves (runner/schedules.py).
         self.schedules: Schedules | None = None
+        #: When it may next look for runs of policies it lacks (monotonic).
+        self._next_look = 0.0
 
     async def loop(self) -> None:
         """Heartbeats, timers, signals from elsewhere, and recovery, in one loop."""
@@ -337,7 +345,9 @@ class Worker:
         crowded = False
         while (room := self._room()) > 0:
             refused = 0
-            batch = await self.store.claim_due(self.owner, self.lease, room, accept, queues)
+            batch = await self.store.claim_due(
+                self.owner, self.lease, room, accept, queues, policies=self.registry.names
+            )
             crowded = crowded or refused >= room
             for rec in batch:
                 pol = self.registry.find(rec.policy)
@@ -350,7 +360,25 @@ class Worker:
                 break  # nothing more is ready; a full batch may have more behind it
         if everyone and self.queues is not None:
             crowded = True  # our own runs may sit in queues we do not serve
+        if everyone and self._room() > 0:
+            await self._look_for_missing_policies()
         return claimed, crowded
+
+    async def _look_for_missing_policies(self) -> None:
+        """Say which pending runs need a policy this runner was not given
+        (:meth:`Registry.can_run` warns once per name). The store leaves
+        such runs out of claims, so ``accept`` never sees them; without
+        this look, a worker started without a policy (code that dropped
+        it, a missing ``--app``) would leave its runs waiting in silence.
+        One read of the newest pending runs a minute, and only while the
+        worker has room: a busy worker pays nothing."""
+        now = time.monotonic()
+        if now < self._next_look:
+            return
+        self._next_look = now + LOOK_EVERY
+        for rec in await self.store.list_runs(status="pending", limit=LOOK_AT):
+            if self.queues is None or rec.queue in self.queues:
+                self.registry.can_run(rec)
 
     async def serve(self, stop: asyncio.Event, shutdown_timeout: float) -> None:
         """Serve until ``stop``; then claim nothing more and give held runs

@@ -15,7 +15,7 @@ import math
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -429,12 +429,19 @@ class Store(abc.ABC):
         limit: int,
         accept: Callable[[RunRecord], bool],
         queues: Sequence[str] | None = None,
+        *,
+        policies: Collection[str] | None = None,
     ) -> list[RunRecord]:
         """Claim up to ``limit`` ready runs that ``accept`` approves: pending
         (and past their delayed start), woken (timer due or awaited signal
         arrived), or abandoned (lease expired, or holder known dead); only from
         ``queues`` when given, highest priority first, within each queue's
-        concurrency and rate limits (:meth:`set_queue`)."""
+        concurrency and rate limits (:meth:`set_queue`).
+
+        ``policies``, when given, are the only policy names the caller can
+        run: the store leaves other runs out before it reads its best few
+        (``accept`` is asked only about those), so a backlog of runs of a
+        policy the caller lacks never hides the runs it has. None: any."""
 
     @abc.abstractmethod
     async def set_queue(

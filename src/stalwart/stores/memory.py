@@ -12,7 +12,7 @@ do, which keeps the runner's memory and durable behaviour the same.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -108,13 +108,19 @@ class MemoryStore(MemoryReads, MemorySchedules, Store):
         limit: int,
         accept: Callable[[RunRecord], bool],
         queues: Sequence[str] | None = None,
+        *,
+        policies: Collection[str] | None = None,
     ) -> list[RunRecord]:
         now = time.time()
         wanted = None if queues is None else set(queues)
+        known = None if policies is None else set(policies)
         candidates = [
             r
             for r in self._runs.values()
-            if (wanted is None or r.queue in wanted) and r.status not in TERMINAL
+            if (wanted is None or r.queue in wanted)
+            and r.status not in TERMINAL
+            # Abandoned runs asked to cancel are settled whatever their policy.
+            and (known is None or r.policy in known or r.cancel_requested)
         ]
         # Abandoned runs first, then ready ones by priority, oldest first.
         candidates.sort(key=lambda r: (r.status != "running", -r.priority, r.created_at))

@@ -8,7 +8,7 @@ same run and never wait for each other.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import psycopg
@@ -70,8 +70,11 @@ class PostgresClaims(PostgresBase):
         limit: int,
         accept: Callable[[RunRecord], bool],
         queues: Sequence[str] | None = None,
+        *,
+        policies: Collection[str] | None = None,
     ) -> list[RunRecord]:
         wanted = None if queues is None else list(queues)
+        known = [] if policies is None else list(policies)
 
         async def fn(conn: Conn, n: int) -> list[RunRecord]:
             now = time.time()
@@ -80,6 +83,8 @@ class PostgresClaims(PostgresBase):
                 "owner": owner,
                 "all": wanted is None,
                 "queues": wanted or [],
+                "any_policy": policies is None,
+                "policies": known,
                 "lease": lease,
                 "n": max(limit, 1) * 2,
                 "busy": [],

@@ -74,10 +74,15 @@ class PgStatements(Statements):
             ) RETURNING {RUN_COLUMNS}"""
         # claim_due's three candidate lists, each served by its own index.
         in_queues = "(%(all)s OR queue = ANY(%(queues)s::text[]))"
+        # Only runs of the policies the worker has (``any_policy``: all), so
+        # another policy's backlog never fills the few rows read: one more
+        # array parameter, a filter on the rows each index scan returns.
+        # Abandoned runs asked to cancel are settled here whatever their policy.
+        has_policy = "(%(any_policy)s OR policy = ANY(%(policies)s::text[]))"
         self.abandoned = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
             WHERE status = 'running'
               AND (lease_expires_at < {NOW} OR owner = ANY(%(dead)s::text[]))
-              AND {in_queues}
+              AND {in_queues} AND ({has_policy} OR cancel_requested)
             LIMIT 4 * %(n)s"""
         self.abandoned_lock = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
             WHERE id = ANY(%(ids)s::text[]) AND status = 'running'
@@ -86,11 +91,11 @@ class PgStatements(Statements):
         self.pending = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
             WHERE status = 'pending' AND NOT cancel_requested
               AND (wake_at IS NULL OR wake_at <= %(now)s)
-              AND {in_queues} AND queue <> ALL(%(dry)s::text[])
+              AND {in_queues} AND queue <> ALL(%(dry)s::text[]) AND {has_policy}
             ORDER BY priority DESC, created_at LIMIT %(n)s FOR UPDATE SKIP LOCKED"""
         self.woken = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
             WHERE status = 'suspended' AND wake_at <= %(now)s AND NOT cancel_requested
-              AND {in_queues} AND queue <> ALL(%(busy)s::text[])
+              AND {in_queues} AND queue <> ALL(%(busy)s::text[]) AND {has_policy}
             ORDER BY priority DESC, created_at LIMIT %(n)s FOR UPDATE SKIP LOCKED"""
         # Both lists in one round trip (a claim pass is on the path of every
         # wake-up), each still locked, ordered and limited by its own index.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 
 from ...core.ledger import RunRecord
@@ -67,13 +67,20 @@ class SQLiteClaims(SQLiteBase):
         limit: int,
         accept: Callable[[RunRecord], bool],
         queues: Sequence[str] | None = None,
+        *,
+        policies: Collection[str] | None = None,
     ) -> list[RunRecord]:
         now = time.time()
-        in_queues = ""
-        qparams: tuple[str, ...] = ()
+        among = ""
+        among_params: tuple[str, ...] = ()
         if queues is not None:
-            in_queues = f" AND queue IN ({','.join('?' * len(queues))})"
-            qparams = tuple(queues)
+            among = f" AND queue IN ({','.join('?' * len(queues))})"
+            among_params = tuple(queues)
+        if policies is not None:
+            # Runs of policies the caller lacks are left out before the best
+            # few are read, so they never crowd its own runs out.
+            among += f" AND policy IN ({','.join('?' * len(policies))})"
+            among_params += tuple(policies)
         # Abandoned runs first (expired lease, our own after a store outage, or
         # a holder on this host that has exited), then ready ones by priority.
         # Holders on this host that exited, found first: listing every run of
@@ -90,16 +97,16 @@ class SQLiteClaims(SQLiteBase):
         holders = (owner, *dead_holders)
         abandoned = self._read(
             f"SELECT {RUN_COLUMNS} FROM runs WHERE status = 'running' AND "
-            f"(lease_expires_at < ? OR owner IN ({','.join('?' * len(holders))})){in_queues} "
+            f"(lease_expires_at < ? OR owner IN ({','.join('?' * len(holders))})){among} "
             "LIMIT ?",
-            (now, *holders, *qparams, limit * 4),
+            (now, *holders, *among_params, limit * 4),
         )
         ready = self._read(
             f"SELECT {RUN_COLUMNS} FROM runs WHERE NOT cancel_requested AND ("
             "(status = 'pending' AND (wake_at IS NULL OR wake_at <= ?)) "
-            f"OR (status = 'suspended' AND wake_at <= ?)){in_queues} "
+            f"OR (status = 'suspended' AND wake_at <= ?)){among} "
             "ORDER BY priority DESC, created_at LIMIT ?",
-            (now, now, *qparams, limit * 2),
+            (now, now, *among_params, limit * 2),
         )
         claimed: list[RunRecord] = []
         for row in [*abandoned, *ready]:

@@ -1,0 +1,73 @@
+"""A worker's runs never starve behind runs it cannot run: a worker given
+only policy B takes its B run while a hundred older, higher-priority runs of
+policy A (which no worker here has) wait, through real Runners on a real
+SQLite file and real PostgreSQL. (In memory a runner executes what it starts
+and never claims from a queue; the memory store's filter is tested in
+test_store_policy_filter.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+import stalwart as sw
+
+BACKLOG = 100
+
+
+@sw.policy
+async def a(x: int) -> int:
+    return x
+
+
+@sw.policy
+async def b(x: int) -> int:
+    return x + 1
+
+
+async def _backlog(url: str) -> None:
+    """A's runs, first in line, enqueued by a process that serves nothing."""
+    async with sw.Runner(url) as producer:
+        await producer.enqueue_many([sw.RunCall(a, i) for i in range(BACKLOG)], priority=5)
+
+
+async def test_a_worker_serving_only_b_takes_its_run_behind_a_backlog_of_a(store_url: str) -> None:
+    await _backlog(store_url)
+    async with sw.Runner(
+        store_url, policies=[b], recover=True, concurrency=1, poll_interval=0.05
+    ) as worker:
+        handle = await worker.enqueue(b, 1, run_id="mine")
+        async with asyncio.timeout(30):  # a bound on a hang, not a measurement
+            assert await handle.result() == 2
+        waiting = await worker.list_runs(status="pending", limit=BACKLOG + 1)
+    assert len(waiting) == BACKLOG and {r.policy for r in waiting} == {"a"}
+
+
+async def test_a_policy_registered_after_start_is_served(store_url: str) -> None:
+    await _backlog(store_url)
+    async with sw.Runner(store_url, recover=True, concurrency=1, poll_interval=0.05) as worker:
+        await asyncio.sleep(0.1)  # the loop has made passes with no policy at all
+        worker.register(b)
+        async with sw.Runner(store_url) as producer:
+            await producer.enqueue(b, 1, run_id="late")
+        async with asyncio.timeout(30):
+            assert await worker.outcome("late") == 2
+
+
+async def test_runs_of_a_policy_no_worker_has_are_still_reported(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store no longer shows such runs to the worker at all; the
+    warning that names the missing policy is still given."""
+    await _backlog(store_url)
+    with caplog.at_level(logging.WARNING, logger="stalwart.runner"):
+        async with sw.Runner(store_url, policies=[b], recover=True, poll_interval=0.05) as worker:
+            handle = await worker.enqueue(b, 1)
+            async with asyncio.timeout(30):
+                assert await handle.result() == 2
+                while "needs policy 'a'" not in caplog.text:
+                    await asyncio.sleep(0.02)
+    said = [r for r in caplog.records if "needs policy 'a'" in r.getMessage()]
+    assert len(said) == 1  # once per name, not once per pass
