@@ -72,6 +72,22 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     drop_schema(schema)
 
 
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty store of every kind, the memory store included: for
+    what the Store interface promises of each."""
+    if request.param == "memory":
+        yield "memory"
+        return
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'ledger.db'}"
+        return
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield pg_schema_url(schema)
+    drop_schema(schema)
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'ledger.db'}"

@@ -9,12 +9,10 @@ is one transaction (all of it or none).
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import drop_schema, pg_schema_url, require_postgres
 
 from stalwart.core.errors import StoreError
 from stalwart.core.ledger import RunRecord
@@ -22,22 +20,9 @@ from stalwart.stores import open_store
 from stalwart.stores.base import Store
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def any_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "memory":
-        yield "memory"
-    elif request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'ledger.db'}"
-    else:
-        require_postgres()
-        schema = f"t_{uuid.uuid4().hex[:12]}"
-        yield pg_schema_url(schema)
-        drop_schema(schema)
-
-
 @pytest.fixture
-async def store(any_url: str) -> AsyncIterator[Store]:
-    s = open_store(any_url)
+async def store(any_store_url: str) -> AsyncIterator[Store]:
+    s = open_store(any_store_url)
     assert s is not None
     await s.open()
     try:

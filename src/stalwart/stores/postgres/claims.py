@@ -139,7 +139,7 @@ class PostgresClaims(PostgresBase):
         as abandoned).
         """
         owner = args["owner"]
-        host = owner.partition(":")[0] + ":"
+        host = _host_of(owner)
         known = [h for h in self._dead_owners if h.startswith(host)]
         args["dead"] = [owner, *known]
         args["host"] = host
@@ -153,9 +153,8 @@ class PostgresClaims(PostgresBase):
                 return None
             if kind == "o":
                 holder = rest[_OWNER]
-                if holder not in self._dead_owners and owner_is_dead(holder):
-                    self._dead_owners.add(holder)  # a process that exited stays dead
-                    return None
+                if holder not in known and self._is_dead(holder):
+                    return None  # died since its runs were read as live
             elif kind == "a":
                 abandoned.append(rest)
             else:
@@ -283,18 +282,19 @@ class PostgresClaims(PostgresBase):
 
     async def _dead_on_this_host(self, conn: Conn, me: str) -> list[str]:
         """Holders of running runs that are processes of this host known to have exited."""
-        host = me.partition(":")[0]
-        cur = await conn.execute(
-            f"SELECT DISTINCT owner FROM {self._sql.s}.runs WHERE status = 'running' "
-            "AND starts_with(owner, %s) AND owner <> %s",
-            (f"{host}:", me),
-        )
-        dead: list[str] = []
-        for (holder,) in await cur.fetchall():
-            if holder in self._dead_owners or owner_is_dead(holder):
-                self._dead_owners.add(holder)  # a process that exited stays dead
-                dead.append(holder)
-        return dead
+        args = {"host": _host_of(me), "owner": me}
+        cur = await conn.execute(self._sql.holders_here, args)
+        return [holder for (holder,) in await cur.fetchall() if self._is_dead(holder)]
+
+    def _is_dead(self, holder: str) -> bool:
+        """Whether ``holder`` (a process of this host) has exited; remembered,
+        as a process that exited stays dead."""
+        if holder in self._dead_owners:
+            return True
+        if owner_is_dead(holder):
+            self._dead_owners.add(holder)
+            return True
+        return False
 
     async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> Beat:
         if not run_ids:
@@ -308,3 +308,8 @@ class PostgresClaims(PostgresBase):
             self._unsynced.pop(run_id, None)
             self._lost.pop(run_id, None)
         return Beat(cancel=[run_id for run_id, cancel in held.items() if cancel], lost=lost)
+
+
+def _host_of(owner: str) -> str:
+    """The ``"host:"`` prefix of an owner ("host:pid:nonce")."""
+    return owner.partition(":")[0] + ":"

@@ -106,14 +106,17 @@ class PgStatements(Statements):
         # other holders of running runs on this host (to tell the dead), and
         # whether any queue it serves has limits (then the pass starts over
         # with them). Each row leads with what it is: a, p, w, o or l.
+        # Who else of this host holds running runs (``host`` is "host:"):
+        # claims take the runs of those that exited (read on their own by
+        # the full pass, within ``claim_read`` by the quick one).
+        self.holders_here = f"""SELECT DISTINCT owner FROM {s}.runs
+            WHERE status = 'running' AND starts_with(owner, %(host)s) AND owner <> %(owner)s"""
         owner_only = ", ".join("o.owner" if f == "owner" else "NULL" for f in RUN_FIELDS)
         nothing = ", ".join("NULL" for _ in RUN_FIELDS)
         self.claim_read = f"""SELECT 'a', * FROM ({self.abandoned}) AS a
             UNION ALL SELECT 'p', * FROM ({self.pending}) AS p
             UNION ALL SELECT 'w', * FROM ({self.woken}) AS w
-            UNION ALL SELECT 'o', {owner_only} FROM (SELECT DISTINCT owner FROM {s}.runs
-                WHERE status = 'running' AND starts_with(owner, %(host)s)
-                  AND owner <> %(owner)s) AS o
+            UNION ALL SELECT 'o', {owner_only} FROM ({self.holders_here}) AS o
             UNION ALL SELECT 'l', {nothing} FROM (SELECT 1 FROM {s}.queues
                 WHERE (%(all)s OR name = ANY(%(queues)s::text[])) LIMIT 1) AS l"""
         # Lock in id order, as step records do, so the two never deadlock.
