@@ -140,6 +140,8 @@ class Worker:
                     await self.schedules.tick()  # due ticks become runs, claimed below
                 claimed = await self.claim_ready(everyone=self.serving)
                 _slow("heartbeat and claims", time.time() - now)
+                if self.serving and self._room() > 0:  # after the claims: never delays one
+                    await self._look_for_missing_policies()
                 delay = min(self.poll_interval, max(0.0, next_beat - time.time()))
                 wake = await self.store.next_wake()
                 if wake is not None and (wake > time.time() or claimed):
@@ -360,8 +362,6 @@ class Worker:
                 break  # nothing more is ready; a full batch may have more behind it
         if everyone and self.queues is not None:
             crowded = True  # our own runs may sit in queues we do not serve
-        if everyone and self._room() > 0:
-            await self._look_for_missing_policies()
         return claimed, crowded
 
     async def _look_for_missing_policies(self) -> None:
