@@ -522,6 +522,26 @@ async def test_retries_inside_an_exec_are_one_step(sqlite_url: str) -> None:
     assert counts() == collections.Counter({"attempt:0": 1, "attempt:1": 1, "attempt:2": 1})
 
 
+class Slow(Node):
+    """A sync node whose exec takes a quarter of a second."""
+
+    def exec(self, prep_res: Any) -> str:
+        time.sleep(0.25)
+        return "done"
+
+
+@pytest.mark.parametrize("flow_class", [Flow, AsyncFlow], ids=["thread", "loop"])
+async def test_a_sync_exec_is_recorded_with_the_time_it_took(
+    sqlite_url: str, flow_class: type[Flow]
+) -> None:
+    # A sync exec runs before its step is recorded: the record's start is the
+    # exec's own start, on a sync flow's thread and on the loop's thread alike.
+    async with sw.Runner(sqlite_url) as runner:
+        await runner.run(flow_class(start=Slow()), run_id="r")
+        (step,) = [s for s in await runner.steps("r") if s.name == "Slow.exec"]
+    assert step.finished_at - step.started_at >= 0.25
+
+
 async def test_a_changed_graph_fails_loudly_on_resume(sqlite_url: str) -> None:
     HANG.add("b")
     runner = sw.Runner(sqlite_url)

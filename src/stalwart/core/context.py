@@ -85,8 +85,10 @@ class Engine(Protocol):
         name: str,
         work: Callable[[Context], Awaitable[Any]],
         args: dict[str, Any] | None = None,
+        started: float | None = None,
     ) -> Coroutine[Any, Any, Any]:
-        """Replay the unit at ``key``, or run ``work`` once and record its outcome."""
+        """Replay the unit at ``key``, or run ``work`` once and record its outcome
+        (``started``: when work done before the call began)."""
         ...
 
     def replayed_unit(self, key: str, name: str, args: dict[str, Any]) -> tuple[bool, Any]:

@@ -12,6 +12,7 @@ thread, which cannot await.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -30,13 +31,15 @@ _AsyncFn = Callable[..., Awaitable[Any]]
 
 
 class _Outcome:
-    """What a sync exec returned or raised, handed to its unit to record."""
+    """What a sync exec returned or raised, and when it began, handed to its
+    unit to record."""
 
-    __slots__ = ("error", "value")
+    __slots__ = ("error", "started", "value")
 
-    def __init__(self, value: Any, error: Exception | None) -> None:
+    def __init__(self, value: Any, error: Exception | None, started: float) -> None:
         self.value = value
         self.error = error
+        self.started = started
 
     async def replay(self, ctx: Context) -> Any:
         """The unit's work: give back what the exec did on its thread."""
@@ -203,10 +206,11 @@ class FlowJournal(Visits):
             found, value = self.x.replayed_unit(key, name, identity)
             if found:
                 return value
+            started = time.time()  # the step's start is the exec's, not its record's
             try:
-                outcome = _Outcome(_call_sync(self.x.context(key), fn, args), None)
+                outcome = _Outcome(_call_sync(self.x.context(key), fn, args), None, started)
             except Exception as exc:  # recorded below, then raised (S4)
-                outcome = _Outcome(None, exc)
+                outcome = _Outcome(None, exc, started)
             on_loop = threading.get_ident() == self.loop_thread
             recorded = self.submit(self._record(key, name, identity, outcome, on_loop))
             if not on_loop:
@@ -223,7 +227,7 @@ class FlowJournal(Visits):
     ) -> Any:
         """Record a sync exec's outcome as its unit (the winner's, S3)."""
         try:
-            return await self.x.run_unit(key, name, outcome.replay, identity)
+            return await self.x.run_unit(key, name, outcome.replay, identity, outcome.started)
         except Exception as exc:
             if queued and exc is outcome.error:
                 return None  # the sync caller has raised it already

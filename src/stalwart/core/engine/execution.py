@@ -157,6 +157,7 @@ class Execution(Dispatch, Waits, Mailbox):
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         root: bool = False,
+        started: float | None = None,
     ) -> Any:
         """One step, in the contract's order: replay if recorded (S2, S5),
         else execute (retries, timeout), record the outcome (S3, S4, S11),
@@ -164,6 +165,8 @@ class Execution(Dispatch, Waits, Mailbox):
         # The hot path of every durable step: each coroutine added here costs
         # B2, hence the single attempt inlined below rather than a method.
         step = _Step(key, pol, recorded=self.store is not None and pol.record and not root)
+        if started is not None:  # a unit whose work ran before it was recorded
+            step.started = started
         if step.recorded:
             rec = self._identify(step, args, kwargs)
             if rec is not None:  # S2: answered from the ledger, nothing executes
@@ -425,6 +428,7 @@ class Execution(Dispatch, Waits, Mailbox):
         name: str,
         work: Callable[[Context], Awaitable[T]],
         args: dict[str, Any] | None = None,
+        started: float | None = None,
     ) -> Coroutine[Any, Any, T]:
         """Run ``work`` as the step ``key`` named ``name``, durably.
 
@@ -435,11 +439,13 @@ class Execution(Dispatch, Waits, Mailbox):
         ``work`` (S2, S4), the first recorded outcome wins (S3). ``work`` is
         called with the unit's context, so what it awaits is keyed below
         ``key``; it runs once per execution, with no retry or timeout of the
-        engine's. Take ``key`` with :meth:`Context.next_key`.
+        engine's. Take ``key`` with :meth:`Context.next_key`. ``started``
+        (``time.time()``): when the work began, for work done before this
+        call (a sync flow node's ``exec``, recorded afterwards); else now.
         """
         if self.halted is not None:
             raise Halt(self.halted)
-        return self._full(key, Unit(name, work), (), args or {})
+        return self._full(key, Unit(name, work), (), args or {}, started=started)
 
     def replayed_unit(self, key: str, name: str, args: dict[str, Any]) -> tuple[bool, Any]:
         """The recorded outcome of the unit at ``key``, for code that cannot
