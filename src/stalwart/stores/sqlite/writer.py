@@ -22,6 +22,7 @@ from ...core.errors import StoreError, StoreUnavailable
 from ...core.ledger import StepRecord
 from ..base import Store
 from ..sql import SQLITE, Statements, spilled_values, split_spill
+from .paths import why_unopenable
 from .schema import UNBINDABLE, is_transient, prepare
 
 __all__ = ["SQLiteBase"]
@@ -120,12 +121,12 @@ class SQLiteBase(Store):
                 timeout=self.busy_timeout,
             )
         except sqlite3.Error as exc:
-            raise self._error("cannot open the file", exc) from exc
+            raise self._open_error(exc) from exc
         try:
             await prepare(db, self.path, self.synchronous, self.busy_timeout)
         except sqlite3.Error as exc:
             db.close()
-            raise self._error("cannot open the file", exc) from exc
+            raise self._open_error(exc) from exc
         except BaseException:
             db.close()
             raise
@@ -148,6 +149,14 @@ class SQLiteBase(Store):
         if self._db is None:
             raise StoreError("the SQLite store is not open")
         return self._db
+
+    def _open_error(self, exc: sqlite3.Error) -> StoreError:
+        """Why the file would not open: SQLite's words, and what the operating
+        system says of the path (a directory, read-only, under /proc ...)."""
+        why = why_unopenable(self.path)
+        if why is None:
+            return self._error("cannot open the file", exc)
+        return StoreError(f"SQLite store {self.path!r}: cannot open the file: {why} ({exc})")
 
     def _error(self, doing: str, exc: sqlite3.Error) -> StoreError:
         """The store error for ``exc``: unavailable if a retry may succeed."""
