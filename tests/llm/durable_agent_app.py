@@ -7,8 +7,10 @@ again, visibly. Every request served and every tool execution is appended to
 files outside the process. After each model call is recorded the program
 prints ``model <step key>``; in ``run`` mode it then holds still after the
 second one, so that the parent's SIGKILL lands right after that record.
+``root`` runs the agent as the run itself; ``awaited`` runs a policy that
+awaits the agent (``await agent(question=...)``), a step of that run.
 
-    python durable_agent_app.py STORE_URL WORKDIR run|recover RUN_ID
+    python durable_agent_app.py STORE_URL WORKDIR run|recover RUN_ID root|awaited
 """
 
 from __future__ import annotations
@@ -96,6 +98,13 @@ agent = llm.Agent(
 )
 
 
+@sw.policy
+async def plan_trip(question: str) -> str:
+    """A run that asks the agent as one of its steps."""
+    answer: str = await agent(question=question)
+    return answer
+
+
 class Progress(sw.Hook):
     """Says when a model call is recorded; in ``run`` mode, waits after the second."""
 
@@ -114,12 +123,14 @@ class Progress(sw.Hook):
 
 async def main() -> None:
     global WORKDIR
-    url, workdir, action, run_id = sys.argv[1:5]
+    url, workdir, action, run_id, how = sys.argv[1:6]
     WORKDIR = Path(workdir)
     hook = Progress(2 if action == "run" else None)
-    async with sw.Runner(url, hooks=[hook], policies=[agent], poll_interval=0.05) as runner:
+    policies = [agent, plan_trip]
+    async with sw.Runner(url, hooks=[hook], policies=policies, poll_interval=0.05) as runner:
         if action == "run":
-            handle = await runner.start(agent, question=QUESTION, run_id=run_id)
+            root = agent if how == "root" else plan_trip
+            handle = await runner.start(root, question=QUESTION, run_id=run_id)
         else:
             handles = await runner.recover()
             print(f"recovered {len(handles)}", flush=True)

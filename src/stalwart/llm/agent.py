@@ -128,8 +128,11 @@ class Agent:
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"agent {name!r} has several tools named {', '.join(twice)}")
+        # The policy runs the loop (_Answer); ``await agent(question=...)``
+        # goes through it, so that inside a run it is a recorded step, as
+        # awaiting any policy is.
         self.__stalwart_policy__: Policy[Any, Any] = Policy(
-            self, name=given, description=self.description
+            _Answer(self), name=given, description=self.description
         )
 
     # Bound on an application context class (``researcher = Agent(...)``),
@@ -155,6 +158,59 @@ class Agent:
             parts.append(self._output.instructions())
         return "\n\n".join(parts)
 
+    def __call__(self, question: str, history: list[Message] | None = None) -> Awaitable[Any]:
+        """Ask the agent: ``await agent(question=...)``.
+
+        Inside a run it is a recorded step of this agent, as awaiting any
+        policy is (the same as ``await ctx.call(agent, question=...)``): a
+        resumed run replays its answer without calling the model again.
+        Outside any run, the agent runs alone, in memory.
+
+        Args:
+            question: The question or the task, with everything needed to do it.
+            history: Earlier messages of the conversation, placed after the
+                instructions and before the question.
+        """
+        if isinstance(question, Context):
+            raise TypeError(
+                f"agent {self.name!r} takes no context: write `await agent(question=...)` "
+                "(a step of the current run) or `await ctx.call(agent, question=...)`"
+            )
+        if history is None:
+            return self.__stalwart_policy__(question=question)
+        return self.__stalwart_policy__(question=question, history=history)
+
+    async def run(
+        self,
+        question: str,
+        history: list[Message] | None = None,
+        *,
+        runner: Runner | None = None,
+        run_id: str | None = None,
+    ) -> Any:
+        """Run the agent as a run of its own: in memory, or durably on ``runner``'s store.
+
+        Inside a run, await the agent as a step instead:
+        ``await agent(question=...)``.
+        """
+        from ..runner import Runner
+
+        runner = runner if runner is not None else Runner()
+        return await runner.run(self, question=question, history=history, run_id=run_id)
+
+    def __repr__(self) -> str:
+        tools = ", ".join(p.name for p in self.options)
+        model = getattr(self.model, "name", self.model)
+        return f"<Agent {self.name} model={model!r} tools=[{tools}]>"
+
+
+class _Answer:
+    """What an agent's policy runs: one answer of the agent, in the step's context."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.name = agent.name
+
     async def __call__(
         self,
         ctx: Context,
@@ -171,31 +227,11 @@ class Agent:
         # In a thread with followups="inject", turns that arrive meanwhile
         # join the conversation before each model call (runner/threads.py).
         with taking_followups() as followups:
-            answer, _ = await _Loop(self, ctx, followups).run(question, history)
+            answer, _ = await _Loop(self.agent, ctx, followups).run(question, history)
         return answer
 
-    async def run(
-        self,
-        question: str,
-        history: list[Message] | None = None,
-        *,
-        runner: Runner | None = None,
-        run_id: str | None = None,
-    ) -> Any:
-        """Run the agent as a run of its own: in memory, or durably on ``runner``'s store.
-
-        Inside a run, call the agent as a step instead:
-        ``await ctx.call(agent, question=...)``.
-        """
-        from ..runner import Runner
-
-        runner = runner if runner is not None else Runner()
-        return await runner.run(self, question=question, history=history, run_id=run_id)
-
     def __repr__(self) -> str:
-        tools = ", ".join(p.name for p in self.options)
-        model = getattr(self.model, "name", self.model)
-        return f"<Agent {self.name} model={model!r} tools=[{tools}]>"
+        return repr(self.agent)
 
 
 class _AgentTool:
