@@ -76,7 +76,8 @@ async def test_approve_or_reject_resumes_the_run_on_a_worker(
         token = await csrf_of(c, "/waiting")
         form = {"csrf": token, "id": "ship-1", "name": "approve", "verdict": verdict}
         sent = await c.post("/run/signal", data={**form, "back": "/waiting"})
-        assert sent.status_code == 303 and sent.headers["location"] == "/waiting"
+        assert sent.status_code == 303
+        assert sent.headers["location"] == "/waiting?answered=ship-1&signal=approve"
         assert await outcome(url, "ship-1") == ("succeeded", f'"{result} the parcel"')
 
 
@@ -95,7 +96,8 @@ async def test_a_json_payload_reaches_the_run(tmp_path: Path) -> None:
             "/run/signal",
             data={"csrf": token, "id": "w", "name": HOSTILE, "payload": '{"n": [1, 2]}'},
         )
-        assert sent.status_code == 303 and sent.headers["location"] == "/run?id=w"
+        assert sent.status_code == 303
+        assert sent.headers["location"].startswith("/run?id=w&answered=w&signal=")
         assert await outcome(url, "w") == ("succeeded", "\"{'n': [1, 2]}\"")
 
 

@@ -37,7 +37,8 @@ def test_approve_a_waiting_run_and_see_it_finish(
         assert page.locator(".signal-name").first.inner_text() == "approve"
         worker(url)  # a worker process on the same SQLite file resumes it
         page.get_by_role("button", name="Approve").click()
-        page.wait_for_url("**/run?id=ship-1")
+        page.wait_for_url(lambda u: "/run?id=ship-1&answered=ship-1" in u)
+        assert "Sent 'approve' to run 'ship-1'." in page.locator(".flash").inner_text()
         # No reload: the live region updates by itself when the run finishes.
         page.locator(".run-head .status", has_text="succeeded").wait_for(timeout=15000)
         assert page.locator("pre.result").inner_text() == '"shipped the parcel"'

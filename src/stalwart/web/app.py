@@ -63,6 +63,7 @@ def create_app(
             Route("/runs", views.runs_page),
             Route("/runs/live", views.runs_live),
             Route("/run", views.run_page),
+            Route("/run/value", views.value_page),
             Route("/run/live", views.run_live),
             Route("/run/signal", views.signal, methods=["POST"]),
             Route("/run/cancel", views.cancel, methods=["POST"]),

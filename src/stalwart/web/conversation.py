@@ -11,11 +11,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.ledger import RunRecord, StepRecord
+from ..core.ledger import ASKED, RunRecord, StepRecord
 from .steps import key_order
-from .values import load
+from .values import EMPTY, Shown, clip, cut, load, value_link
 
-__all__ = ["Bubble", "ModelUsage", "bubbles", "pending_prompt", "usage_by_model"]
+__all__ = ["Asked", "Bubble", "ModelUsage", "bubbles", "pending_ask", "usage_by_model"]
 
 _TAG = "$t"
 _MSG = "msg"
@@ -24,18 +24,20 @@ _MSG = "msg"
 # -- messages --------------------------------------------------------------
 @dataclass(frozen=True)
 class Bubble:
-    """One message of the conversation, as text fields only."""
+    """One message of the conversation, as text fields only; its texts,
+    arguments and results cut (:func:`.values.cut`), each linking to the
+    whole value of the step it was read from."""
 
     role: str
     actor: str
-    texts: tuple[str, ...] = ()
+    texts: tuple[Shown, ...] = ()
     media: tuple[str, ...] = ()
     call_name: str = ""
     call_id: str = ""
-    call_args: str = ""
+    call_args: Shown = EMPTY
     call_invalid: str = ""
     result_name: str = ""
-    result_value: str = ""
+    result_value: Shown = EMPTY
     result_error: str = ""
     step: str = ""
 
@@ -64,15 +66,15 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _bubble(msg: dict[str, Any], step: str) -> Bubble:
-    texts: list[str] = []
+def _bubble(msg: dict[str, Any], step: str, href: str) -> Bubble:
+    texts: list[Shown] = []
     media: list[str] = []
     parts = msg.get("parts")
     for part in parts if isinstance(parts, list) else ():
         if not isinstance(part, dict):
             continue
         if part.get("type") == "text":
-            texts.append(str(part.get("text", "")))
+            texts.append(cut(str(part.get("text", "")), href))
         else:
             size = len(str(part.get("data", ""))) * 3 // 4
             where = f"{size} bytes inline" if "data" in part else f"at {part.get('url', '')}"
@@ -81,7 +83,7 @@ def _bubble(msg: dict[str, Any], step: str) -> Bubble:
     result = _dict(msg.get("result"))
     error = ""
     if result.get("error_type") is not None:
-        error = f"{result.get('error_type')}: {result.get('error_message', '')}"
+        error = clip(f"{result.get('error_type')}: {result.get('error_message', '')}")
     value = result.get("value")
     return Bubble(
         role=str(msg.get("role", "")),
@@ -90,23 +92,26 @@ def _bubble(msg: dict[str, Any], step: str) -> Bubble:
         media=tuple(media),
         call_name=str(call.get("name", "")),
         call_id=str(call.get("id", "")),
-        call_args=json.dumps(call.get("arguments"), indent=2, ensure_ascii=False) if call else "",
-        call_invalid=str(call.get("invalid") or ""),
+        call_args=cut(
+            json.dumps(call.get("arguments"), indent=2, ensure_ascii=False) if call else "", href
+        ),
+        call_invalid=clip(str(call.get("invalid") or "")),
         result_name=str(result.get("name", "")),
-        result_value=(
+        result_value=cut(
             value
             if isinstance(value, str)
             else json.dumps(value, indent=2, ensure_ascii=False)
             if "value" in result
-            else ""
+            else "",
+            href,
         ),
         result_error=error,
         step=step,
     )
 
 
-def bubbles(steps: Mapping[str, StepRecord]) -> list[Bubble]:
-    """The conversation the run's steps hold, each message once, in order.
+def bubbles(steps: Mapping[str, StepRecord], run_id: str = "") -> list[Bubble]:
+    """The conversation run ``run_id``'s steps hold, each message once, in order.
 
     A model call's arguments hold the whole conversation so far and its
     output the new reply, so the messages of every step, read in the order
@@ -117,14 +122,14 @@ def bubbles(steps: Mapping[str, StepRecord]) -> list[Bubble]:
     shown: dict[str, int] = {}
     out: list[Bubble] = []
     for s in sorted(steps.values(), key=lambda s: (s.started_at, key_order(s.key))):
-        for text in (s.args, s.output):
+        for field, text in (("args", s.args), ("output", s.output)):
             here: dict[str, int] = {}
             for msg in _messages(load(text)):
                 fp = _fingerprint(msg)
                 here[fp] = here.get(fp, 0) + 1
                 if here[fp] > shown.get(fp, 0):
                     shown[fp] = here[fp]
-                    out.append(_bubble(msg, s.key))
+                    out.append(_bubble(msg, s.key, value_link(run_id, field, s.key)))
     return out
 
 
@@ -172,21 +177,53 @@ def usage_by_model(run: RunRecord, steps: Mapping[str, StepRecord]) -> list[Mode
 
 
 # -- waiting for a human ---------------------------------------------------
-def pending_prompt(steps: Mapping[str, StepRecord], signal: str | None) -> str:
-    """What a run waiting for ``signal`` asked, if it recorded a question.
+@dataclass(frozen=True)
+class Asked:
+    """What a run waiting for a human asked: its question and the details
+    it attached (``about=``, as indented JSON), cut as every value is."""
 
-    A record whose value is ``{"prompt": ..., "signal": signal}`` (what
-    ``ctx.ask`` says) is the question; the latest one wins. Empty when the
-    run recorded none: the page then shows the signal's name alone.
+    prompt: Shown = EMPTY
+    about: Shown = EMPTY
+
+    def __bool__(self) -> bool:
+        return bool(self.prompt) or bool(self.about)
+
+
+def pending_ask(steps: Mapping[str, StepRecord], signal: str | None, run_id: str = "") -> Asked:
+    """What run ``run_id``, waiting for ``signal``, asked, if it recorded it.
+
+    A record whose value is ``{"prompt": ..., "signal": signal, "about":
+    ...}`` (what ``ctx.ask`` and ``ctx.wait_for`` write, as a ``stalwart.ask``
+    step) is the question; the latest one wins. A wait may attach details
+    alone (``wait_for(signal, about=...)``, no prompt). Empty when the run
+    recorded none: the page then shows the signal's name alone.
     """
-    best: tuple[float, str] | None = None
+    best: tuple[float, str, dict[str, Any]] | None = None
+    asked_name = f"stalwart.{ASKED}"
     for s in steps.values():
-        if s.output is None or '"prompt"' not in s.output:
+        if s.output is None or ('"prompt"' not in s.output and '"about"' not in s.output):
             continue  # no such key: not decoded (a long conversation's output costs a scan)
         value = load(s.output)
-        if isinstance(value, dict) and _TAG not in value and isinstance(value.get("prompt"), str):
-            if value.get("signal", signal) != signal:
-                continue
-            if best is None or s.finished_at >= best[0]:
-                best = (s.finished_at, value["prompt"])
-    return "" if best is None else best[1]
+        if not isinstance(value, dict) or _TAG in value or value.get("signal", signal) != signal:
+            continue
+        if not isinstance(value.get("prompt"), str) and s.name != asked_name:
+            continue  # details alone are a question only in the runtime's own record
+        if best is None or (s.finished_at, s.key) >= best[:2]:
+            best = (s.finished_at, s.key, value)
+    if best is None:
+        return Asked()
+    key, value = best[1], best[2]
+    href = value_link(run_id, "output", key)
+    prompt = value.get("prompt")
+    about = value.get("about")
+    return Asked(
+        prompt=cut(prompt, href) if isinstance(prompt, str) else EMPTY,
+        about=EMPTY if about is None else cut(_json_text(about), href),
+    )
+
+
+def _json_text(tree: Any) -> str:
+    """A value as recorded (codec tags included), as indented JSON text."""
+    if isinstance(tree, str):
+        return tree
+    return json.dumps(tree, indent=2, ensure_ascii=False)

@@ -38,6 +38,7 @@ from dataclasses import astuple, dataclass, field
 from typing import Generic, TypeVar
 
 from ..core.ledger import RunRecord
+from .conversation import Asked
 
 __all__ = [
     "SHOWN",
@@ -134,8 +135,11 @@ class Memory:
     """What the inspector remembers between refreshes, one per app.
 
     ``children``: the child ids of each run last rendered with children.
-    ``questions``: the question each waiting run asked, by :data:`WaitMark`.
+    ``questions``: the question each waiting run asked, by :data:`WaitMark`,
+    as the page shows it: cut as every value is (:func:`.values.cut`), so a
+    refresh that reuses it renders what a full page does, and the memory
+    holds at most a preview of each question, never a whole long one.
     """
 
     children: Recall[str, tuple[str, ...]] = field(default_factory=lambda: Recall(1024))
-    questions: Recall[WaitMark, str] = field(default_factory=lambda: Recall(1024))
+    questions: Recall[WaitMark, Asked] = field(default_factory=lambda: Recall(1024))

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ..core.ledger import CHILD_MARK, RunRecord, StepRecord
-from .values import error_summary, fmt_duration, load, pretty
+from .values import EMPTY, Shown, error_summary, fmt_duration, load, shown, value_link
 
 __all__ = [
     "Span",
@@ -55,11 +55,14 @@ def key_order(key: str) -> tuple[tuple[int, int | str], ...]:
 @dataclass
 class StepNode:
     """A step for the tree: its record (None for a step still running, known
-    only because its children are recorded), and its children."""
+    only because its children are recorded), and its children. Its values
+    are shown cut (:func:`.values.cut`), with links to the whole of each
+    under run ``run_id``."""
 
     key: str
     record: StepRecord | None
     children: list[StepNode] = field(default_factory=list)
+    run_id: str = ""
 
     @property
     def duration(self) -> str:
@@ -75,30 +78,34 @@ class StepNode:
         return "" if self.record is None else error_summary(self.record.error)
 
     @property
-    def args(self) -> str:
-        return "" if self.record is None else pretty(self.record.args)
+    def args(self) -> Shown:
+        if self.record is None:
+            return EMPTY
+        return shown(self.record.args, value_link(self.run_id, "args", self.key))
 
     @property
-    def output(self) -> str:
+    def output(self) -> Shown:
         r = self.record
         if r is None:
-            return ""
-        return pretty(r.error) if r.error is not None else pretty(r.output)
+            return EMPTY
+        if r.error is not None:
+            return shown(r.error, value_link(self.run_id, "error", self.key))
+        return shown(r.output, value_link(self.run_id, "output", self.key))
 
 
-def step_tree(steps: Mapping[str, StepRecord]) -> list[StepNode]:
-    """The recorded steps nested by key, each level in call order.
+def step_tree(steps: Mapping[str, StepRecord], run_id: str = "") -> list[StepNode]:
+    """The recorded steps of run ``run_id`` nested by key, each level in call order.
 
     A parent records its outcome after its children, so a running run has
     children whose parent has no record yet: the parent appears with none.
     """
-    nodes: dict[str, StepNode] = {k: StepNode(k, rec) for k, rec in steps.items()}
+    nodes: dict[str, StepNode] = {k: StepNode(k, rec, run_id=run_id) for k, rec in steps.items()}
     for key in list(nodes):
         while key:
             up = parent_key(key)
             if not up or up in nodes:
                 break
-            nodes[up] = StepNode(up, None)
+            nodes[up] = StepNode(up, None, run_id=run_id)
             key = up
     roots: list[StepNode] = []
     for key in sorted(nodes, key=key_order):
@@ -150,12 +157,18 @@ def timeline(run: RunRecord, steps: Mapping[str, StepRecord]) -> list[Span]:
     return out
 
 
-def events_of(steps: Mapping[str, StepRecord]) -> list[StepRecord]:
+def events_of(steps: Mapping[str, StepRecord], run_id: str = "") -> list[tuple[StepRecord, Shown]]:
     """What the runtime recorded besides calls (timers, signals received,
-    recorded clocks and ids, child runs spawned, patch markers), in time order."""
-    return sorted(
+    recorded clocks and ids, child runs spawned, patch markers), in time
+    order, each with its value as shown (cut, linked to the whole)."""
+    out: list[tuple[StepRecord, Shown]] = []
+    for s in sorted(
         (s for s in steps.values() if s.kind != "call"), key=lambda s: (s.finished_at, s.key)
-    )
+    ):
+        failed = s.error is not None
+        field = "error" if failed else "output"
+        out.append((s, shown(s.error if failed else s.output, value_link(run_id, field, s.key))))
+    return out
 
 
 def child_ids(run: RunRecord, steps: Mapping[str, StepRecord]) -> list[str]:

@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from ..core.ledger import TERMINAL, RunRecord
 
 __all__ = [
+    "EMPTY",
+    "PREVIEW",
+    "RUN_FIELDS",
+    "STEP_FIELDS",
+    "SUMMARY",
+    "Shown",
     "age",
+    "clip",
+    "cut",
     "error_summary",
     "fmt_duration",
     "fmt_time",
@@ -27,7 +37,17 @@ __all__ = [
     "parse_time",
     "pretty",
     "run_duration",
+    "shown",
+    "value_link",
 ]
+
+#: Characters of one value a page shows; the rest is one link away.
+PREVIEW = 4000
+#: The recorded values of a run, and of a step, that :func:`value_link` names.
+#: Characters of a one-line summary (an error's type and message).
+SUMMARY = 500
+RUN_FIELDS = ("inputs", "result", "error")
+STEP_FIELDS = ("args", "output", "error")
 
 
 # -- values ----------------------------------------------------------------
@@ -55,13 +75,63 @@ def pretty(text: str | None) -> str:
     return json.dumps(tree, indent=2, ensure_ascii=False, sort_keys=False)
 
 
+def value_link(run_id: str, field: str, step: str | None = None) -> str:
+    """The address of one whole recorded value (``/run/value``): a run's
+    ``field`` (:data:`RUN_FIELDS`), or step ``step``'s (:data:`STEP_FIELDS`)."""
+    query = {"id": run_id, "field": field} if step is None else {"id": run_id, "step": step}
+    if step is not None:
+        query["field"] = field
+    return f"/run/value?{urlencode(query)}"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A value as a page shows it: its first :data:`PREVIEW` characters,
+    how many more there are, and where the whole value is."""
+
+    text: str
+    more: int = 0
+    href: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.text) or self.more > 0
+
+    def __str__(self) -> str:
+        return self.text
+
+
+#: Nothing to show.
+EMPTY = Shown("")
+
+
+def cut(text: str, href: str, limit: int = PREVIEW) -> Shown:
+    """``text`` whole when it is short, else its first ``limit`` characters
+    and the count of the rest, with ``href`` (the whole value) to follow."""
+    if len(text) <= limit:
+        return Shown(text)
+    return Shown(text[:limit], len(text) - limit, href)
+
+
+def clip(text: str, limit: int = SUMMARY) -> str:
+    """A one-line text at most ``limit`` characters, saying how much is left
+    out (the whole is in the value it summarises, one link away)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def shown(text: str | None, href: str, limit: int = PREVIEW) -> Shown:
+    """A recorded value as :func:`pretty` lays it out, :func:`cut`."""
+    return cut(pretty(text), href, limit)
+
+
 def error_summary(text: str | None) -> str:
     """``Type: message`` of a recorded error (``{"type": ..., "message": ...}``)."""
     tree = load(text)
     if isinstance(tree, dict):
         kind = str(tree.get("type", "error")).rsplit(".", 1)[-1]
-        return f"{kind}: {tree.get('message', '')}"
-    return "" if text is None else str(tree)
+        return clip(f"{kind}: {tree.get('message', '')}")
+    return "" if text is None else clip(str(tree))
 
 
 # -- time ------------------------------------------------------------------

@@ -16,7 +16,7 @@ import math
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import jinja2
 from starlette.requests import Request
@@ -27,11 +27,23 @@ from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord
 from ..core.stepargs import expanding
 from ..runner import Runner
 from ..stores import Store
-from .conversation import bubbles, pending_prompt, usage_by_model
+from .conversation import bubbles, pending_ask, usage_by_model
 from .live import SHOWN, Memory, WaitMark, parse_shown, same_shown, shown_token
 from .security import CSRF_FIELD, check_post
 from .steps import child_ids, events_of, step_tree, timeline
-from .values import age, error_summary, fmt_duration, fmt_time, parse_time, pretty, run_duration
+from .values import (
+    RUN_FIELDS,
+    STEP_FIELDS,
+    age,
+    error_summary,
+    fmt_duration,
+    fmt_time,
+    parse_time,
+    pretty,
+    run_duration,
+    shown,
+    value_link,
+)
 
 __all__ = [
     "cancel",
@@ -42,6 +54,7 @@ __all__ = [
     "runs_page",
     "signal",
     "store_error",
+    "value_page",
     "waiting_live",
     "waiting_page",
 ]
@@ -78,6 +91,7 @@ _env.globals.update(
 
 
 def _page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    context.setdefault("note", "")
     context.setdefault("csrf", getattr(request.state, "csrf", ""))
     context.setdefault("refresh_ms", int(request.app.state.refresh * 1000))
     html = _env.get_template(template).render(request=request, **context)
@@ -263,18 +277,18 @@ async def _run_context(
     signal_name = _waits_for_signal(run)
     return {
         "run": run,
-        "inputs": pretty(run.inputs),
-        "result": pretty(run.result),
-        "error": pretty(run.error),
+        "inputs": shown(run.inputs, value_link(run.id, "inputs")),
+        "result": shown(run.result, value_link(run.id, "result")),
+        "error": shown(run.error, value_link(run.id, "error")),
         "usage": usage_by_model(run, steps),
-        "tree": step_tree(steps),
+        "tree": step_tree(steps, run.id),
         "step_count": len(steps),
-        "bubbles": bubbles(steps),
-        "events": events_of(steps),
+        "bubbles": bubbles(steps, run.id),
+        "events": events_of(steps, run.id),
         "timeline": timeline(run, steps),
         "children": children,
         "signal_name": signal_name,
-        "prompt": pending_prompt(steps, signal_name) if signal_name else "",
+        "asked": pending_ask(steps, signal_name, run.id) if signal_name else pending_ask({}, None),
         "back": link("/run", id=run.id),
         "shown": shown_token(_secret(request), run, len(steps), children),
     }
@@ -285,7 +299,8 @@ async def run_page(request: Request) -> Response:
     if isinstance(run, Response):
         return run
     steps = await _store(request).load_steps(run.id)
-    return _page(request, "run.html", **await _run_context(request, run, steps))
+    note = await _answered_note(request)
+    return _page(request, "run.html", note=note, **await _run_context(request, run, steps))
 
 
 async def run_live(request: Request) -> Response:
@@ -339,16 +354,53 @@ async def _waiting_context(request: Request) -> dict[str, Any]:
     items = []
     for run in await store.waiting_for_signals(WAITING_LIMIT):
         mark: WaitMark = (run.id, run.fence, run.updated_at, run.waiting_for)
-        prompt = questions.get(mark)
-        if prompt is None:
-            prompt = pending_prompt(await store.load_steps(run.id), run.waiting_for)
-            questions.put(mark, prompt)
-        items.append((run, prompt))
+        asked = questions.get(mark)
+        if asked is None:
+            asked = pending_ask(await store.load_steps(run.id), run.waiting_for, run.id)
+            questions.put(mark, asked)
+        items.append((run, asked))
     return {"items": items, "now": time.time(), "limit": WAITING_LIMIT, "back": "/waiting"}
 
 
 async def waiting_page(request: Request) -> Response:
-    return _page(request, "waiting.html", **await _waiting_context(request))
+    note = await _answered_note(request)
+    return _page(request, "waiting.html", note=note, **await _waiting_context(request))
+
+
+# -- one whole value -------------------------------------------------------
+async def value_page(request: Request) -> Response:
+    """One recorded value whole, as plain text: what a page shows cut.
+
+    ``/run/value?id=RUN&field=inputs|result|error`` for a run's,
+    ``&step=KEY&field=args|output|error`` for a step's; laid out as the
+    page lays it out (:func:`.values.pretty`), so the page's preview is its
+    beginning. Anything unknown (run, step, field) or not recorded is a 404
+    that says which.
+    """
+    run = await _the_run(request)
+    if isinstance(run, Response):
+        return run
+    q = request.query_params
+    field, key = q.get("field", ""), q.get("step")
+    fields = RUN_FIELDS if key is None else STEP_FIELDS
+    if field not in fields:
+        where = "a run" if key is None else "a step"
+        return _problem(
+            request, 404, f"no field {field[:80]!r} of {where}: one of {', '.join(fields)}"
+        )
+    if key is None:
+        text = getattr(run, field)
+        what = f"run {run.id[:200]!r}"
+    else:
+        step = (await _store(request).load_steps(run.id)).get(key)
+        if step is None:
+            return _problem(request, 404, f"run {run.id[:200]!r} has no step {key[:80]!r}")
+        text = getattr(step, field)
+        what = f"step {key[:80]!r} of run {run.id[:200]!r}"
+    if text is None:
+        return _problem(request, 404, f"{what} has no {field} recorded")
+    body = pretty(text).encode("utf-8", "backslashreplace")  # a lone surrogate: shown escaped
+    return Response(body, media_type="text/plain; charset=utf-8")
 
 
 async def waiting_live(request: Request) -> Response:
@@ -356,11 +408,68 @@ async def waiting_live(request: Request) -> Response:
 
 
 # -- actions ---------------------------------------------------------------
+ANSWERED = "answered"  # the query parameters a page is sent back with after a signal
+ANSWER = "signal"
+
+
+def _local(value: object) -> bool:
+    """Whether ``value`` is a path on this server: ``/`` then no second
+    ``/`` or ``\\``, and no control character a browser would drop."""
+    return (
+        isinstance(value, str)
+        and value.startswith("/")
+        and not value.startswith(("//", "/\\"))
+        and not any(c < " " or c == "\x7f" for c in value)
+    )
+
+
 def _back(value: object, run_id: str) -> str:
     """Where to go after an action: a path on this server, else the run."""
-    if isinstance(value, str) and value.startswith("/") and not value.startswith(("//", "/\\")):
-        return value
-    return link("/run", id=run_id)
+    return value if isinstance(value, str) and _local(value) else link("/run", id=run_id)
+
+
+def _with_answer(back: str, run_id: str, name: str) -> str:
+    """``back`` with the run answered and the signal sent, for the page to
+    say what happens next (:func:`_answered_note`)."""
+    where = urlsplit(back)
+    query = [(k, v) for k, v in parse_qsl(where.query) if k not in (ANSWERED, ANSWER)]
+    query += [(ANSWERED, run_id), (ANSWER, name)]
+    target = f"{where.path}?{urlencode(query)}"
+    return target if _local(target) else link("/run", id=run_id, **{ANSWERED: run_id})
+
+
+async def _answered_note(request: Request) -> str:
+    """What happens to a run a signal was just sent to, said as it stands now.
+
+    The inspector executes no run (its runner holds no policy): a signal
+    makes a run waiting for it pending, and the process that started it,
+    or a worker on this store, resumes it. Read from the store at each
+    render, so the note is true when shown; nothing from the address is
+    trusted but to name the run (its text is escaped like any other).
+    """
+    run_id = request.query_params.get(ANSWERED)
+    if not run_id:
+        return ""
+    run = await _store(request).get_run(run_id)
+    if run is None:
+        return ""
+    name = request.query_params.get(ANSWER, "")[:200]
+    sent = f"Sent {name!r} to run {run.id[:200]!r}." if name else f"Answered run {run.id[:200]!r}."
+    if run.status == "pending":
+        return (
+            f"{sent} It is pending until a worker on this store picks it up "
+            f"(`stalwart worker --app MODULE`, MODULE defining policy {run.policy[:200]!r}), "
+            "or the process that started it resumes it: this inspector executes no run."
+        )
+    if run.status == "running":
+        return f"{sent} A worker is executing it now."
+    if run.status == "suspended":
+        waits = run.waiting_for or "a timer"
+        return (
+            f"{sent} It still waits for {waits[:200]!r}; a signal it does not wait for yet "
+            "is kept until it does."
+        )
+    return f"{sent} It has finished: {run.status}."
 
 
 async def _acting_on(request: Request) -> tuple[dict[str, Any], RunRecord] | Response:
@@ -402,7 +511,8 @@ async def signal(request: Request) -> Response:
         except ValueError as exc:
             return _problem(request, 400, f"the payload is not JSON: {exc}")
     await _runner(request).signal(run.id, name.strip(), payload)
-    return RedirectResponse(_back(form.get("back"), run.id), 303)
+    back = _with_answer(_back(form.get("back"), run.id), run.id, name.strip())
+    return RedirectResponse(back, 303)
 
 
 async def cancel(request: Request) -> Response:
