@@ -5,9 +5,12 @@ page can build a program up block by block, as a reader would type it. Each
 page runs in a fresh temporary directory (``examples/`` is linked in), so
 ``sqlite:///agents.db`` in a snippet is a new file every time.
 
-- ``python`` blocks are executed; top-level ``await`` works (one event loop
-  per page, kept between its blocks), so a snippet can be written the way
-  it would sit inside an ``async def``.
+- ``python`` blocks are executed. A block is a program a reader can paste
+  into a file: one with ``await`` at its top level (a ``SyntaxError`` in a
+  file) is refused, unless ``<!-- top-level-await: next -->`` stands right
+  before it and a sentence of its section, above it, tells the reader how
+  to run it (naming ``python -m asyncio``; inside an ``async def`` works
+  too). A marked block runs on the page's event loop, kept between blocks.
 - ``bash`` blocks are run by ``bash -euo pipefail`` with the installed
   ``stalwart`` command on the ``PATH``.
 - ``<!-- skip: next "reason" -->`` before a block says why it is not run (an
@@ -26,6 +29,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,14 +48,77 @@ from stalwart.testing import Reply, ScriptedLLM
 ROOT = Path(__file__).resolve().parents[2]
 BASH_TIMEOUT = 60.0
 
+# Before a block that awaits at its top level; its section says how to run it.
+AWAIT_MARK = "<!-- top-level-await: next -->"
+HOW_TO_RUN = "python -m asyncio"
+_COMMENTS = re.compile(r"(?:<!--(?:(?!-->).)*-->\s*)+\Z", re.S)
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^#{1,6}\s")
+
 _LOOP = "__docs_loop__"
 _UNDO = "__docs_undo__"
 _CWD = "__docs_cwd__"
 _TMP = "__docs_tmp__"
 
 
+def awaits_at_top_level(source: str) -> bool:
+    """Whether ``source`` compiles only with top-level ``await`` (``async
+    for``, ``async with``): pasted into a file, a ``SyntaxError``."""
+    try:
+        compile(source, "<block>", "exec", dont_inherit=True)
+    except SyntaxError:
+        try:
+            flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+            compile(source, "<block>", "exec", flags=flags, dont_inherit=True)
+        except SyntaxError:
+            return False  # another syntax error: running the block reports it
+        return True
+    return False
+
+
+def _section_before(text: str, start: int) -> str:
+    """The page's text from the heading above ``start`` (outside code blocks) to it."""
+    lines = text[:start].splitlines(keepends=True)
+    heading, fenced = 0, False
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and _HEADING.match(line):
+            heading = i
+    return "".join(lines[heading:])
+
+
+def await_refusal(text: str, start: int, source: str) -> str | None:
+    """Why the python block at ``start`` of a page may not stand as written,
+    or None. A reader copies a block into a file: top-level ``await`` there
+    is a ``SyntaxError``, so such a block is marked (``AWAIT_MARK``) and its
+    section says how to run it; a mark on a block that needs none goes."""
+    if text.startswith("<!--", start):
+        return None  # an invisible block: setup the reader never copies
+    comments = _COMMENTS.search(text[:start].rstrip() + "\n")
+    marked = comments is not None and AWAIT_MARK in comments.group(0)
+    needs = awaits_at_top_level(source)
+    if needs and not marked:
+        return (
+            "awaits at its top level, a SyntaxError in a file: make it a program "
+            "(`async def main(): ...` and `asyncio.run(main())`), or put "
+            f"{AWAIT_MARK} before it and say above it, in its section, how to run it "
+            f"(`{HOW_TO_RUN}`, or inside an `async def`)"
+        )
+    if marked and not needs:
+        return f"is marked {AWAIT_MARK} but has no top-level await: remove the mark"
+    if marked and HOW_TO_RUN not in _section_before(text, start):
+        return (
+            f"is marked {AWAIT_MARK} but its section does not say, above it, how to "
+            f"run it: a sentence naming `{HOW_TO_RUN}` (or an `async def`)"
+        )
+    return None
+
+
 def _run_python(example: Example) -> None:
-    """Execute a block; a block with top-level ``await`` runs on the page's loop."""
+    """Execute a block; a marked block with top-level ``await`` runs on the page's loop."""
+    why = await_refusal(example.document.text, example.start, str(example.parsed))
+    assert why is None, f"{example.path}:{example.line}: this block {why}"
     source = "\n" * (example.line + example.parsed.line_offset) + str(example.parsed)
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     code = compile(source, example.path, "exec", flags=flags, dont_inherit=True)

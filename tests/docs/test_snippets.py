@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .snippets import ROOT, pages, run_page
+from .snippets import AWAIT_MARK, ROOT, SYBIL, _run_python, await_refusal, pages, run_page
 
 FENCE = re.compile(r"^```(\S*)", re.M)
 RUN = {"python", "bash"}
@@ -48,3 +48,63 @@ def test_every_block_says_its_language(page: Path) -> None:
 def test_every_skip_says_why(page: Path) -> None:
     for reason in SKIP.findall(page.read_text()):
         assert reason.strip().startswith('"') and len(reason.strip()) > 5, reason
+
+
+@pytest.mark.parametrize("page", pages(), ids=_name)
+def test_every_block_runs_as_pasted_or_says_how(page: Path) -> None:
+    """Skipped blocks included: a reader copies those too."""
+    document = SYBIL.parse(page)
+    refused = [
+        f"{_name(page)}:{example.line}: {why}"
+        for example in document
+        if example.region.evaluator is _run_python
+        and (why := await_refusal(document.text, example.start, str(example.parsed)))
+    ]
+    assert not refused, refused
+
+
+BARE = """# A page
+
+Start a run:
+
+```python
+import asyncio
+
+await asyncio.sleep(0)
+```
+"""
+
+
+def _page(tmp_path: Path, text: str) -> Path:
+    page = tmp_path / "page.md"
+    page.write_text(text)
+    return page
+
+
+def test_a_block_that_awaits_at_its_top_level_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match=r"page\.md:5: this block awaits at its top level"):
+        run_page(_page(tmp_path, BARE))
+
+
+def test_a_marked_block_runs_when_its_section_says_how(tmp_path: Path) -> None:
+    told = BARE.replace(
+        "Start a run:\n",
+        f"Run these lines in `python -m asyncio`:\n\n{AWAIT_MARK}",
+    )
+    assert run_page(_page(tmp_path, told)) == (1, [])
+
+
+def test_a_marked_block_whose_section_does_not_say_how_is_refused(tmp_path: Path) -> None:
+    # The sentence is in another section: a reader landing here does not see it.
+    elsewhere = BARE.replace(
+        "Start a run:\n",
+        f"Run these in `python -m asyncio`.\n\n## Start\n\n{AWAIT_MARK}",
+    )
+    with pytest.raises(AssertionError, match="does not say, above it, how to run it"):
+        run_page(_page(tmp_path, elsewhere))
+
+
+def test_a_mark_on_a_block_that_needs_none_is_refused(tmp_path: Path) -> None:
+    needless = f"# A page\n\nIn `python -m asyncio`:\n\n{AWAIT_MARK}\n```python\nx = 1\n```\n"
+    with pytest.raises(AssertionError, match="has no top-level await"):
+        run_page(_page(tmp_path, needless))
