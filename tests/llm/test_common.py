@@ -175,3 +175,19 @@ def test_llm_imports_without_the_sdks() -> None:
     import stalwart.llm
 
     assert int(count) == len(stalwart.llm.__all__)
+
+
+@pytest.mark.parametrize("depth", [101, 100_000])
+def test_arguments_nested_too_deeply_are_refused_not_raised(depth: int) -> None:
+    raw = '{"city": ' + "[" * depth + "]" * depth + "}"
+    arguments, invalid = parse_arguments(raw)
+    assert arguments == {}
+    assert invalid is not None
+    assert invalid.startswith("the arguments are nested more than 100 levels deep")
+    assert len(invalid) < 3000  # the model is shown the start, not 200 KB of brackets
+
+
+def test_arguments_nested_to_the_limit_are_read() -> None:
+    raw = '{"city": "[[[[", "tree": ' + "[" * 99 + "]" * 99 + "}"
+    arguments, invalid = parse_arguments(raw)
+    assert invalid is None and arguments["city"] == "[[[["

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core.policy import ToolSpec, as_policy
 
-__all__ = ["ToolSpec", "parse_arguments", "tool_specs"]
+__all__ = ["MAX_DEPTH", "ToolSpec", "parse_arguments", "tool_specs"]
 
 # ``ToolSpec`` is the core's: a policy's ``spec`` already is what a model is
 # told, so providers render that one class and there is nothing to convert.
@@ -38,6 +38,15 @@ def tool_specs(options: Iterable[Any]) -> list[ToolSpec]:
     return specs
 
 
+# How deeply a model's tool arguments may nest. No tool's input is deeper, and
+# a deeper tree could not be parsed, validated and recorded without running
+# out of stack, so it is refused before it is parsed.
+MAX_DEPTH = 100
+
+# What an error shows of arguments it refuses: enough to see what went wrong.
+_SHOWN = 2000
+
+
 def parse_arguments(
     raw: str | None, *, truncated: bool = False
 ) -> tuple[dict[str, Any], str | None]:
@@ -48,18 +57,60 @@ def parse_arguments(
     the call is kept with ``{}`` and the reason, raw text included, goes into
     ``invalid`` for the runtime to hand back to the model as an error result.
     An empty string means no arguments: some servers send it for
-    parameterless functions.
+    parameterless functions. Arguments nested more than :data:`MAX_DEPTH`
+    levels deep are refused the same way, before they are parsed.
     """
     if raw is None or not raw.strip():
         return {}, None
     cut = " (the reply was cut off by the output token limit)" if truncated else ""
+    deep = _too_deep(raw)
+    if deep is not None:
+        return {}, (
+            f"the arguments are nested more than {MAX_DEPTH} levels deep (at character "
+            f"{deep}){cut}: {_shown(raw)}"
+        )
     try:
         value = json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         pos = f" at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
-        return {}, f"the arguments are not valid JSON ({reason}{pos}){cut}: {raw}"
+        return {}, f"the arguments are not valid JSON ({reason}{pos}){cut}: {_shown(raw)}"
     if not isinstance(value, dict):
         kind = "null" if value is None else type(value).__name__
-        return {}, f"the arguments must be a JSON object, not {kind}{cut}: {raw}"
+        return {}, f"the arguments must be a JSON object, not {kind}{cut}: {_shown(raw)}"
     return value, None
+
+
+def _too_deep(raw: str) -> int | None:
+    """Where ``raw`` first opens an array or object deeper than MAX_DEPTH, if it does.
+
+    Read without recursion, brackets inside strings not counted; text that is
+    not JSON is left for the parser to name.
+    """
+    if raw.count("[") + raw.count("{") <= MAX_DEPTH:
+        return None
+    depth = 0
+    in_string = escaped = False
+    for i, ch in enumerate(raw):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return i
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
+def _shown(raw: str) -> str:
+    if len(raw) <= _SHOWN:
+        return raw
+    return f"{raw[:_SHOWN]}... ({len(raw) - _SHOWN} more characters)"
