@@ -43,40 +43,68 @@ def _json(text: str | None, what: str) -> Any:
         raise CLIError(f"{what} is not JSON: {exc}") from None
 
 
+_RESULT_HELP = (
+    "Step --at's new result, as JSON, in the shape the step recorded "
+    "(`stalwart runs show RUN --json` prints it as the step's output): a tool's "
+    "value as it is, e.g. '\"Paris: -5 C\"'; a model step's reply, a list of "
+    'messages, e.g. \'[{"$t": "msg", "v": {"role": "assistant", '
+    '"actor": "model", "parts": [{"type": "text", "text": "Edited."}]}}]\'.'
+)
+
+
 def fork_run(
-    run_id: Annotated[str, typer.Argument(help="The run to fork (it is only read).")],
+    run_id: Annotated[
+        str, typer.Argument(help="The run to fork (it is only read).", metavar="RUN")
+    ],
     app_spec: AppOption = "",
     at: Annotated[
-        str | None, typer.Option("--at", help="The step key the fork runs live from.")
+        str | None,
+        typer.Option(
+            "--at",
+            metavar="KEY",
+            help="The recorded step the fork runs live from (its key, as `runs show` lists it).",
+        ),
     ] = None,
     new_run_id: Annotated[
-        str | None, typer.Option("--new-run-id", help="The fork's id (default: derived).")
+        str | None,
+        typer.Option("--new-run-id", metavar="ID", help="The fork's id (default: derived)."),
     ] = None,
     result: Annotated[
-        str | None, typer.Option("--result", help="Step --at's result, as JSON.")
+        str | None, typer.Option("--result", metavar="JSON", help=_RESULT_HELP)
     ] = None,
     inputs: Annotated[
-        str | None, typer.Option("--inputs", help="Keyword inputs to replace, a JSON object.")
+        str | None,
+        typer.Option(
+            "--inputs",
+            metavar="JSON",
+            help='Keyword inputs to replace, a JSON object, e.g. \'{"question": "Why?"}\'.',
+        ),
     ] = None,
-    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait for the fork's end.")] = True,
+    wait: Annotated[
+        bool, typer.Option("--wait/--no-wait", help="Wait for the fork's end (default: wait).")
+    ] = True,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """Fork a run at a step: replay what came before it, then run live."""
+    """Fork a run at a step: replay what came before it, then run live.
+
+    Exit code 0 when the fork succeeded (or, with --no-wait, started), 1 when
+    it could not be made or failed.
+    """
     out = console()
 
     async def go() -> str:
         new_result = _json(result, "--result")
         new_inputs = _json(inputs, "--inputs")
         if new_inputs is not None and not isinstance(new_inputs, dict):
-            raise CLIError("--inputs must be a JSON object")
+            raise CLIError("--inputs must be a JSON object", code=2)
+        if result is not None and at is None:
+            raise CLIError("--result needs --at, the step whose result it is", code=2)
         policies = app_policies(app_spec) if app_spec else []
         async with runner_for(store, policies) as runner:
             rec = await get_run(runner, run_id)
             pol = policy_for(runner, rec, app_spec, policies)
             replace = Replace(inputs=new_inputs)
             if result is not None:
-                if at is None:
-                    raise CLIError("--result needs --at, the step whose result it is")
                 replace = Replace(result=new_result, inputs=new_inputs)
             handle = await fork(
                 runner, run_id, at=at, new_run_id=new_run_id, replace=replace, policy=pol
@@ -84,12 +112,21 @@ def fork_run(
             out.print(
                 f"forked run {lit(run_id)} at step {lit(at or '(start)')}: {lit(handle.run_id)}"
             )
-            if wait:
-                try:
-                    await handle.result()
-                except Exception as exc:  # the fork's own failure: shown, not a crash
-                    out.print(f"  failed: {lit(exc)}")
-                    return "failed"
+            if not wait:
+                return (await runner.get_run(handle.run_id)).status
+            try:
+                await handle.result()
+            except Exception as exc:  # the fork's own failure: one line, exit 1
+                hint = (
+                    f" (did --result have the shape step {at} recorded? see "
+                    f"`stalwart runs show {run_id} --json`)"
+                    if result is not None
+                    else ""
+                )
+                raise CLIError(
+                    f"fork {handle.run_id!r} of run {run_id!r} failed: "
+                    f"{type(exc).__name__}: {exc}{hint}"
+                ) from None
             return (await runner.get_run(handle.run_id)).status
 
     status = execute(go)

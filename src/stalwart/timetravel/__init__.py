@@ -21,13 +21,14 @@ from .export import (
     spawned_ids,
     write_export,
 )
-from .fork import LINEAGE_KEY, Lineage, Replace, fork, lineage
+from .fork import LINEAGE_KEY, ForkError, Lineage, Replace, fork, lineage
 from .keys import before, key_parts, sort_keys
 
 __all__ = [
     "FORMAT",
     "LINEAGE_KEY",
     "VERSION",
+    "ForkError",
     "Lineage",
     "Replace",
     "before",

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..core import codec
 from ..core.engine.execution import Execution
-from ..core.errors import CorruptedRecord, RunNotFound, StoreError
+from ..core.errors import CorruptedRecord, RunNotFound, StalwartError, StoreError
 from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, StepRecord, check_run_id
 from ..core.policy import Policy, as_policy
 from ..core.recorded import error_to_json
@@ -42,12 +42,18 @@ from ..runner.identity import read_inputs, run_inputs
 from ..runner.runner import Runner
 from ..stores.base import RunDump
 from .export import SPAWN_PREFIX, export_runs, spawn_record
-from .keys import before
+from .keys import before, sort_keys
 
-__all__ = ["LINEAGE_KEY", "LINEAGE_NAME", "Lineage", "Replace", "fork", "lineage"]
+__all__ = ["LINEAGE_KEY", "LINEAGE_NAME", "ForkError", "Lineage", "Replace", "fork", "lineage"]
 
 LINEAGE_KEY = "0"
 LINEAGE_NAME = "stalwart.fork"
+
+
+class ForkError(StalwartError, ValueError):
+    """A fork that cannot be made as asked: a step the run does not have, a
+    replacement of another shape than the step recorded, an id taken. It
+    names the run and the step; nothing has been written."""
 
 
 class _Unset:
@@ -137,11 +143,18 @@ async def fork(
     store = runner.store
     if store.ephemeral:
         raise StoreError("a fork replays recorded steps: it needs a durable store, not memory")
-    new_id = check_run_id(new_run_id) if new_run_id else f"{run_id}-fork-{int(time.time() * 1000)}"
+    try:
+        new_id = (
+            check_run_id(new_run_id) if new_run_id else f"{run_id}-fork-{int(time.time() * 1000)}"
+        )
+    except ValueError as exc:
+        raise ForkError(f"fork of run {run_id!r}: new_run_id: {exc}") from None
     dumps = await export_runs(store, run_id, children=True)
     original = dumps[0]
     if original.run.parent_id is not None:
-        raise ValueError(f"run {run_id!r} is a child run; fork its parent")
+        raise ForkError(f"run {run_id!r} is a child run; fork its parent")
+    if at is not None:
+        _has_step(run_id, at, [s.key for s in original.steps if s.key != LINEAGE_KEY])
     pol = as_policy(policy) if policy is not None else runner.find_policy(original.run.policy)
     if pol is None:
         raise RunNotFound(
@@ -153,10 +166,7 @@ async def fork(
     prefix = [s for s in original.steps if at is not None and s.key in steps and before(s.key, at)]
     changed = replace.changes()
     if at is not None and {"result", "error", "args"} & set(changed):
-        target = steps.get(at)
-        if target is None:
-            raise ValueError(f"run {run_id!r} has no recorded step {at!r} to replace")
-        prefix.append(await _replaced(target, replace, runner, new_id))
+        prefix.append(await _replaced(run_id, steps[at], replace, runner, new_id))
     inputs = original.run.inputs
     data = read_inputs(run_id, inputs)
     args, kwargs = list(data["args"]), dict(data["kwargs"])
@@ -181,12 +191,90 @@ async def fork(
     for child in _children(dumps[1:], copied, run_id):
         await store.import_run(renamed.child(child))
     if not await store.import_run(RunDump(run, [origin, *copied], [])):
-        raise ValueError(f"run {new_id!r} exists; choose another new_run_id")
+        raise ForkError(f"run {new_id!r} exists; choose another new_run_id")
     return await runner.start(pol, *args, run_id=new_id, **kwargs)
 
 
+def _has_step(run_id: str, at: str, keys: list[str]) -> None:
+    """``at`` is a step ``run_id`` recorded: a fork "at" any other key would
+    replay the whole run, or set the record of a step the code never made."""
+    if at in keys:
+        return
+    if not keys:
+        raise ForkError(
+            f"run {run_id!r} has no step {at!r}: it recorded no step; fork it without --at "
+            "(at=None) to run it again from the start"
+        )
+    ordered = sort_keys(keys)
+    shown = (
+        ", ".join(ordered)
+        if len(ordered) <= 12
+        else (", ".join(ordered[:8]) + ", ..., " + ", ".join(ordered[-3:]))
+    )
+    raise ForkError(
+        f"run {run_id!r} has no step {at!r}: its {len(ordered)} recorded step(s), from "
+        f"{ordered[0]!r} to {ordered[-1]!r}, are {shown}"
+    )
+
+
+def _kind(tree: Any, many: bool = False) -> str:
+    """A JSON tree's shape in words (its JSON type, or its codec tag):
+    ``a string``, ``a list of 'msg' values``; ``many``: the plural."""
+    if isinstance(tree, dict):
+        tag = tree.get("$t")
+        name = f"{tag!r} value" if isinstance(tag, str) else "object"
+    elif isinstance(tree, list):
+        inner = {_kind(v, many=True) for v in tree}
+        name = f"list of {inner.pop()}" if len(inner) == 1 else "list"
+    elif isinstance(tree, bool):
+        name = "boolean"
+    elif isinstance(tree, int | float):
+        name = "number"
+    elif isinstance(tree, str):
+        name = "string"
+    else:
+        return "nulls" if many else "null"
+    return f"{name}s" if many else f"an {name}" if name[0] in "aeio" else f"a {name}"
+
+
+def _same_shape(recorded: Any, new: Any) -> bool:
+    """Whether ``new`` has the shape of the recorded value: the same JSON type
+    (or codec tag) at the top, and for a list whose items are all of one
+    tagged kind (a model's messages), every item of that kind. ``null`` on
+    either side passes: an optional value."""
+    if recorded is None or new is None:
+        return True
+    if isinstance(recorded, list) and isinstance(new, list):
+        kinds = {_kind(v, many=True) for v in recorded}
+        one = kinds.pop() if len(kinds) == 1 else ""
+        return not one.endswith(" values") or all(_kind(v, many=True) == one for v in new)
+    return _kind(recorded) == _kind(new)
+
+
+def _check_shape(run_id: str, target: StepRecord, output: str) -> None:
+    """A replacement result of another shape than the step recorded would
+    only fail later, deep in the code that reads it (a model step's reply is
+    a list of messages, not a string): refused here, with the recorded
+    value as the example to follow."""
+    if target.output is None:
+        return  # the step recorded an error: any result may take its place
+    try:
+        recorded = json.loads(target.output)
+    except ValueError:
+        return
+    new = json.loads(output)
+    if _same_shape(recorded, new):
+        return
+    example = target.output if len(target.output) <= 400 else target.output[:400] + "..."
+    raise ForkError(
+        f"run {run_id!r}, step {target.key!r} ({target.name}): the new result is {_kind(new)}, "
+        f"but the step recorded {_kind(recorded)}; give a value of that shape, as "
+        f"`stalwart runs show {run_id} --json` prints the step's output, e.g. {example}"
+    )
+
+
 async def _replaced(
-    target: StepRecord, replace: Replace, runner: Runner, new_id: str
+    run_id: str, target: StepRecord, replace: Replace, runner: Runner, new_id: str
 ) -> StepRecord:
     """Step ``at``'s record as ``replace`` sets it, under its recorded identity."""
     now = time.time()
@@ -195,13 +283,15 @@ async def _replaced(
         if replace.error is not None:
             return copy(stored, output=None, error=error_to_json(replace.error), attempts=1)
         where = f"replaced result of step {target.key}"
-        return copy(stored, output=codec.dumps(replace.result, where), error=None, attempts=1)
+        output = codec.dumps(replace.result, where)
+        _check_shape(run_id, target, output)
+        return copy(stored, output=output, error=None, attempts=1)
     pol = (
         as_policy(replace.policy) if replace.policy is not None else runner.find_policy(target.name)
     )
     if pol is None:
-        raise ValueError(
-            f"step {target.key} is a call of {target.name!r}: "
+        raise ForkError(
+            f"run {run_id!r}, step {target.key} is a call of {target.name!r}: "
             "pass Replace(policy=...) to call it again"
         )
     pol.declare_types()
@@ -246,7 +336,7 @@ def _options(names: Any, given: Sequence[Any], runner: Runner) -> list[Policy[An
         bare = str(name).removeprefix("<policy ").removesuffix(">")
         pol = known.get(bare) or runner.find_policy(bare)
         if pol is None:
-            raise ValueError(f"option {bare!r} of the step: pass it in Replace(options=[...])")
+            raise ForkError(f"option {bare!r} of the step: pass it in Replace(options=[...])")
         out.append(pol)
     return out
 
