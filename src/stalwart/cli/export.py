@@ -15,18 +15,19 @@ import typer
 
 from ..stores.base import RunDump
 from ..timetravel.export import export_runs, import_runs, read_export, write_export
-from .command import DEFAULT_STORE, StoreOption, console, execute, lit, open_store
+from .command import DEFAULT_STORE, CLIError, StoreOption, console, execute, lit, open_store
 
 __all__ = ["export_run", "import_run"]
 
 
 def export_run(
-    run_id: Annotated[str, typer.Argument(help="The run's id.")],
+    run_id: Annotated[str, typer.Argument(help="The run's id.", metavar="RUN")],
     children: Annotated[
         bool, typer.Option("--children", help="Also the child runs it spawned, theirs included.")
     ] = False,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write to this file, not stdout."),
     ] = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
@@ -50,17 +51,29 @@ def export_run(
 
 
 def import_run(
-    source: Annotated[Path, typer.Argument(help="An export file (JSON Lines), or - for stdin.")],
+    source: Annotated[
+        Path, typer.Argument(help="An export file (JSON Lines), or - for stdin.", metavar="FILE")
+    ],
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Import the runs of an export; a run id the store has already is left as it is."""
 
     async def go() -> tuple[list[str], int]:
-        dumps = read_export(sys.stdin) if str(source) == "-" else read_export(source)
+        from ..core.errors import CorruptedRecord
+
+        name = "<stdin>" if str(source) == "-" else str(source)
+        try:
+            dumps = read_export(sys.stdin) if str(source) == "-" else read_export(source)
+        except OSError as exc:
+            raise CLIError(f"cannot read {name!r}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise CLIError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
         st = open_store(store, must_exist=False)
         await st.open()
         try:
             return await import_runs(st, dumps), len(dumps)
+        except CorruptedRecord as exc:
+            raise CLIError(f"{name}: {exc}; nothing was imported") from None
         finally:
             await st.close()
 

@@ -24,10 +24,17 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, get_args
 
 from ..core.errors import CorruptedRecord, RunNotFound
-from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, StepRecord, check_run_id
+from ..core.ledger import (
+    CHILD_MARK,
+    TERMINAL,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    check_run_id,
+)
 from ..core.stepargs import check_references, expanding, stored_args
 from ..stores.base import RunDump, SignalRecord, Store, run_from_row
 from .keys import key_parts
@@ -60,6 +67,35 @@ _STEP_TYPES: dict[str, tuple[type, ...]] = {
     "finished_at": (int, float),
     "kind": (str,),
 }
+_TEXT = (str,)
+_TEXT_OR_NULL = (str, type(None))
+_TIME = (int, float)
+_TIME_OR_NULL = (int, float, type(None))
+# Every field a run line may hold, and its JSON type: checked before the
+# record is built, so a value of another type is an error naming the file,
+# the line and the field, not a TypeError (or worse, a run) further on.
+_RUN_TYPES: dict[str, tuple[type, ...]] = {
+    "id": _TEXT,
+    "policy": _TEXT,
+    "inputs": _TEXT,
+    "status": _TEXT,
+    "result": _TEXT_OR_NULL,
+    "error": _TEXT_OR_NULL,
+    "created_at": _TIME,
+    "updated_at": _TIME,
+    "code_version": _TEXT,
+    "wake_at": _TIME_OR_NULL,
+    "waiting_for": _TEXT_OR_NULL,
+    "owner": _TEXT_OR_NULL,
+    "lease_expires_at": _TIME_OR_NULL,
+    "fence": (int,),
+    "cancel_requested": (bool,),
+    "queue": _TEXT,
+    "priority": (int,),
+    "parent_id": _TEXT_OR_NULL,
+    "trace": _TEXT_OR_NULL,
+}
+_STATUSES: tuple[str, ...] = get_args(RunStatus)
 _RUN_TIMES = ("created_at", "updated_at", "wake_at", "lease_expires_at")
 _STEP_TIMES = ("started_at", "finished_at")
 _SIGNAL_TIMES = ("created_at",)
@@ -171,10 +207,13 @@ def _read(lines: Iterable[str], where: str) -> list[RunDump]:
         raise CorruptedRecord(f"{where}: empty, not a Stalwart export")
     header = _object(first[1], f"{where}:{first[0]}")
     if header.get("format") != FORMAT:
-        raise CorruptedRecord(f"{where}:1: not a Stalwart export (format {header.get('format')!r})")
-    if header.get("version") != VERSION:
         raise CorruptedRecord(
-            f"{where}:1: export version {header.get('version')!r}; this Stalwart reads {VERSION}"
+            f"{where}:{first[0]}: not a Stalwart export (format {header.get('format')!r})"
+        )
+    version = header.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version != VERSION:
+        raise CorruptedRecord(
+            f"{where}:{first[0]}: export version {version!r}; this Stalwart reads {VERSION}"
         )
     for n, text in numbered:
         at = f"{where}:{n}"
@@ -187,7 +226,13 @@ def _read(lines: Iterable[str], where: str) -> list[RunDump]:
             dumps[run.id] = RunDump(run, [], [])
             keys[run.id] = set()
             continue
-        owner = dumps.get(obj.get("run"))  # type: ignore[arg-type]
+        ref = obj.get("run")
+        if not isinstance(ref, str):
+            raise CorruptedRecord(
+                f"{at}: field 'run' of a {str(kind)[:20]!r} line holds "
+                f"{type(ref).__name__}, not a string (the id of a run listed before it)"
+            )
+        owner = dumps.get(ref)
         if owner is None:
             raise CorruptedRecord(f"{at}: field 'run' names no run listed before it")
         if kind == "step":
@@ -280,7 +325,25 @@ def _run(value: Any, at: str) -> RunRecord:
         raise CorruptedRecord(f"{at}: field 'run' is not an object")
     defaults = RunRecord("", "", "")
     # Fields this version does not know are left out; missing ones take
-    # their defaults (an export from an older or newer Stalwart).
+    # their defaults (an export from an older or newer Stalwart), except
+    # those no run is without.
+    for name in ("id", "policy", "inputs"):
+        if name not in value:
+            raise CorruptedRecord(f"{at}: run: field {name!r} is missing")
+    for name, kinds in _RUN_TYPES.items():
+        if name not in value:
+            continue
+        v = value[name]
+        if not isinstance(v, kinds) or (isinstance(v, bool) and bool not in kinds):
+            raise CorruptedRecord(
+                f"{at}: run: field {name!r} holds {'null' if v is None else type(v).__name__}, "
+                f"not {' or '.join('null' if k is type(None) else k.__name__ for k in kinds)}"
+            )
+    if value.get("status", "pending") not in _STATUSES:
+        raise CorruptedRecord(
+            f"{at}: run: field 'status' is {str(value['status'])[:40]!r}, "
+            f"not one of {', '.join(_STATUSES)}"
+        )
     row = [value.get(name, getattr(defaults, name)) for name in _RUN_FIELDS]
     try:
         run = run_from_row(row)
@@ -321,7 +384,13 @@ async def import_runs(store: Store, dumps: Iterable[RunDump]) -> list[str]:
     held by nobody: the process that held it does not exist here. Its fence
     is at least 1 when it has steps, so the first claim here loads and
     replays them (a first claim, fence 0 to 1, has nothing to replay).
+
+    A child run comes with its parent, or into a store that has its parent:
+    an orphan would be executed by a worker with no run to hand its result
+    to. Such an import is refused before anything is written.
     """
+    dumps = list(dumps)
+    await _parents_known(store, dumps)
     done: list[str] = []
     for dump in dumps:
         run = dump.run
@@ -335,3 +404,18 @@ async def import_runs(store: Store, dumps: Iterable[RunDump]) -> list[str]:
         if await store.import_run(dump):
             done.append(run.id)
     return done
+
+
+async def _parents_known(store: Store, dumps: list[RunDump]) -> None:
+    """Every child run among ``dumps`` has its parent among them or in ``store``."""
+    ids = {d.run.id for d in dumps}
+    for dump in dumps:
+        parent = dump.run.parent_id
+        if parent is None or parent in ids:
+            continue
+        if await store.get_run(parent) is None:
+            raise CorruptedRecord(
+                f"run {dump.run.id[:80]!r} is a child run of {parent[:80]!r}, which is neither "
+                "in this export nor in the store: export the parent with its children "
+                f"(`stalwart runs export {parent[:80]} --children`) and import that"
+            )
