@@ -40,10 +40,14 @@ def seed_sync(url: str) -> None:
 
 @contextlib.asynccontextmanager
 async def client(
-    url: str, *, token: str | None = None, hosts: tuple[str, ...] | None = ("127.0.0.1",)
+    url: str,
+    *,
+    token: str | None = None,
+    hosts: tuple[str, ...] | None = ("127.0.0.1",),
+    policies: tuple[object, ...] = (),
 ) -> AsyncIterator[httpx.AsyncClient]:
     """An httpx client on the inspector's ASGI app, its lifespan run."""
-    app = create_app(url, token=token, hosts=hosts)
+    app = create_app(url, token=token, hosts=hosts, policies=policies)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:

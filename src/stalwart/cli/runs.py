@@ -130,8 +130,17 @@ def show_run(
     full: Annotated[bool, typer.Option("--full", help="Do not shorten values.")] = False,
     as_json: JsonOption = False,
     store: StoreOption = DEFAULT_STORE,
+    app_spec: Annotated[
+        str,
+        typer.Option(
+            "--app",
+            metavar="MODULE",
+            help="Your policies (as `worker --app`): inputs are shown by parameter name.",
+        ),
+    ] = "",
 ) -> None:
     """Show a run: status, inputs, outcome, and its steps as a tree by key."""
+    from .apps import app_policies
     from .render.data import run_data, step_data
     from .render.runs import run_header
     from .render.steps import steps_tree
@@ -146,7 +155,8 @@ def show_run(
             print_json({"run": run_data(rec, values=True), "steps": [step_data(s) for s in steps]})
             return
         screen = console()
-        screen.print(run_header(rec, limit=None if full else 300))
+        known = {p.name: p for p in app_policies(app_spec)} if app_spec else {}
+        screen.print(run_header(rec, limit=None if full else 300, policy=known.get(rec.policy)))
         if steps:
             screen.print(steps_tree(steps, f"{len(steps)} recorded steps", limit=limit))
         else:

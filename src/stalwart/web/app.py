@@ -9,8 +9,9 @@ no policies, so it could not execute one if it tried.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -21,6 +22,7 @@ from starlette.staticfiles import StaticFiles
 from ..core.access import LOOPBACK_NAMES, check_tokens, is_loopback
 from ..core.errors import StoreError
 from ..runner import Runner
+from ..runner.registry import Registry
 from ..stores import Store
 from . import views
 from .security import Guard, new_token
@@ -36,6 +38,7 @@ def create_app(
     token: str | None = None,
     hosts: Collection[str] | None = tuple(LOOPBACK_NAMES),
     refresh: float = 2.0,
+    policies: Iterable[Any] = (),
 ) -> Starlette:
     """The inspector for ``store`` (a URL or an unopened Store).
 
@@ -44,6 +47,9 @@ def create_app(
     ``hosts``: the host names requests may address (None: any; see
     :class:`.security.Guard`).
     ``refresh``: seconds between live updates of a page.
+    ``policies``: the application's policies, when at hand: their
+    parameters name a run's inputs on its page (never given to the runner:
+    the inspector still executes nothing).
     """
     runner = Runner(store, recover=False, poll_interval=5.0)
     if runner.store.ephemeral:
@@ -77,6 +83,9 @@ def create_app(
     )
     app.state.runner = runner
     app.state.refresh = refresh
+    app.state.policies = Registry()
+    for target in policies:
+        app.state.policies.register(target)
     return app
 
 

@@ -23,9 +23,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ..core.errors import RunNotFound, StoreUnavailable
+from ..core.inputs import inputs_by_name
 from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord
+from ..core.policy import Policy
 from ..core.stepargs import expanding
 from ..runner import Runner
+from ..runner.registry import Registry
 from ..stores import Store
 from .conversation import bubbles, pending_ask, usage_by_model
 from .live import SHOWN, Memory, WaitMark, parse_shown, same_shown, shown_token
@@ -35,9 +38,11 @@ from .values import (
     RUN_FIELDS,
     STEP_FIELDS,
     age,
+    cut,
     error_summary,
     fmt_duration,
     fmt_time,
+    load,
     parse_time,
     pretty,
     run_duration,
@@ -263,6 +268,23 @@ def _secret(request: Request) -> str:
     return str(getattr(request.state, "csrf", ""))
 
 
+def _policy(request: Request, name: str) -> Policy[Any, Any] | None:
+    """The policy a run row names, when the app was given it (``create_app(
+    policies=...)``): read for its parameters' names only, never executed."""
+    known: Registry | None = getattr(request.app.state, "policies", None)
+    return None if known is None else known.find(name)
+
+
+def _inputs(request: Request, run: RunRecord) -> Any:
+    """A run's inputs as shown: by parameter name when its policy is known
+    here (:func:`~stalwart.core.inputs.inputs_by_name`), else as recorded."""
+    href = value_link(run.id, "inputs")
+    named = inputs_by_name(load(run.inputs), _policy(request, run.policy))
+    if named is None:
+        return shown(run.inputs, href)
+    return cut(json.dumps(named, indent=2, ensure_ascii=False), href)
+
+
 async def _run_context(
     request: Request, run: RunRecord, steps: dict[str, StepRecord]
 ) -> dict[str, Any]:
@@ -277,7 +299,7 @@ async def _run_context(
     signal_name = _waits_for_signal(run)
     return {
         "run": run,
-        "inputs": shown(run.inputs, value_link(run.id, "inputs")),
+        "inputs": _inputs(request, run),
         "result": shown(run.result, value_link(run.id, "result")),
         "error": shown(run.error, value_link(run.id, "error")),
         "usage": usage_by_model(run, steps),

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ...core.inputs import inputs_by_name
 from ...core.ledger import TERMINAL, RunRecord
 from ...core.message import Message
+from ...core.policy import Policy
 from ...core.redact import printable
 from .times import relative, when
 from .values import error_text, is_messages, message_line, stored, value_text
@@ -72,8 +75,16 @@ def runs_table(runs: Iterable[RunRecord], title: str) -> Table:
     return table
 
 
-def _inputs_text(inputs: str, limit: int | None) -> Text:
+def _inputs_text(inputs: str, limit: int | None, policy: Policy[Any, Any] | None) -> Text:
+    """``a, b, k=v`` as recorded, or ``x=a, y=b, k=v`` when the run's
+    ``policy`` is known here (:func:`~stalwart.core.inputs.inputs_by_name`)."""
     data = stored(inputs)
+    named = inputs_by_name(data, policy)
+    if named is not None:
+        return Text(
+            printable(", ".join(f"{k}={value_text(v, limit)}" for k, v in named.items()))
+            or "(none)"
+        )
     args, kwargs = (data.get("args"), data.get("kwargs")) if isinstance(data, dict) else (0, 0)
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         return Text(value_text(data, limit))
@@ -82,7 +93,11 @@ def _inputs_text(inputs: str, limit: int | None) -> Text:
     return Text(printable(", ".join(parts)) or "(none)")
 
 
-def run_header(rec: RunRecord, *, limit: int | None = 200) -> Panel:
+def run_header(
+    rec: RunRecord, *, limit: int | None = 200, policy: Policy[Any, Any] | None = None
+) -> Panel:
+    """A run's header; its inputs by parameter name when ``policy`` (the
+    one the run names) is known here."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
@@ -97,7 +112,7 @@ def run_header(rec: RunRecord, *, limit: int | None = 200) -> Panel:
     if rec.status == "running" and rec.lease_expires_at is not None:
         lease = f"{when(rec.lease_expires_at)} (fence {rec.fence})"
         grid.add_row("lease until", Text(printable(lease)))
-    grid.add_row("inputs", _inputs_text(rec.inputs, limit))
+    grid.add_row("inputs", _inputs_text(rec.inputs, limit, policy))
     body: list[RenderableType] = [grid]
     if rec.status == "succeeded":
         value = stored(rec.result)
