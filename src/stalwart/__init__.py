@@ -2,6 +2,9 @@
 
 A policy is a plain async function; the runtime runs the action calls it asks
 for, records every step in a ledger, and resumes a run that died by replay.
+
+S1 to S14, cited throughout the code, are the clauses of the durability
+contract, stated in docs/durability.md ("The contract").
 """
 
 from .core.context import Context
