@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -32,6 +32,9 @@ from ..stores import Store
 from . import routes
 from .openapi import openapi_document
 from .security import Guard
+
+if TYPE_CHECKING:
+    from .server import Limits
 
 __all__ = ["create_app", "serve"]
 
@@ -163,15 +166,19 @@ def serve(
     concurrency: int | None = None,
     say: Callable[[str], object] | None = None,
     max_streams: int = routes.MAX_STREAMS,
+    limits: Limits | None = None,
 ) -> None:
     """Serve the API with uvicorn until interrupted.
 
     Tokens are required unless ``no_auth``, which only a loopback ``host``
     may use. The banner names the address, the policies, the role and the
-    number of tokens, never a token.
+    number of tokens, never a token. ``limits``: the deadlines and the
+    connection count that hold against slow clients (:class:`.server.Limits`;
+    its defaults when None).
     """
-    import uvicorn
+    from .server import Limits, run
 
+    limits = Limits() if limits is None else limits
     local = is_loopback(host)
     if no_auth and tokens:
         raise ValueError("give tokens or no_auth, not both")
@@ -203,10 +210,11 @@ def serve(
         f"stalwart serve: http://{shown}:{port}/ ({names}); {role}; {auth}; "
         f"OpenAPI at /openapi.json"
     )
-    uvicorn.run(
+    run(
         app,
         host=host,
         port=port,
+        limits=limits,
         log_level="warning",
         access_log=False,
         server_header=False,

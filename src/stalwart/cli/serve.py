@@ -17,9 +17,40 @@ import typer
 from .apps import AppOption, app_policies
 from .command import DEFAULT_STORE, CLIError, StoreOption, fail, open_store
 
-__all__ = ["serve"]
+__all__ = [
+    "BodyTimeoutOption",
+    "HeaderTimeoutOption",
+    "IdleTimeoutOption",
+    "MaxConnectionsOption",
+    "serve",
+]
 
 TOKENS_ENV = "STALWART_API_TOKENS"
+
+# What a client may hold of a server, shared by ``stalwart serve`` and
+# ``stalwart ui`` (the defaults are those of stalwart.api.server.Limits).
+HeaderTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--header-timeout", help="seconds a request's headers may take to arrive (then 408)"
+    ),
+]
+BodyTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--body-timeout", help="seconds a request's body may take after its headers (then 408)"
+    ),
+]
+IdleTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--idle-timeout", help="seconds a connection may send nothing before it is closed"
+    ),
+]
+MaxConnectionsOption = Annotated[
+    int,
+    typer.Option("--max-connections", help="most connections held at once (then 503 and close)"),
+]
 
 
 def serve(
@@ -56,15 +87,21 @@ def serve(
         int,
         typer.Option("--max-streams", min=1, help="most event streams served at once (then 503)"),
     ] = 100,
+    header_timeout: HeaderTimeoutOption = 10.0,
+    body_timeout: BodyTimeoutOption = 30.0,
+    idle_timeout: IdleTimeoutOption = 5.0,
+    max_connections: MaxConnectionsOption = 500,
 ) -> None:
     """Serve an HTTP API: start, read, list, stream, signal and cancel runs of --app's policies."""
     from ..api import serve as serve_api
+    from ..api.server import Limits
     from ..core.errors import StalwartError
 
     tokens = list(token or [])
     if not tokens and not no_auth:
         tokens = [t.strip() for t in os.environ.get(TOKENS_ENV, "").split(",") if t.strip()]
     try:
+        limits = Limits(header_timeout, body_timeout, idle_timeout, max_connections)
         policies = app_policies(app_spec)
         serve_api(
             open_store(store, must_exist=False),
@@ -77,8 +114,9 @@ def serve(
             static=static,
             concurrency=concurrency,
             max_streams=max_streams,
+            limits=limits,
         )
     except CLIError as exc:
         fail(str(exc), exc.code)
-    except (ValueError, StalwartError) as exc:  # no tokens, a short one, a bad static folder
+    except (ValueError, StalwartError) as exc:  # no tokens, a short one, a bad folder or limit
         fail(f"serve: {exc}", 2)

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from .command import DEFAULT_STORE, StoreOption, fail
+from .serve import BodyTimeoutOption, HeaderTimeoutOption, IdleTimeoutOption, MaxConnectionsOption
 
 __all__ = ["ui"]
 
@@ -24,12 +25,19 @@ def ui(
             "(made up and printed when bound beyond loopback)"
         ),
     ] = None,
+    header_timeout: HeaderTimeoutOption = 10.0,
+    body_timeout: BodyTimeoutOption = 30.0,
+    idle_timeout: IdleTimeoutOption = 5.0,
+    max_connections: MaxConnectionsOption = 500,
 ) -> None:
     """Open the web inspector: runs, steps, conversations, approvals waiting for a human."""
+    from ..api.server import Limits
     from ..core.errors import StalwartError
     from ..web import serve
 
     try:
-        serve(store, host=host, port=port, token=token)  # the banner in plain print: never wrapped
-    except (ValueError, StalwartError) as exc:  # a weak token, a store it cannot inspect
+        limits = Limits(header_timeout, body_timeout, idle_timeout, max_connections)
+        # The banner in plain print: never wrapped.
+        serve(store, host=host, port=port, token=token, limits=limits)
+    except (ValueError, StalwartError) as exc:  # a weak token or limit, a store it cannot inspect
         fail(f"ui: {exc}", 2)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 from starlette.applications import Starlette
@@ -26,6 +27,9 @@ from ..runner.registry import Registry
 from ..stores import Store
 from . import views
 from .security import Guard, new_token
+
+if TYPE_CHECKING:
+    from ..api.server import Limits
 
 __all__ = ["create_app", "serve"]
 
@@ -96,15 +100,19 @@ def serve(
     token: str | None = None,
     *,
     say: Callable[[str], object] | None = None,
+    limits: Limits | None = None,
 ) -> None:
     """Serve the inspector until interrupted.
 
     On a loopback address no token is needed unless one is given; bound
     anywhere else, a token is required, made up here if not given, and
-    printed with the address to open.
+    printed with the address to open. ``limits``: the deadlines and the
+    connection count that hold against slow clients
+    (:class:`stalwart.api.server.Limits`; its defaults when None).
     """
-    import uvicorn
+    from ..api.server import Limits, run
 
+    limits = Limits() if limits is None else limits
     local = is_loopback(host)
     if token is not None:
         check_tokens([token], "--token")  # the words a user typed: ``stalwart ui`` calls this
@@ -119,7 +127,7 @@ def serve(
     if token is not None:
         url += f"?token={token}"
     (say or _say)(f"stalwart ui: open {url}")
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+    run(app, host=host, port=port, limits=limits, log_level="warning", server_header=False)
 
 
 def _say(text: str) -> None:
