@@ -15,6 +15,7 @@ import json
 import math
 from typing import Any
 
+from ..core.inputs import inputs_by_name
 from ..core.ledger import RunRecord, StepRecord
 from ..core.policy import Policy
 from .models import ErrorInfo, Run, Step
@@ -64,17 +65,11 @@ def error_info(text: str | None) -> ErrorInfo | None:
 
 def named_inputs(rec: RunRecord, pol: Policy[Any, Any] | None) -> Any:
     """A run's inputs by parameter name when its policy is known here (the
-    ledger binds them positionally), else as recorded (``args``, ``kwargs``)."""
+    ledger binds them positionally), else as recorded (``args``, ``kwargs``):
+    :func:`~stalwart.core.inputs.inputs_by_name`, as every surface names them."""
     tree = plain(load(rec.inputs))
-    if pol is None or not isinstance(tree, dict):
-        return tree
-    args, kwargs = tree.get("args"), tree.get("kwargs")
-    if not isinstance(args, list) or not isinstance(kwargs, dict):
-        return tree
-    names = [p.name for p in pol.signature.params]
-    if len(args) > len(names):
-        return tree  # *args: positions without names
-    return {**dict(zip(names, args, strict=False)), **kwargs}
+    named = inputs_by_name(tree, pol)
+    return tree if named is None else named
 
 
 def finite(when: float | None) -> float | None:
