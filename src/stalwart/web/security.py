@@ -23,15 +23,15 @@ console, even on a laptop:
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from urllib.parse import quote, urlencode
 
-from starlette.datastructures import URL
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from ..core import access
 
-__all__ = ["Guard", "new_token"]
+__all__ = ["Guard", "local_target", "new_token"]
 
 TOKEN_COOKIE = "stalwart_token"
 CSRF_FIELD = "csrf"
@@ -82,8 +82,7 @@ class Guard:
         if self._tokens.accepts(given):
             # Set the cookie and drop the token from the address bar.
             query = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-            target = URL(request.url.path).include_query_params(**dict(query))
-            redirect = RedirectResponse(str(target) if query else request.url.path, 303)
+            redirect = RedirectResponse(local_target(request.url.path, query), 303)
             redirect.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
             return redirect
         if self._tokens.accepts(access.bearer(request.headers.get("authorization", ""))):
@@ -95,6 +94,20 @@ class Guard:
             "(…/?token=…), or send 'Authorization: Bearer <token>'",
             401,
         )
+
+
+def local_target(path: str, query: Sequence[tuple[str, str]] = ()) -> str:
+    """A redirect's ``Location`` that is a path on this server, whatever the
+    request's path held.
+
+    A browser reads ``//host/…`` (and ``/\\host``, and either with tabs or
+    newlines between, which it drops) as another site: leading slashes and
+    backslashes become one slash, and everything but ``/`` and the unreserved
+    characters is percent-encoded, so no character in the target can turn it
+    into an address elsewhere.
+    """
+    target = quote("/" + path.lstrip("/\\"), safe="/")
+    return f"{target}?{urlencode(query)}" if query else target
 
 
 def check_post(request: Request, form_csrf: object) -> str | None:
