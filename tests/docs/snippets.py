@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import codeop
 import contextlib
 import functools
 import os
@@ -76,6 +77,24 @@ def awaits_at_top_level(source: str) -> bool:
     return False
 
 
+def repl_error(source: str) -> str | None:
+    """Why ``source``, pasted line by line into ``python -m asyncio``, fails
+    to compile there, or None. The REPL ends a compound statement at a blank
+    line only, so a statement straight after an indented block is an error."""
+    compiler = codeop.CommandCompiler()
+    compiler.compiler.flags |= ast.PyCF_ALLOW_TOP_LEVEL_AWAIT  # as the asyncio REPL does
+    pending: list[str] = []
+    for number, line in enumerate([*source.splitlines(), ""], start=1):
+        pending.append(line)
+        try:
+            done = compiler("\n".join(pending), "<console>", "single")
+        except (SyntaxError, ValueError, OverflowError) as exc:
+            return f"line {number} of the block: {exc}"
+        if done is not None:
+            pending = []
+    return None
+
+
 def _section_before(text: str, start: int) -> str:
     """The page's text from the heading above ``start`` (outside code blocks) to it."""
     lines = text[:start].splitlines(keepends=True)
@@ -111,6 +130,11 @@ def await_refusal(text: str, start: int, source: str) -> str | None:
         return (
             f"is marked {AWAIT_MARK} but its section does not say, above it, how to "
             f"run it: a sentence naming `{HOW_TO_RUN}` (or an `async def`)"
+        )
+    if marked and (error := repl_error(source)) is not None:
+        return (
+            f"is marked {AWAIT_MARK} but fails pasted into `{HOW_TO_RUN}` ({error}): "
+            "leave a blank line after each indented block, none inside one"
         )
     return None
 

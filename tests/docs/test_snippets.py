@@ -108,3 +108,15 @@ def test_a_mark_on_a_block_that_needs_none_is_refused(tmp_path: Path) -> None:
     needless = f"# A page\n\nIn `python -m asyncio`:\n\n{AWAIT_MARK}\n```python\nx = 1\n```\n"
     with pytest.raises(AssertionError, match="has no top-level await"):
         run_page(_page(tmp_path, needless))
+
+
+def test_a_marked_block_that_the_asyncio_repl_cannot_take_is_refused(tmp_path: Path) -> None:
+    # Pasted into `python -m asyncio`, `print` right after the loop's body is
+    # a SyntaxError: the REPL ends a compound statement at a blank line only.
+    loop = "for n in range(2):\n    await asyncio.sleep(0)\nprint(n)\n"
+    told = BARE.replace("Start a run:\n", f"In `python -m asyncio`:\n\n{AWAIT_MARK}").replace(
+        "await asyncio.sleep(0)\n", loop
+    )
+    with pytest.raises(AssertionError, match="fails pasted into `python -m asyncio`"):
+        run_page(_page(tmp_path, told))
+    assert run_page(_page(tmp_path, told.replace("\nprint(n)", "\n\nprint(n)"))) == (1, [])
