@@ -24,7 +24,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..core.access import LOOPBACK_NAMES, check_tokens, is_loopback
+from ..core.access import LOOPBACK_NAMES, check_tokens, is_loopback, loopback_hosts
 from ..core.errors import StoreError
 from ..core.policy import Policy, as_policy
 from ..runner import Runner
@@ -196,7 +196,7 @@ def serve(
         store,
         policies,
         tokens=tokens,
-        hosts=tuple(LOOPBACK_NAMES) if local else None,
+        hosts=loopback_hosts(host) if local else None,
         execute=execute,
         static=static,
         concurrency=concurrency,

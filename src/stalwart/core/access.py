@@ -13,6 +13,7 @@ can use it, and it never logs nor returns a token.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import ipaddress
@@ -30,7 +31,9 @@ __all__ = [
     "host_names",
     "host_of",
     "is_loopback",
+    "loopback_hosts",
     "same_origin",
+    "url_host",
 ]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -63,6 +66,28 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def loopback_hosts(bound: str) -> frozenset[str]:
+    """The host names a server bound to the loopback address ``bound``
+    answers to: the loopback names and that address itself (a server on
+    127.0.0.2 is reached as 127.0.0.2, which no name in
+    :data:`LOOPBACK_NAMES` is), as :func:`host_of` reads a ``Host``."""
+    address = bound.strip("[]").lower()
+    names = set(LOOPBACK_NAMES) | {address}
+    with contextlib.suppress(ValueError):  # a name (localhost) is kept as given
+        names.add(ipaddress.ip_address(address).compressed)  # 0:0::1 is addressed as ::1
+    return frozenset(names)
+
+
+def url_host(bound: str) -> str:
+    """How a URL names the address a server is bound to: ``localhost`` for
+    127.0.0.1 and ``localhost`` (what a person types), else the address
+    itself, an IPv6 one in brackets; never a name that resolves elsewhere."""
+    address = bound.strip("[]")
+    if address.lower() in ("127.0.0.1", "localhost"):
+        return "localhost"
+    return f"[{address}]" if ":" in address else address
 
 
 def host_names(hosts: Collection[str] | None) -> frozenset[str] | None:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -20,7 +19,7 @@ from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..core.access import LOOPBACK_NAMES, check_tokens, is_loopback
+from ..core.access import LOOPBACK_NAMES, check_tokens, is_loopback, loopback_hosts, url_host
 from ..core.errors import StoreError
 from ..runner import Runner
 from ..runner.registry import Registry
@@ -106,8 +105,8 @@ def serve(
 
     On a loopback address no token is needed unless one is given; bound
     anywhere else, a token is required, made up here if not given, and
-    printed with the address to open. ``limits``: the deadlines and the
-    connection count that hold against slow clients
+    printed with the address to open (an address it listens on). ``limits``:
+    the deadlines and the connection count that hold against slow clients
     (:class:`stalwart.api.server.Limits`; its defaults when None).
     """
     from ..api.server import Limits, run
@@ -118,12 +117,9 @@ def serve(
         check_tokens([token], "--token")  # the words a user typed: ``stalwart ui`` calls this
     if not local and token is None:
         token = new_token()
-    hosts = tuple(LOOPBACK_NAMES) if local else None
+    hosts = loopback_hosts(host) if local else None
     app = create_app(store_url, token=token, hosts=hosts)
-    shown = "localhost" if local else host
-    if ":" in shown:
-        shown = f"[{shown}]"
-    url = f"http://{shown}:{port}/"
+    url = f"http://{url_host(host)}:{port}/"
     if token is not None:
         url += f"?token={token}"
     (say or _say)(f"stalwart ui: open {url}")
