@@ -40,7 +40,7 @@ def _json(text: str | None, what: str) -> Any:
         json.loads(text)
         return codec.loads(text, what)
     except ValueError as exc:
-        raise CLIError(f"{what} is not JSON: {exc}") from None
+        raise CLIError(f"{what} is not JSON ({exc}): {text[:200]!r}", code=2) from None
 
 
 _RESULT_HELP = (

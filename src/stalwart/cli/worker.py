@@ -12,7 +12,17 @@ from typing import Annotated
 import typer
 
 from .apps import AppOption, app_policies
-from .command import DEFAULT_STORE, StoreOption, console, execute, lit, open_store, store_url
+from .command import (
+    DEFAULT_STORE,
+    CLIError,
+    StoreOption,
+    console,
+    execute,
+    fail,
+    lit,
+    open_store,
+    store_url,
+)
 from .logs import LogFormat, LogLevel, configure_logging
 
 __all__ = ["worker"]
@@ -23,12 +33,18 @@ def worker(
     app_spec: AppOption = "",
     queue: Annotated[
         list[str] | None,
-        typer.Option("--queue", "-q", help="queue to take runs from (repeat; default: all)"),
+        typer.Option(
+            "--queue", "-q", metavar="NAME", help="queue to take runs from (repeat; default: all)"
+        ),
     ] = None,
-    concurrency: Annotated[int, typer.Option(help="most runs this worker executes at once")] = 50,
-    lease: Annotated[float, typer.Option(help="seconds a claim lasts without a heartbeat")] = 30.0,
+    concurrency: Annotated[
+        int, typer.Option(metavar="N", help="most runs this worker executes at once")
+    ] = 50,
+    lease: Annotated[
+        float, typer.Option(metavar="SECONDS", help="seconds a claim lasts without a heartbeat")
+    ] = 30.0,
     shutdown_timeout: Annotated[
-        float, typer.Option(help="seconds held runs may finish after SIGTERM")
+        float, typer.Option(metavar="SECONDS", help="seconds held runs may finish after SIGTERM")
     ] = 30.0,
     log_level: Annotated[
         LogLevel,
@@ -45,6 +61,15 @@ def worker(
     INFO. With ``--log-format json`` nothing else is printed, so a log
     pipeline reads only JSON.
     """
+    if not app_spec:
+        # A worker executes runs only under the policies --app provides (S13):
+        # without any it would claim nothing and tick no schedule, for ever.
+        fail(
+            "stalwart worker needs --app MODULE (or MODULE:ATTR, or a file.py): it executes "
+            "runs only under the policies --app provides, and without any it would serve "
+            "for ever doing nothing",
+            2,
+        )
     configure_logging(log_level, log_format)
     log = logging.getLogger("stalwart.worker")
     human = log_format is LogFormat.text
@@ -52,7 +77,13 @@ def worker(
     async def go() -> None:
         from ..runner import Runner
 
-        policies = app_policies(app_spec) if app_spec else []
+        policies = app_policies(app_spec)
+        if not policies:
+            raise CLIError(
+                f"--app {app_spec!r} provides no policy: a worker under it would execute "
+                "nothing; name the module that defines your policies, or MODULE:ATTR",
+                code=2,
+            )
         runner = Runner(
             open_store(store, must_exist=False),
             policies=policies,
@@ -61,7 +92,7 @@ def worker(
             lease=lease,
             shutdown_timeout=shutdown_timeout,
         )
-        names = ", ".join(sorted({p.name for p in policies})) or "(none)"
+        names = ", ".join(sorted({p.name for p in policies}))
         queues = ", ".join(queue) if queue else "all"
         where = store_url(runner)
         if human:
