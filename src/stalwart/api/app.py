@@ -23,8 +23,15 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..core.access import LOOPBACK_NAMES, check_tokens, is_loopback, loopback_hosts
+from ..core.access import (
+    LOOPBACK_NAMES,
+    SECURITY_HEADERS,
+    check_tokens,
+    is_loopback,
+    loopback_hosts,
+)
 from ..core.errors import StoreError
 from ..core.policy import Policy, as_policy
 from ..runner import Runner
@@ -34,9 +41,9 @@ from .openapi import openapi_document
 from .security import Guard
 
 if TYPE_CHECKING:
-    from .server import Limits
+    from ..core.serving import Limits
 
-__all__ = ["create_app", "serve"]
+__all__ = ["ServerErrors", "create_app", "serve"]
 
 MAX_BODY = 1 << 20  # bytes of a request body: inputs and signals, not uploads
 
@@ -143,6 +150,7 @@ def create_app(
     app = Starlette(
         routes=api_routes,
         middleware=[
+            Middleware(ServerErrors),  # outermost of ours: it answers for the Guard too
             Middleware(Guard, tokens=tokens, hosts=hosts, static=static is not None),
         ],
         exception_handlers=routes.ERROR_HANDLERS,
@@ -151,6 +159,48 @@ def create_app(
     app.state.api = api
     app.state.runner = runner
     return app
+
+
+class ServerErrors:
+    """ASGI middleware: an exception no handler took is answered as every
+    other error is, a JSON problem (500), with the security headers every
+    other response carries, naming its type and nothing of its text (which
+    may quote ledger data); then raised on, for the server to log.
+
+    Starlette's own error middleware sits outside every middleware an app
+    is given, the Guard that adds the headers included, and answers
+    ``text/plain`` without them: this one is the first an app is given, so
+    it is inside that one and outside the Guard (a failing Guard included).
+    After the response has started nothing can be said; the exception is
+    raised on alone.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as exc:
+            if not started:
+                response = routes.problem(
+                    500,
+                    f"internal error ({type(exc).__name__}): the server failed to answer "
+                    "this request; its log has the details",
+                )
+                response.headers.update(SECURITY_HEADERS)
+                await response(scope, receive, send)
+            raise
 
 
 def serve(
@@ -173,10 +223,10 @@ def serve(
     Tokens are required unless ``no_auth``, which only a loopback ``host``
     may use. The banner names the address, the policies, the role and the
     number of tokens, never a token. ``limits``: the deadlines and the
-    connection count that hold against slow clients (:class:`.server.Limits`;
+    connection count that hold against slow clients (:class:`.core.serving.Limits`;
     its defaults when None).
     """
-    from .server import Limits, run
+    from ..core.serving import Limits, run
 
     limits = Limits() if limits is None else limits
     local = is_loopback(host)
