@@ -466,6 +466,7 @@ class Runner:
             self.get_run,
             ephemeral=self.store.ephemeral,
             poll_interval=self.poll_interval,
+            store_url=str(self.store.describe().get("url", "")),
         )
 
     def events(self, run_id: str, queue: asyncio.Queue[Any] | None = None) -> AsyncIterator[Event]:

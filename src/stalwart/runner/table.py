@@ -42,6 +42,9 @@ class RunTable:
       ``StoreUnavailable`` (the worker loop backs off from them, S14).
     * ``watching``: the task taking the store's wake-ups from other
       processes, once the worker loop started it (see :meth:`Worker._watch`).
+    * ``store_down``: the error of the worker loop's last pass while the
+      store does not answer (the loop sets and clears it, see
+      :meth:`store_unavailable`); None while it answers.
     """
 
     def __init__(self, poll_interval: float) -> None:
@@ -56,6 +59,7 @@ class RunTable:
         self.retry_after: dict[str, tuple[float, float]] = {}
         self.poke: asyncio.Event | None = None  # the worker loop's wake-up, when it runs
         self.watching: asyncio.Task[None] | None = None
+        self.store_down: StoreUnavailable | None = None
         self._claim_lock: asyncio.Lock | None = None
 
     def claims(self) -> asyncio.Lock:
@@ -69,6 +73,16 @@ class RunTable:
         """Make the worker loop look at the store now, not at its next poll."""
         if self.poke is not None:
             self.poke.set()
+
+    def store_unavailable(self, exc: StoreUnavailable | None) -> None:
+        """The worker loop's word on the store: down with ``exc`` (its own
+        retries spent), or answering again (None). Going down wakes every
+        awaiting caller, so that one awaiting a run busy in its own code reads
+        the store, and hears that it is gone, instead of waiting on the run."""
+        was, self.store_down = self.store_down, exc
+        if exc is not None and was is None:
+            for watcher in self.watchers.values():
+                watcher.set()
 
     def listen(self, run_id: str, queue: asyncio.Queue[Any]) -> None:
         self.listeners.setdefault(run_id, []).append(queue)

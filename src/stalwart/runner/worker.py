@@ -151,9 +151,11 @@ class Worker:
                     delay = min(delay, max(0.0, wake - time.time()))
                 if down:
                     down = False
+                    self.table.store_unavailable(None)
                     observe.emit(logging.INFO, "store.available", "the store answers again")
             except StoreUnavailable as exc:
                 delay = self.poll_interval  # the store is down; try again later
+                self.table.store_unavailable(exc)
                 if not down:  # once per outage, not once per poll
                     down = True
                     observe.emit(

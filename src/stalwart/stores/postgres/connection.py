@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ...core.errors import StoreError, StoreUnavailable
 from ...core.ledger import StepRecord
@@ -46,6 +46,24 @@ T = TypeVar("T")
 #: Seconds a batch of notifications may wait for a pooled connection, and
 #: that closing the store waits for the last batch.
 ANNOUNCE_TIMEOUT = 1.0
+
+
+def _noting(sink: list[tuple[float, psycopg.Error]]) -> type[Conn]:
+    """The pool's connection class, noting in ``sink`` why a new connection
+    failed: the pool itself only says it had none in time (``PoolTimeout``),
+    and the store's errors give the server's words (a dropped database, a
+    refused password) instead."""
+
+    class Noting(psycopg.AsyncConnection[TupleRow]):
+        @classmethod
+        async def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+            try:
+                return await super().connect(conninfo, **kwargs)
+            except psycopg.Error as exc:
+                sink[:] = [(time.monotonic(), exc)]
+                raise
+
+    return Noting
 
 
 @dataclass(slots=True, eq=False)
@@ -135,6 +153,8 @@ class PostgresBase(Store):
         # (channel -> payloads), and the task sending them (see _announce).
         self._announcing: dict[str, set[str]] = {}
         self._announcer: asyncio.Task[None] | None = None
+        # Why the pool's last new connection failed, and when (see _noting).
+        self._connect_failed: list[tuple[float, psycopg.Error]] = []
 
     @classmethod
     def from_url(cls, url: str) -> Self:
@@ -186,6 +206,7 @@ class PostgresBase(Store):
             min_size=self.pool_min,
             max_size=self.pool_max,
             kwargs=self._connect_kwargs,
+            connection_class=_noting(self._connect_failed),
             timeout=self.pool_timeout,
             name=f"stalwart:{self.schema}",
             open=False,
@@ -295,7 +316,8 @@ class PostgresBase(Store):
         retrying it; a store still down at the deadline raises
         :class:`StoreUnavailable`, so a runner keeps the run for later.
         """
-        deadline = time.monotonic() + self.retry_for
+        began = time.monotonic()
+        deadline = began + self.retry_for
         n = 0
         delay = 0.02
         while True:
@@ -310,12 +332,22 @@ class PostgresBase(Store):
                     raise StoreUnavailable(
                         f"PostgreSQL at {self.where}: {what} failed after {n} attempt"
                         f"{'s' if n > 1 else ''} over {self.retry_for:g} s: "
-                        f"{type(exc).__name__}: {short(exc)}"
+                        f"{type(exc).__name__}: {short(exc)}{self._why_no_connection(exc, began)}"
                     ) from exc
                 self.retries += 1
                 self._check_pool()
                 await asyncio.sleep(pause)
                 delay = min(delay * 2, 1.0)
+
+    def _why_no_connection(self, exc: psycopg.Error, since: float) -> str:
+        """For a pool that had no connection in time: what the server said to
+        its last attempt to make one (since ``since``), if one failed."""
+        if not isinstance(exc, PoolTimeout) or not self._connect_failed:
+            return ""
+        at, failure = self._connect_failed[0]
+        if at < since:
+            return ""
+        return f"; its last new connection failed: {short(failure)}"
 
     def _check_pool(self) -> None:
         """After a failure, have the pool drop its broken connections (once at a time)."""
