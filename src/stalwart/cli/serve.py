@@ -28,7 +28,7 @@ __all__ = [
 TOKENS_ENV = "STALWART_API_TOKENS"
 
 # What a client may hold of a server, shared by ``stalwart serve`` and
-# ``stalwart ui`` (the defaults are those of stalwart.api.server.Limits).
+# ``stalwart ui`` (the defaults are those of stalwart.core.serving.Limits).
 HeaderTimeoutOption = Annotated[
     float,
     typer.Option(
@@ -94,8 +94,8 @@ def serve(
 ) -> None:
     """Serve an HTTP API: start, read, list, stream, signal and cancel runs of --app's policies."""
     from ..api import serve as serve_api
-    from ..api.server import Limits
     from ..core.errors import StalwartError
+    from ..core.serving import Limits
 
     tokens = list(token or [])
     if not tokens and not no_auth:

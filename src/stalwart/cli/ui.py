@@ -31,8 +31,8 @@ def ui(
     max_connections: MaxConnectionsOption = 500,
 ) -> None:
     """Open the web inspector: runs, steps, conversations, approvals waiting for a human."""
-    from ..api.server import Limits
     from ..core.errors import StalwartError
+    from ..core.serving import Limits
     from ..web import serve
 
     try:
