@@ -223,8 +223,8 @@ def serve(
     Tokens are required unless ``no_auth``, which only a loopback ``host``
     may use. The banner names the address, the policies, the role and the
     number of tokens, never a token. ``limits``: the deadlines and the
-    connection count that hold against slow clients (:class:`.core.serving.Limits`;
-    its defaults when None).
+    connection count that hold against slow clients
+    (:class:`stalwart.core.serving.Limits`; its defaults when None).
     """
     from ..core.serving import Limits, run
 
