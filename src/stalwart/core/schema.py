@@ -79,9 +79,11 @@ class Signature:
         return self._model
 
     def _build(self) -> type[BaseModel]:
-        from typing import get_type_hints
+        from typing import Annotated, get_type_hints
 
-        from pydantic import ConfigDict, Field, create_model
+        from pydantic import BeforeValidator, ConfigDict, Field, create_model
+
+        from .numbers import refuse_bool_numbers
 
         try:
             hints = get_type_hints(self._fn, include_extras=True)
@@ -94,7 +96,9 @@ class Signature:
             if ann is inspect.Parameter.empty:
                 ann = Any
             default = ... if p.default is inspect.Parameter.empty else p.default
-            fields[p.name] = (ann, Field(default, description=docs.get(p.name)))
+            # Lax, so "6" is 6 for an int; but a boolean is not a number (numbers.py).
+            checked = Annotated[ann, BeforeValidator(refuse_bool_numbers(ann))]  # type: ignore[valid-type]
+            fields[p.name] = (checked, Field(default, description=docs.get(p.name)))
         return create_model(
             _model_name(self.fn_name),
             __config__=ConfigDict(arbitrary_types_allowed=True, extra="forbid"),
