@@ -63,6 +63,18 @@ async def refuse(why: str) -> str:
     raise PermissionError(f"refused: {why}")
 
 
+@mcp.tool
+@sw.policy
+async def approve(ctx: sw.Context, amount: int) -> str:
+    """Pay out an amount once a person approves it.
+
+    Args:
+        amount: How much to pay.
+    """
+    decision = await ctx.ask(f"Pay {amount}?", signal="approval", about={"amount": amount})
+    return f"paid {amount}" if decision is True else f"not paid: {decision}"
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--store")

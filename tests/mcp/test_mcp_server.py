@@ -71,7 +71,7 @@ async def test_sdk_client_against_served_policies(transport: str, tmp_path: Path
     env = {**os.environ, "APP_COUNT": str(count), "APP_BLOCK": str(block)}
     async with served(transport, tmp_path, env) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(listed) == {"add", "long_job", "refuse"}
+        assert set(listed) == {"add", "long_job", "refuse", "approve"}
         schema = listed["add"].input_schema
         assert schema["properties"]["a"] == {"type": "integer", "description": "The first addend."}
         assert schema["required"] == ["a"]

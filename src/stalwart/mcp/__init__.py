@@ -24,6 +24,7 @@ from .content import message_of, result_of
 from .errors import McpError, ServerUnavailable, ToolChanged, ToolError
 from .server import (
     IDEMPOTENCY_KEY,
+    WAITING,
     Resource,
     build_server,
     exposed,
@@ -36,6 +37,7 @@ from .toolbox import McpTool, Toolbox, connect
 
 __all__ = [
     "IDEMPOTENCY_KEY",
+    "WAITING",
     "McpError",
     "McpTool",
     "Progress",

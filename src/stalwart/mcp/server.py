@@ -16,8 +16,17 @@ through the policy's own validation. A call runs the policy as a run of a
   progress, a ``{"progress", "total", "message"}`` dict is read as such, and
   anything else is the message of the next step of a counter.
 
+- A run that waits for a signal (``ctx.wait_for``, ``ctx.ask``) does not
+  keep the call open: the call is answered with what the run waits for (its
+  run id, the signal's name, the prompt and details), how to send the
+  signal, and that calling the tool again with the same request gives the
+  run's outcome once it has one.
+
 Errors (invalid arguments, an unknown tool, the policy's own exception, a
-cancelled run) come back as ``isError`` results whose text names the cause.
+cancelled run) come back as ``isError`` results whose text names the cause;
+arguments go through the policy's own validation (the same as every other
+way a policy is called), and a call whose ``name`` is not a string or whose
+``arguments`` are not an object is answered with an error naming that field.
 
 Resources (:class:`Resource`, given to ``serve`` beside the tools) are
 policies without arguments: reading one runs its policy as a fresh run (a
@@ -36,16 +45,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
 
 import stalwart as sw
+from stalwart.core.ledger import ASKED, CHILDREN_WAIT, RunRecord, StepRecord
 
 from .content import result_of
 
 __all__ = [
     "IDEMPOTENCY_KEY",
+    "WAITING",
     "Resource",
     "build_server",
     "exposed",
@@ -57,6 +70,10 @@ __all__ = [
 
 IDEMPOTENCY_KEY = "stalwart/idempotency-key"
 """The ``_meta`` key under which a client may name its request for retries."""
+
+WAITING = "stalwart/waiting"
+"""The ``_meta`` key of a result that says the run waits for a signal:
+``{"run_id", "signal", "prompt", "about"}``."""
 
 _MARK = "mcp_tool_name"
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
@@ -248,7 +265,9 @@ def build_server(
         except (sw.ArgumentError, sw.StalwartError, ValueError) as exc:
             return _error(f"{type(exc).__name__}: {exc}")
         try:
-            await _forward_progress(ctx, handle)  # until the run ends
+            waiting = await _until_settled(ctx, runner, handle)
+            if waiting is not None:
+                return await _waiting(runner, waiting, params.name)
             value = await handle.result()
         except Exception as exc:
             return _error(_failure(exc))
@@ -293,7 +312,7 @@ def build_server(
     extra: dict[str, Any] = {}
     if served:  # listed only when there are some: the capability says so
         extra = {"on_list_resources": list_resources, "on_read_resource": read_resource}
-    return Server(
+    server: Server[Any] = Server(
         name,
         version=sw.__version__,
         on_list_tools=list_tools,
@@ -301,6 +320,137 @@ def build_server(
         get_tool_input_schema=input_schema,
         **extra,
     )
+    # Before the SDK's own check of the request, which answers a bad shape
+    # with a bare "Invalid request parameters".
+    server.middleware.append(_check_call_shape)
+    return server
+
+
+async def _check_call_shape(
+    ctx: ServerRequestContext[Any, Any], call_next: CallNext
+) -> HandlerResult:
+    """A ``tools/call`` whose name or arguments have the wrong JSON type is
+    answered with an error result naming the field."""
+    if ctx.method == "tools/call":
+        problem = _shape_problem(ctx.params)
+        if problem is not None:
+            return _error(f"InvalidRequest: {problem}")
+    return await call_next(ctx)
+
+
+def _shape_problem(params: Any) -> str | None:
+    if not isinstance(params, Mapping):
+        return f"tools/call: params must be an object with the tool's name, not {_kind(params)}"
+    name = params.get("name")
+    if not isinstance(name, str):
+        return f"tools/call: name must be the tool's name as a string, not {_kind(name)}"
+    arguments = params.get("arguments")
+    if arguments is not None and not isinstance(arguments, Mapping):
+        return (
+            f"tools/call {name[:128]!r}: arguments must be an object of argument names "
+            f"to values, not {_kind(arguments)}"
+        )
+    meta = params.get("_meta")
+    if meta is not None and not isinstance(meta, Mapping):
+        return f"tools/call {name[:128]!r}: _meta must be an object, not {_kind(meta)}"
+    return None
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's type, as JSON names it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return type(value).__name__
+
+
+async def _until_settled(
+    ctx: ServerRequestContext[Any], runner: sw.Runner, handle: sw.RunHandle
+) -> RunRecord | None:
+    """Forward the run's progress until it ends (None), or until it is
+    suspended waiting for a signal (its record): nothing more happens then
+    until someone sends it, so the call is answered with that."""
+    waiting: list[RunRecord] = []
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            while True:
+                rec = await runner.get_run(handle.run_id)
+                if rec.status in ("succeeded", "failed", "cancelled"):
+                    return
+                if rec.status == "suspended" and _signal_of(rec) is not None:
+                    waiting.append(rec)
+                    tg.cancel_scope.cancel()
+                    return
+                await anyio.sleep(runner.poll_interval)
+
+        async def progress() -> None:
+            await _forward_progress(ctx, handle)  # until the run ends
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        tg.start_soon(progress)
+    return waiting[0] if waiting else None
+
+
+def _signal_of(rec: RunRecord) -> str | None:
+    """The signal a suspended run waits for (not a timer, not its child runs)."""
+    name = rec.waiting_for
+    if not name or name.startswith(CHILDREN_WAIT):
+        return None
+    return name
+
+
+async def _waiting(runner: sw.Runner, rec: RunRecord, tool_name: str) -> types.CallToolResult:
+    """The answer to a call whose run waits for a signal."""
+    signal = _signal_of(rec) or ""
+    prompt, about = _asked(await runner.steps(rec.id), signal)
+    lines = [f"The run {rec.id!r} is waiting for the signal {signal!r}."]
+    if prompt is not None:
+        lines.append(f"It asks: {prompt}")
+    if about is not None:
+        lines.append("About: " + sw.Message.result("mcp", about, name=tool_name).text)
+    lines.append(
+        "It goes on when the signal is sent, with its answer as a JSON payload: "
+        f"`stalwart signal {rec.id} {signal} '<json>'`, or POST "
+        f"/runs/{rec.id}/signals/{signal} to `stalwart serve`, or runner.signal(...). "
+        f"Then call {tool_name!r} again with the same arguments (or the same "
+        f"{IDEMPOTENCY_KEY!r}) for the run's outcome."
+    )
+    meta = {"run_id": rec.id, "signal": signal, "prompt": prompt, "about": about}
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text="\n".join(lines))],
+        _meta={WAITING: json.loads(json.dumps(meta, default=str))},
+    )
+
+
+def _asked(steps: list[StepRecord], signal: str) -> tuple[str | None, Any]:
+    """What the latest wait for ``signal`` asks (``ctx.ask``, ``wait_for(prompt=, about=)``)."""
+    prompt: str | None = None
+    about: Any = None
+    latest = (-1.0, "")
+    for step in steps:
+        if step.name != f"stalwart.{ASKED}" or step.output is None or step.error is not None:
+            continue
+        try:
+            value = json.loads(step.output)  # shown as recorded, as `runs waiting` does
+        except (ValueError, RecursionError):  # unreadable: the wait is still answered
+            continue
+        if not isinstance(value, Mapping) or value.get("signal") != signal:
+            continue
+        if (step.finished_at, step.key) >= latest:
+            latest = (step.finished_at, step.key)
+            found = value.get("prompt")
+            prompt = found if isinstance(found, str) else None
+            about = value.get("about")
+    return prompt, about
 
 
 async def _forward_progress(ctx: ServerRequestContext[Any], handle: sw.RunHandle) -> None:
