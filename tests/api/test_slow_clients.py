@@ -21,7 +21,7 @@ from tests.raw_http import (
     status_of,
 )
 
-from .conftest import TOKEN, serving
+from .conftest import TOKEN, serving, spawn
 
 QUICK = ("--header-timeout", "1", "--body-timeout", "1", "--idle-timeout", "1")
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -87,3 +87,21 @@ def test_past_max_connections_one_is_refused_and_within_them_each_is_served(
                 break
             time.sleep(0.05)
         assert r.status_code == 200, r.text
+
+
+def test_a_limit_that_limits_nothing_is_refused_at_start(sqlite_url: str) -> None:
+    for command, flag, value in [
+        (["serve", "--app", "tests/api/api_app.py:policies", "--no-auth"], "--header-timeout", "0"),
+        (
+            ["serve", "--app", "tests/api/api_app.py:policies", "--no-auth"],
+            "--max-connections",
+            "0",
+        ),
+        (["ui"], "--body-timeout", "nan"),
+        (["ui"], "--idle-timeout", "-1"),
+    ]:
+        proc = spawn([*command, "--store", sqlite_url, flag, value])
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, err
+        assert flag in err and value in err, err
+        assert "seconds above 0" in err or "at least 1" in err, err  # says what is allowed

@@ -32,19 +32,25 @@ TOKENS_ENV = "STALWART_API_TOKENS"
 HeaderTimeoutOption = Annotated[
     float,
     typer.Option(
-        "--header-timeout", help="seconds a request's headers may take to arrive (then 408)"
+        "--header-timeout",
+        metavar="SECONDS",
+        help="seconds a request's headers may take to arrive (then 408)",
     ),
 ]
 BodyTimeoutOption = Annotated[
     float,
     typer.Option(
-        "--body-timeout", help="seconds a request's body may take after its headers (then 408)"
+        "--body-timeout",
+        metavar="SECONDS",
+        help="seconds a request's body may take after its headers (then 408)",
     ),
 ]
 IdleTimeoutOption = Annotated[
     float,
     typer.Option(
-        "--idle-timeout", help="seconds a connection may send nothing before it is closed"
+        "--idle-timeout",
+        metavar="SECONDS",
+        help="seconds a connection may send nothing before it is closed",
     ),
 ]
 MaxConnectionsOption = Annotated[
