@@ -180,3 +180,16 @@ async def test_killed_durable_run_resumes_without_calling_finished_tools_again(
     assert done.stdout.strip() == "5 | FIVE | the answer is 5"
     # add ran once; slow was in flight when the process died, so it ran again (S3).
     assert counts(tmp_path) == {"add": 1, "slow": 2}
+
+
+async def test_a_models_arguments_are_read_as_a_policys_are(tmp_path: Path) -> None:
+    """ "6" for an integer is 6, as it is for a policy; a boolean is never a number."""
+    model = ScriptedLLM(
+        [[call("add", a="6", b=1.0), call("add", a=True, b=1)], "done"], name="lenient"
+    )
+    history = await sw.Runner().run(agent_for(model, _env(tmp_path)), question="q")
+    results = [m for m in history if m.is_action_result]
+    assert results[0].text == "7" and not results[0].is_error
+    assert results[1].is_error and results[1].action_result.error_type == "InvalidArguments"
+    assert "a: True is not of type 'integer'" in results[1].text
+    assert counts(tmp_path) == {"add": 1}

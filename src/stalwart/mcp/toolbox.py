@@ -69,7 +69,13 @@ class McpTool(sw.Policy[..., sw.Message]):
         return json.loads(json.dumps(self.schema))  # type: ignore[no-any-return]
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Check ``arguments`` against the server's schema; raise ArgumentError."""
+        """Check ``arguments`` against the server's schema; raise ArgumentError.
+
+        Read as a policy's arguments are: what a model means is taken as
+        meant (``"6"`` for an ``integer`` is 6, ``6.0`` is 6, ``"true"`` for a
+        ``boolean`` is true), then the schema is checked as it is, so a
+        boolean is never a number.
+        """
         validator = self.__dict__.get("_validator")
         if validator is None:
             cls = jsonschema.validators.validator_for(self.schema)
@@ -81,6 +87,7 @@ class McpTool(sw.Policy[..., sw.Message]):
                     f"is not a valid JSON schema: {exc.message}"
                 ) from None
             validator = self.__dict__["_validator"] = cls(self.schema)
+        arguments = _lenient(arguments, self.schema, self.schema, 0)
         problems = []
         for err in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
             where = ".".join(str(x) for x in err.path) or "(arguments)"
@@ -94,6 +101,53 @@ class McpTool(sw.Policy[..., sw.Message]):
             f"{self.name!r} is an MCP tool; pick its name with connect(prefix=...) and its "
             "timeout with connect(timeout=...)"
         )
+
+
+def _lenient(value: Any, schema: Any, root: Any, depth: int) -> Any:
+    """``value`` with what a model means read as the schema's type, where the
+    schema names one type: the lenient reading policy arguments get
+    (numbers from their text, an integral float as an integer, ``"true"`` /
+    ``"false"`` as booleans). Anything else is left for the schema check."""
+    if not isinstance(schema, dict) or depth > 64:
+        return value
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, dict) else None
+        return _lenient(value, target, root, depth + 1)
+    kind = schema.get("type")
+    if isinstance(value, dict) and kind in ("object", None):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            return {k: _lenient(v, props.get(k), root, depth + 1) for k, v in value.items()}
+        return value
+    if isinstance(value, list) and kind in ("array", None):
+        items = schema.get("items")
+        return [_lenient(v, items, root, depth + 1) for v in value]
+    if kind in ("integer", "number") and isinstance(value, str):
+        return _number(value, kind)
+    if kind == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if kind == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return value
+
+
+def _number(text: str, kind: str) -> Any:
+    """``text`` as the number it spells (an integer for ``"integer"``), else itself."""
+    try:
+        number = float(text.strip())
+    except ValueError:
+        return text
+    if number != number or number in (float("inf"), float("-inf")):
+        return text  # NaN and infinities are not JSON numbers
+    if kind == "integer":
+        try:
+            return int(text.strip())
+        except ValueError:
+            return int(number) if number.is_integer() else text
+    return int(text.strip()) if text.strip().lstrip("-").isdigit() else number
 
 
 class Toolbox(list[McpTool]):
