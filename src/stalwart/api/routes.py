@@ -166,7 +166,8 @@ async def start_run(request: Request) -> Response:
     except InputMismatchError as exc:
         return problem(409, str(exc), [FieldProblem(field="run_id", message=str(exc))])
     except SerializationError as exc:
-        return problem(422, str(exc), [FieldProblem(field="inputs", message=str(exc))])
+        fields = _unrecordable(pol, checked, exc)
+        return problem(422, f"invalid inputs for {pol.name!r}: {_summary(fields)}", fields)
     rec = await runner.get_run(handle.run_id)
     location = f"/runs/{quote(rec.id, safe='')}"
     return JSONResponse(
@@ -174,6 +175,23 @@ async def start_run(request: Request) -> Response:
         201 if handle.created else 200,  # the store's answer: one of two racing starts
         headers={"Location": location},
     )
+
+
+def _unrecordable(
+    pol: Policy[Any, Any], checked: Any, exc: SerializationError
+) -> list[FieldProblem]:
+    """The inputs the codec refused to record (text UTF-8 cannot encode, a
+    lone surrogate), each named by its field; looked for only once a start
+    was refused, so a good start pays nothing for it."""
+    out = []
+    for p in pol.signature.params:
+        try:
+            codec.dumps(getattr(checked, p.name), f"inputs.{p.name}")
+        except SerializationError as bad:
+            where = f"inputs.{p.name}"
+            message = str(bad).removeprefix(where).removeprefix(": ")
+            out.append(FieldProblem(field=where, message=message))
+    return out or [FieldProblem(field="inputs", message=str(exc))]
 
 
 def _summary(fields: list[FieldProblem]) -> str:

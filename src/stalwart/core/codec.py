@@ -7,6 +7,16 @@ replayed step returns the same type it returned live. Anything else is refused
 with a :class:`~stalwart.core.errors.SerializationError` naming the type, at record
 time rather than at recovery time.
 
+Text UTF-8 cannot encode is refused the same way: a lone surrogate (JSON
+``"\\ud800"``, which Python's ``json.loads`` accepts) is half of a UTF-16
+pair, not a character, and every surface that shows a recorded value (the
+API, the inspector, the CLI, PostgreSQL) writes UTF-8. :func:`dumps` refuses
+it naming where it sits (``inputs of run 'r'['shared']['q']: the text holds
+U+D800 ...``), so no store holds text some surface cannot show. The check
+reads the JSON text once for an escaped surrogate (``\\ud``), which only text
+holding one, or a character beyond U+FFFF (an emoji), has; the value's path
+is looked for only when one is lone.
+
 Reading back never imports anything (S13): a tagged class is looked up among
 the types the program declared (:mod:`stalwart.core.declared`), and a class is
 only recorded if it is declared, so what was written can always be read back
@@ -22,6 +32,7 @@ import dataclasses
 import datetime as _dt
 import enum
 import json
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +40,7 @@ from typing import Any
 from .declared import is_declared, lookup, name_of
 from .errors import CorruptedRecord, SerializationError
 
-__all__ = ["decode", "dumps", "encode", "loads"]
+__all__ = ["check_json", "decode", "dumps", "encode", "loads"]
 
 _TAG = "$t"
 
@@ -253,15 +264,109 @@ def _decode_tagged(tag: str, tree: dict[str, Any]) -> Any:
 
 
 def dumps(value: Any, where: str = "value") -> str:
-    """Serialize ``value`` to compact JSON text."""
+    """Serialize ``value`` to compact JSON text.
+
+    Raises :class:`SerializationError` naming ``where`` (and the path inside
+    the value) for what cannot be recorded: a type JSON cannot carry, NaN,
+    or text UTF-8 cannot encode (a lone surrogate).
+    """
     try:
         if type(value) in _PLAIN_TYPES:  # the common case: skip the tree walk
-            return json.dumps(value, allow_nan=False)
-        return json.dumps(encode(value, where), separators=(",", ":"), allow_nan=False)
+            text = json.dumps(value, allow_nan=False)
+        else:
+            text = json.dumps(encode(value, where), separators=(",", ":"), allow_nan=False)
     except ValueError as exc:  # NaN or infinity: not JSON
         raise SerializationError(f"{where}: {exc}") from exc
     except RecursionError:
         raise SerializationError(f"{where}: the value is nested too deeply to record") from None
+    # An escaped surrogate: a pair (an emoji) or a lone one. One backslash is
+    # looked for first: memchr's speed, where a three-letter search is not.
+    if "\\" in text and "\\ud" in text:
+        check_json(text, value, where)
+    return text
+
+
+# JSON text written with ``ensure_ascii`` (json.dumps's default), read from its
+# start as long as it holds no lone surrogate: runs of plain characters, an
+# escape that is no surrogate (an escaped backslash among them, so a
+# backslash's parity is kept), or a surrogate pair (a character beyond U+FFFF).
+_NO_LONE_SURROGATE = re.compile(
+    r"(?:[^\\]++|\\[^u]|\\u(?!d[89a-f])[0-9a-f]{4}"
+    r"|\\ud[89ab][0-9a-f]{2}\\ud[c-f][0-9a-f]{2})*+"
+)
+
+
+def _lone_surrogate(text: str) -> bool:
+    """Whether JSON text written with ``ensure_ascii`` escapes a surrogate
+    that is not half of a pair."""
+    found = _NO_LONE_SURROGATE.match(text)
+    return found is None or found.end() != len(text)
+
+
+def check_json(text: str, value: Any, where: str = "value") -> str:
+    """``text``, the JSON ``json.dumps`` wrote for ``value`` (ASCII, the
+    default), if every string in it is text UTF-8 can encode; otherwise
+    :class:`SerializationError` naming ``where``, the path to the string
+    (a key or a value) and the lone surrogate it holds.
+
+    For code that writes a recorded value's JSON itself (from
+    :func:`encode`'s tree) rather than through :func:`dumps`, which checks.
+    """
+    if "\\" in text and "\\ud" in text and _lone_surrogate(text):
+        _find_text(value, where)
+        raise SerializationError(  # the value changed since its text was written
+            f"{where}: the text holds a lone surrogate, which UTF-8 cannot encode, "
+            "so it cannot be recorded"
+        )
+    return text
+
+
+def _check_text(text: str, where: str, what: str = "the text") -> None:
+    """Refuse text UTF-8 cannot encode, naming where it is and which code
+    point, never the text itself (it may be a secret)."""
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise SerializationError(
+            f"{where}: {what} holds U+{ord(text[exc.start]):04X} at index {exc.start}, "
+            "a lone surrogate (half of a UTF-16 pair, not a character), which UTF-8 cannot "
+            "encode, so it cannot be recorded (decode the source as UTF-8, or pass bytes)"
+        ) from None
+
+
+def _find_text(value: Any, where: str) -> None:
+    """Raise for the first string in ``value`` (a key or a value) that UTF-8
+    cannot encode, naming its path as :func:`_locate` does; only called once
+    the JSON text showed there is one."""
+    if isinstance(value, str):
+        _check_text(value, where)
+    elif isinstance(value, dict):
+        for k in value:
+            if isinstance(k, str):
+                _check_text(k, where, f"the key {k!r}")
+            else:
+                _find_text(k, f"{where}, a key")
+        for k, v in value.items():
+            _find_text(v, f"{where}[{k!r}]")
+    elif isinstance(value, list | tuple | set | frozenset):
+        for i, v in enumerate(value):
+            _find_text(v, f"{where}[{i}]")
+    elif isinstance(value, enum.Enum):
+        _find_text(value.value, where)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            _find_text(getattr(value, f.name), f"{where}.{f.name}")
+    else:
+        for _, (core_type, to_data, _) in _CORE_TYPES.items():
+            if isinstance(value, core_type):
+                _find_text(to_data(value), where)
+                return
+        model_dump = getattr(value, "model_dump", None)
+        if model_dump is not None and hasattr(type(value), "model_validate"):
+            for name, field_value in model_dump(mode="python").items():
+                _find_text(field_value, f"{where}.{name}")
 
 
 def loads(text: str | bytes, where: str = "value") -> Any:

@@ -64,7 +64,7 @@ def run_inputs(
             args = tuple(args[s] if isinstance(s, int) else given[s] for s in slots)
             kwargs = {k: given[k] for k in names}
     text = _plain_text(args, kwargs)
-    if text is not None:
+    if text is not None and "\\" not in text:  # an escape may be a lone surrogate
         return text
     return codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {run_id!r}")
 

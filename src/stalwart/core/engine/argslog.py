@@ -50,7 +50,7 @@ _KEEP = 4
 
 def _item_json(value: Any, where: str) -> str:
     tree = strip_ids(codec.encode(value, where))
-    return json.dumps(tree, separators=(",", ":"), allow_nan=False)
+    return codec.check_json(json.dumps(tree, separators=(",", ":"), allow_nan=False), value, where)
 
 
 class _Seen:

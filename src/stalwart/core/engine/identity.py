@@ -114,9 +114,12 @@ def scalars_json(
     out: dict[str, Any] = {"*": list(args)} if args else {}
     out.update(kwargs)
     try:
-        return json.dumps(out, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(out, separators=(",", ":"), allow_nan=False)
     except ValueError as exc:
         raise SerializationError(f"{arguments_of(key, run_id)}: {exc}") from exc
+    if "\\" in text:  # an escape, maybe of a lone surrogate: the codec decides
+        codec.check_json(text, out, arguments_of(key, run_id))
+    return text
 
 
 def record_json(record: dict[str, Any], where: str) -> str:
@@ -124,7 +127,8 @@ def record_json(record: dict[str, Any], where: str) -> str:
     names them in errors (:func:`~stalwart.core.context.arguments_of`)."""
     tree = strip_ids(codec.encode(record, where))
     try:
-        return json.dumps(tree, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(tree, separators=(",", ":"), allow_nan=False)
+        return codec.check_json(text, record, where)
     except ValueError as exc:
         raise SerializationError(f"{where}: {exc}") from exc
 
