@@ -6,7 +6,8 @@ so far, sends the reply back, and waits for the next. The history is the
 ledger: a resumed thread rebuilds it by replay. Bounded for ever: past
 ``max_turns`` or ``max_bytes`` it continues as new with what the agent's
 context policy keeps (see :mod:`.threads`). Without history (a turn queue) it answers up to
-``parallel`` queued turns at once.
+``parallel`` queued turns at once, as a sliding window: as soon as one is
+answered, the next queued turn starts (see :meth:`ThreadLoop._window`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Literal
 
 from ..core import codec
 from ..core.context import Context
+from ..core.engine.control import Suspend
 from ..core.errors import StalwartError
 from ..core.mail import Mail
 from ..core.message import Message
@@ -25,6 +27,14 @@ from .followups import offering_followups
 from .turn import REPLY, TURN, message_text
 
 __all__ = ["ThreadLoop"]
+
+#: The longest a turn queue with a free place waits before it looks at its
+#: mailbox on the store again, while other turns run.
+_BUSY_POLL = 0.5
+
+#: The change that made a turn queue's window slide: generations started
+#: before it replay the batches they were recorded with.
+WINDOW = "stalwart.turns.window"
 
 
 def _size(history: list[Message]) -> int:
@@ -80,6 +90,13 @@ class ThreadLoop:
         history = list(carried or [])
         # Keys scoped by generation: child runs a tool spawns keep distinct ids.
         scope = engine.context(f"g{generation}") if durable else ctx
+        if self.parallel > 1 and await scope.patched(WINDOW):
+            while True:
+                await self._window(scope)
+                if durable:
+                    await engine.continue_as_new(
+                        (), {"carried": None, "generation": generation + 1}
+                    )
         turns = 0
         while True:
             batch = [await scope.receive(kind=TURN)]
@@ -100,17 +117,11 @@ class ThreadLoop:
                 if self.history and "reply" in out:
                     history += [Message.user(message_text(m.payload)) for m in (first, *folded)]
                     history.append(Message.assistant(message_text(out["reply"])))
-            else:
+            else:  # a turn queue's generation from before WINDOW: its batches replay
                 outs = await asyncio.gather(*(self._answer(scope, m.payload, None) for m in batch))
                 answered = list(zip(batch, outs, strict=True))
             for mail, out in answered:
-                if mail.sender is not None:
-                    try:
-                        await scope.send(mail.sender, out, kind=REPLY)
-                    except LookupError:
-                        pass  # the caller's turn is gone (pruned): nobody to tell
-                    except StalwartError:
-                        pass  # its turn finished (cancelled): nobody waits
+                await self._reply(scope, mail, out)
             turns += len(answered)
             if turns >= self.max_turns or (self.history and _size(history) > self.max_bytes):
                 history = await self._carry(scope, history) if self.history else []
@@ -119,6 +130,102 @@ class ThreadLoop:
                     await engine.continue_as_new(
                         (), {"carried": history or None, "generation": generation + 1}
                     )
+
+    async def _window(self, scope: Context) -> None:
+        """A turn queue's generation: up to ``parallel`` turns answered at once,
+        each queued turn started as soon as a place is free (a turn answered,
+        or a turn put while fewer are running), until ``max_turns`` were taken
+        (then the caller continues as new).
+
+        Keys never depend on the order turns finish in (S1): each turn's
+        steps are keyed under a scope of its own (``t<n>`` for the n-th turn
+        taken) and its reply is sent from its own task; the only steps on
+        ``scope`` are the receives, the n-th turn taken by the n-th receive,
+        which is tried again under the same keys until a message is there.
+        While turns run, a durable receive that finds nothing is tried again
+        a little later (a read of the mailbox, nothing recorded) instead of
+        suspending the run; with nothing running it suspends it (S7).
+        """
+        engine = scope.engine
+        running: set[asyncio.Future[Any]] = set()
+        taking: asyncio.Future[Mail] | None = None  # the receive under way
+        keys: tuple[str, str] | None = None  # its keys, kept until it takes a message
+        taken = 0
+        try:
+            while True:
+                if taken < self.max_turns and len(running) < self.parallel:
+                    if keys is None:
+                        keys = (scope.next_key(), scope.next_key())
+                    if not running:  # nothing to wait for but a message
+                        mail = await self._stop_taking(taking)
+                        taking = None
+                        if mail is None:
+                            mail = await engine.receive_mail(*keys, None, TURN, None)
+                        keys = None
+                        taken += 1
+                        running.add(self._start_turn(scope, taken, mail))
+                        continue
+                    if taking is None:
+                        taking = asyncio.ensure_future(self._take_while_busy(engine, keys))
+                elif not running:
+                    return  # max_turns taken and answered
+                either = running | ({taking} if taking is not None else set())
+                done, _ = await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                if taking is not None and taking in done:
+                    mail, taking, keys = taking.result(), None, None
+                    taken += 1
+                    running.add(self._start_turn(scope, taken, mail))
+                for task in done & running:
+                    running.discard(task)
+                    task.result()  # a turn's error is in its reply; only the run's own go up
+        finally:
+            for task in (*running, *([taking] if taking is not None else [])):
+                task.cancel()
+            if running or taking is not None:
+                await asyncio.wait([*running, *([taking] if taking is not None else [])])
+
+    def _start_turn(self, scope: Context, n: int, mail: Mail) -> asyncio.Future[Any]:
+        engine = scope.engine
+        own = engine.context(f"{scope.key}.t{n}") if engine.durable else scope
+        return asyncio.ensure_future(self._one_turn(own, mail))
+
+    @staticmethod
+    async def _take_while_busy(engine: Any, keys: tuple[str, str]) -> Mail:
+        """The next turn, taken while others run: in memory a plain wait; on a
+        store, the same receive tried again (backing off) while none is there."""
+        pause = 0.02
+        while True:
+            try:
+                mail: Mail = await engine.receive_mail(*keys, None, TURN, None)
+                return mail
+            except Suspend:
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, _BUSY_POLL)
+
+    @staticmethod
+    async def _stop_taking(taking: asyncio.Future[Mail] | None) -> Mail | None:
+        """Stop a receive under way; the message it took, if it took one."""
+        if taking is None:
+            return None
+        taking.cancel()
+        await asyncio.wait([taking])
+        if taking.cancelled() or taking.exception() is not None:
+            return None
+        return taking.result()
+
+    async def _one_turn(self, scope: Context, mail: Mail) -> None:
+        """Answer one turn of a turn queue and send its caller the reply."""
+        out = await self._answer(scope, mail.payload, None)
+        await self._reply(scope, mail, out)
+
+    async def _reply(self, scope: Context, mail: Mail, out: dict[str, Any]) -> None:
+        if mail.sender is not None:
+            try:
+                await scope.send(mail.sender, out, kind=REPLY)
+            except LookupError:
+                pass  # the caller's turn is gone (pruned): nobody to tell
+            except StalwartError:
+                pass  # its turn finished (cancelled): nobody waits
 
     async def _answer(
         self,
