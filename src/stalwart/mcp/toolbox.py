@@ -21,12 +21,17 @@ Durability, in three rules:
   the server removed, or whose input schema changed since the run listed it,
   fails that call only, with :class:`ToolChanged` showing both schemas.
 
+A tool the server runs only as a task (``execution.taskSupport:
+"required"``) is not offered: every plain call of it fails, and MCP tasks
+are not supported here. The listing records which tools those are.
+
 The session behind the tools is :mod:`stalwart.mcp.connection`'s.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any
@@ -39,6 +44,8 @@ import stalwart as sw
 from .connection import Connection, Endpoint
 
 __all__ = ["McpTool", "Toolbox", "connect"]
+
+_log = logging.getLogger("stalwart.mcp")
 
 
 class McpTool(sw.Policy[..., sw.Message]):
@@ -213,6 +220,9 @@ class _Connect:
         try:
             listed = await _listing_policy(connection)(server=self._endpoint.name)
             by_name = {t["name"]: t for t in listed}
+            # A tool that may only run as an MCP task is not offered: every
+            # plain call of it fails (stalwart.mcp makes plain calls).
+            tasks = sorted(n for n, t in by_name.items() if t.get("task_required"))
             names = list(by_name) if self._allow is None else self._allow
             missing = [n for n in names if n not in by_name]
             if missing:
@@ -220,6 +230,21 @@ class _Connect:
                     f"allow names tools MCP server {box.name!r} does not offer: "
                     f"{', '.join(missing)}; it offers: {', '.join(sorted(by_name)) or '(none)'}"
                 )
+            asked = [n for n in names if n in tasks]
+            if self._allow is not None and asked:
+                raise ValueError(
+                    f"MCP server {box.name!r} runs {', '.join(asked)} only as tasks "
+                    "(execution.taskSupport 'required'), which stalwart.mcp does not call: "
+                    "leave them out of allow"
+                )
+            if tasks:
+                _log.info(
+                    "MCP server %r: not offering %s: it runs them only as tasks "
+                    "(execution.taskSupport 'required'), which stalwart.mcp does not call",
+                    box.name,
+                    ", ".join(tasks),
+                )
+                names = [n for n in names if n not in tasks]
             for n in names:
                 t = by_name[n]
                 box.append(
@@ -231,6 +256,12 @@ class _Connect:
         return box
 
 
+def _needs_task(tool: Any) -> bool:
+    """Whether the server calls ``tool`` only as a task (``taskSupport: required``)."""
+    execution = getattr(tool, "execution", None)
+    return getattr(execution, "task_support", None) == "required"
+
+
 def _listing_policy(
     connection: Connection,
 ) -> Callable[..., Awaitable[list[dict[str, Any]]]]:
@@ -240,7 +271,12 @@ def _listing_policy(
     async def mcp_list_tools(server: str) -> list[dict[str, Any]]:
         _, live = await connection.session()
         return [
-            {"name": t.name, "description": t.description or "", "input_schema": t.input_schema}
+            {
+                "name": t.name,
+                "description": t.description or "",
+                "input_schema": t.input_schema,
+                **({"task_required": True} if _needs_task(t) else {}),
+            }
             for t in live.values()
         ]
 
