@@ -198,3 +198,15 @@ async def test_step_arguments_holding_one_are_refused_before_they_are_recorded(
         assert (await runner.get_run("a-1")).status == "failed"
         assert [s.name for s in await runner.steps("a-1")][:1] == ["fine_tool"]
         await assert_every_text_is_utf8(runner)
+
+
+def test_a_failure_whose_message_holds_one_is_recorded_with_the_escapes_text() -> None:
+    from stalwart.core.recorded import error_from_json, error_to_json
+
+    name = b"caf\xe9.txt".decode("utf-8", "surrogateescape")  # as os.listdir gives it
+    text = error_to_json(FileNotFoundError(f"no file {name}"))
+    json.dumps(json.loads(text), ensure_ascii=False).encode("utf-8")  # every surface can show it
+    back = error_from_json(text)
+    assert isinstance(back, FileNotFoundError) and str(back) == "no file caf\\udce9.txt"
+    plain = error_to_json(ValueError("café 😀 \\ud800 as text"))
+    assert str(error_from_json(plain)) == "café 😀 \\ud800 as text"  # nothing else changes

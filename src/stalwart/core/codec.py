@@ -40,7 +40,7 @@ from typing import Any
 from .declared import is_declared, lookup, name_of
 from .errors import CorruptedRecord, SerializationError
 
-__all__ = ["check_json", "decode", "dumps", "encode", "loads"]
+__all__ = ["check_json", "decode", "dumps", "encode", "escaped_json", "loads"]
 
 _TAG = "$t"
 
@@ -319,6 +319,30 @@ def check_json(text: str, value: Any, where: str = "value") -> str:
             "so it cannot be recorded"
         )
     return text
+
+
+def escaped_json(text: str, tree: Any) -> str:
+    """``text``, the JSON ``json.dumps`` wrote for ``tree`` (plain JSON data),
+    or, when it holds a lone surrogate, that JSON with each one written as
+    its escape's text (``\\ud800``, six characters) so it can be shown.
+
+    For what must be recorded even so: a failure's message (a file name
+    decoded with ``surrogateescape``) is the run's outcome; a value is
+    refused instead (:func:`dumps`).
+    """
+    if "\\" in text and "\\ud" in text and _lone_surrogate(text):
+        return json.dumps(_escaped(tree), separators=(",", ":"))
+    return text
+
+
+def _escaped(tree: Any) -> Any:
+    if isinstance(tree, str):
+        return tree.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(tree, list):
+        return [_escaped(v) for v in tree]
+    if isinstance(tree, dict):
+        return {_escaped(k): _escaped(v) for k, v in tree.items()}
+    return tree
 
 
 def _check_text(text: str, where: str, what: str = "the text") -> None:

@@ -72,7 +72,9 @@ def error_to_json(exc: BaseException) -> str:
             attrs.update({k: v for k in ("filename", "filename2") if (v := getattr(exc, k))})
         if attrs:
             data["attrs"] = attrs
-    return json.dumps(data, separators=(",", ":"))
+    # A message may hold a lone surrogate (a file name decoded with
+    # surrogateescape): recorded escaped, so every surface can show it.
+    return codec.escaped_json(json.dumps(data, separators=(",", ":")), data)
 
 
 # The name Stalwart's own errors carry in a ledger: stable data, independent

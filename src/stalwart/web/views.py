@@ -22,7 +22,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from ..core.errors import RunNotFound, StoreUnavailable
+from ..core.errors import RunNotFound, SerializationError, StoreUnavailable
 from ..core.inputs import inputs_by_name
 from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord
 from ..core.policy import Policy
@@ -532,7 +532,10 @@ async def signal(request: Request) -> Response:
             payload = json.loads(text)
         except ValueError as exc:
             return _problem(request, 400, f"the payload is not JSON: {exc}")
-    await _runner(request).signal(run.id, name.strip(), payload)
+    try:
+        await _runner(request).signal(run.id, name.strip(), payload)
+    except SerializationError as exc:  # text UTF-8 cannot encode: nothing was queued
+        return _problem(request, 400, f"the payload cannot be recorded: {exc}")
     back = _with_answer(_back(form.get("back"), run.id), run.id, name.strip())
     return RedirectResponse(back, 303)
 
