@@ -13,8 +13,13 @@ controls escaped. A store URL is printed with its password masked.
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed_version
+from typing import Annotated
+
 import typer
 
+from .command import Command, Group
 from .demo import demo
 from .export import export_run, import_run
 from .fork import fork_run
@@ -36,36 +41,73 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
+    cls=Group,
 )
-runs_app = typer.Typer(
-    help="List, show, count, resume, cancel and prune runs; list those waiting for a human.",
-    no_args_is_help=True,
+
+
+def _version() -> str:
+    """The installed distribution's version (the package's own when it is
+    run from a checkout that was never installed)."""
+    try:
+        return installed_version("stalwart")
+    except PackageNotFoundError:
+        from .. import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"stalwart {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the installed version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Durable AI agents: inspect, resume, signal and prune the runs of a store."""
+
+
+def _group(help_text: str) -> typer.Typer:
+    return typer.Typer(help=help_text, no_args_is_help=True, cls=Group)
+
+
+runs_app = _group(
+    "List, show, count, resume, cancel, prune, export, import and fork runs; "
+    "list those waiting for a human."
 )
 app.add_typer(runs_app, name="runs")
 
-runs_app.command("list")(list_runs)
-runs_app.command("show")(show_run)
-runs_app.command("count")(count_runs)
-runs_app.command("waiting")(waiting_runs)
-runs_app.command("resume")(resume_run)
-runs_app.command("cancel")(cancel_run)
-runs_app.command("prune")(prune_runs)
-runs_app.command("export")(export_run)
-runs_app.command("import")(import_run)
-runs_app.command("fork")(fork_run)
-app.command("signal")(send_signal)
-app.command("demo")(demo)
-app.command("worker")(worker)
-app.command("ui")(ui)
-app.command("serve")(serve)
-mcp_app = typer.Typer(help="Serve policies as MCP tools.", no_args_is_help=True)
+runs_app.command("list", cls=Command)(list_runs)
+runs_app.command("show", cls=Command)(show_run)
+runs_app.command("count", cls=Command)(count_runs)
+runs_app.command("waiting", cls=Command)(waiting_runs)
+runs_app.command("resume", cls=Command)(resume_run)
+runs_app.command("cancel", cls=Command)(cancel_run)
+runs_app.command("prune", cls=Command)(prune_runs)
+runs_app.command("export", cls=Command)(export_run)
+runs_app.command("import", cls=Command)(import_run)
+runs_app.command("fork", cls=Command)(fork_run)
+app.command("signal", cls=Command)(send_signal)
+app.command("demo", cls=Command)(demo)
+app.command("worker", cls=Command)(worker)
+app.command("ui", cls=Command)(ui)
+app.command("serve", cls=Command)(serve)
+mcp_app = _group("Serve policies as MCP tools.")
 app.add_typer(mcp_app, name="mcp")
-mcp_app.command("serve")(mcp_serve)
-schedules_app = typer.Typer(
-    help="List, pause, resume and delete recurring schedules.", no_args_is_help=True
-)
+mcp_app.command("serve", cls=Command)(mcp_serve)
+schedules_app = _group("List, pause, resume and delete recurring schedules.")
 app.add_typer(schedules_app, name="schedules")
-schedules_app.command("list")(list_schedules)
-schedules_app.command("pause")(pause_schedule)
-schedules_app.command("resume")(resume_schedule)
-schedules_app.command("delete")(delete_schedule)
+schedules_app.command("list", cls=Command)(list_schedules)
+schedules_app.command("pause", cls=Command)(pause_schedule)
+schedules_app.command("resume", cls=Command)(resume_schedule)
+schedules_app.command("delete", cls=Command)(delete_schedule)

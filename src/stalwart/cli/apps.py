@@ -32,6 +32,7 @@ AppOption = Annotated[
     str,
     typer.Option(
         "--app",
+        metavar="MODULE",
         help=(
             "Your policies: a module or .py file (every policy in it), or module:attr "
             "(a policy, a list or dict of them, or a Context subclass)."

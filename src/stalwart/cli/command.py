@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
 
 from ..core.redact import mask_url, printable, redact
 
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STORE",
     "CLIError",
+    "Command",
+    "Group",
     "JsonOption",
     "StoreOption",
     "console",
@@ -46,6 +49,7 @@ __all__ = [
     "get_run",
     "lit",
     "open_store",
+    "print_document",
     "print_json",
     "print_table",
     "reading",
@@ -63,6 +67,7 @@ StoreOption = Annotated[
         "--store",
         "-s",
         envvar="STALWART_STORE",
+        metavar="URL",
         help="Store URL: sqlite:///path.db or postgresql://…",
         show_envvar=True,
     ),
@@ -79,6 +84,65 @@ JsonOption = Annotated[
 # Wide enough for any row a ledger holds: a piped table takes its natural
 # width (its widest cell), never the 80 columns Rich assumes off a terminal.
 _UNCUT = 1_000_000
+
+
+def _no_type(ctx: Any = None) -> None:
+    return None
+
+
+def _metavar(param: Any) -> None:
+    """What ``--help`` shows after an option that takes a value, when its
+    declaration names none: a flag shows nothing (it takes no value), a
+    choice its choices, a number ``N``, anything else its own name in
+    capitals (``--host HOST``). An argument shows its name in capitals."""
+    name = str(param.name or "value")
+    if getattr(param, "param_type_name", "") == "argument":
+        # Its name is what it takes (RUN, JSON): no type column beside it.
+        param.display_type_rich = _no_type
+        if param.metavar is None:
+            param.metavar = name.upper()
+        return
+    if param.metavar is not None:
+        return
+    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+        param.metavar = ""
+        return
+    desc = getattr(param, "type_descriptor", None)  # typer >= 0.20; else click's type
+    kind = getattr(desc, "annotation", None) if desc is not None else None
+    choices = (
+        getattr(desc, "choices", None)
+        if desc is not None
+        else getattr(getattr(param, "type", None), "choices", None)
+    )
+    if choices:
+        param.metavar = "|".join(str(getattr(c, "value", c)) for c in choices)
+    elif kind is int or getattr(getattr(param, "type", None), "name", "") == "integer":
+        param.metavar = "N"
+    else:
+        long = [o for o in param.opts if o.startswith("--")]
+        param.metavar = (long[0][2:] if long else name).upper().replace("-", "_")
+
+
+class Command(TyperCommand):
+    """A command whose ``--help`` names what each option takes (``--store
+    URL``, ``--limit N``) and shows a flag as a flag, never ``<str>`` or
+    ``<bool>``; every command of the ``stalwart`` tree is one."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        for param in params:
+            _metavar(param)
+        return params
+
+
+class Group(TyperGroup):
+    """A group of commands whose own ``--help`` shows flags as flags."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        for param in params:
+            _metavar(param)
+        return params
 
 
 class CLIError(Exception):
@@ -117,6 +181,15 @@ def print_json(document: object) -> None:
     parser reads it back unchanged.
     """
     sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=True) + "\n")
+
+
+def print_document(store: str, **fields: Any) -> None:
+    """What every ``--json`` prints: one object whose first field is
+    ``store``, the store's URL with its password masked, then the command's
+    own fields: a listing's things under their plural (``runs``,
+    ``schedules``) and ``more`` (whether the limit left some out); one
+    thing under its name (``run``)."""
+    print_json({"store": mask_url(store), **fields})
 
 
 def lit(value: object) -> str:

@@ -18,6 +18,7 @@ def mcp_serve(
         str,
         typer.Option(
             "--app",
+            metavar="MODULE",
             help="module (its policies marked @stalwart.mcp.tool, or PocketJoe's "
             "@policy_spec_mcp_tool / @policy.tool / @policy.resource) or module:attr "
             "(a policy, a list of them, a dict of tool name to policy, or a PocketJoe "
@@ -27,7 +28,9 @@ def mcp_serve(
     http: Annotated[
         str | None,
         typer.Option(
-            "--http", help="serve streamable HTTP at HOST:PORT (endpoint /mcp); default stdio"
+            "--http",
+            metavar="HOST:PORT",
+            help="serve streamable HTTP at HOST:PORT (endpoint /mcp); default stdio",
         ),
     ] = None,
     store: Annotated[
@@ -36,6 +39,7 @@ def mcp_serve(
             "--store",
             "-s",
             envvar="STALWART_STORE",
+            metavar="URL",
             help="store URL: each tool call a durable run (default: in memory)",
         ),
     ] = None,

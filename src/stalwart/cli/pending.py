@@ -23,7 +23,7 @@ from .command import (
     console,
     execute,
     lit,
-    print_json,
+    print_document,
     print_table,
     reading,
 )
@@ -45,25 +45,26 @@ def waiting_runs(
     async def go() -> None:
         found: list[tuple[Any, Asked | None]] = []
         async with reading(store) as ledger:
-            for rec in await ledger.waiting_for_signals(limit):
+            # One more than asked: whether the limit left some out.
+            waiting = await ledger.waiting_for_signals(limit + 1)
+            for rec in waiting[:limit]:
                 steps = await ledger.load_steps(rec.id)
                 found.append((rec, asked_of(steps.values(), rec.waiting_for or "")))
         if as_json:
-            print_json(
-                {
-                    "store": mask_url(store),
-                    "runs": [
-                        {
-                            **run_data(rec),
-                            "signal": rec.waiting_for,
-                            "waiting_since": rec.updated_at,
-                            "deadline": rec.wake_at,
-                            "prompt": asked.prompt if asked else None,
-                            "about": asked.about if asked else None,
-                        }
-                        for rec, asked in found
-                    ],
-                }
+            print_document(
+                store,
+                runs=[
+                    {
+                        **run_data(rec),
+                        "signal": rec.waiting_for,
+                        "waiting_since": rec.updated_at,
+                        "deadline": rec.wake_at,
+                        "prompt": asked.prompt if asked else None,
+                        "about": asked.about if asked else None,
+                    }
+                    for rec, asked in found
+                ],
+                more=len(waiting) > limit,
             )
             return
         if not found:

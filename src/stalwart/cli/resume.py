@@ -131,7 +131,7 @@ async def _print_events(events: AsyncIterator[Event], out: Console, quiet: bool)
 
 
 def resume_run(
-    run_id: Annotated[str, typer.Argument(help="The run's id.")],
+    run_id: Annotated[str, typer.Argument(help="The run's id.", metavar="RUN")],
     app_spec: AppOption = "",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the outcome.")] = False,
     store: StoreOption = DEFAULT_STORE,

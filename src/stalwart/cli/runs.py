@@ -26,7 +26,7 @@ from .command import (
     fail,
     get_run,
     lit,
-    print_json,
+    print_document,
     print_table,
     reading,
     runner_for,
@@ -71,16 +71,26 @@ def list_runs(
         Status | None, typer.Option("--status", help="Only runs with this status.")
     ] = None,
     policy: Annotated[
-        str | None, typer.Option("--policy", help="Only runs of this policy (its name).")
+        str | None,
+        typer.Option("--policy", metavar="NAME", help="Only runs of this policy (its name)."),
     ] = None,
-    queue: Annotated[str | None, typer.Option("--queue", help="Only runs on this queue.")] = None,
+    queue: Annotated[
+        str | None, typer.Option("--queue", metavar="NAME", help="Only runs on this queue.")
+    ] = None,
     id_contains: Annotated[
-        str | None, typer.Option("--id-contains", help="Only runs whose id contains this text.")
+        str | None,
+        typer.Option(
+            "--id-contains", metavar="TEXT", help="Only runs whose id contains this text."
+        ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")] = 50,
     before: Annotated[
         str | None,
-        typer.Option("--before", help="The next page: the cursor a previous listing printed."),
+        typer.Option(
+            "--before",
+            metavar="CURSOR",
+            help="The next page: the cursor a previous listing printed.",
+        ),
     ] = None,
     as_json: JsonOption = False,
     store: StoreOption = DEFAULT_STORE,
@@ -105,12 +115,8 @@ def list_runs(
         runs = runs[:limit]
         cursor = cursor_of(runs[-1]) if more else None
         if as_json:
-            print_json(
-                {
-                    "store": mask_url(store),
-                    "runs": [run_data(r) for r in runs],
-                    "next": cursor,
-                }
+            print_document(
+                store, runs=[run_data(r) for r in runs], more=cursor is not None, next=cursor
             )
             return
         kind = f"{status.value} " if status else ""
@@ -126,7 +132,7 @@ def list_runs(
 
 
 def show_run(
-    run_id: Annotated[str, typer.Argument(help="The run's id.")],
+    run_id: Annotated[str, typer.Argument(help="The run's id.", metavar="RUN")],
     full: Annotated[bool, typer.Option("--full", help="Do not shorten values.")] = False,
     as_json: JsonOption = False,
     store: StoreOption = DEFAULT_STORE,
@@ -152,7 +158,9 @@ def show_run(
             rec = await get_run(runner, run_id)
             steps = await runner.steps(run_id)
         if as_json:
-            print_json({"run": run_data(rec, values=True), "steps": [step_data(s) for s in steps]})
+            print_document(
+                store, run=run_data(rec, values=True), steps=[step_data(s) for s in steps]
+            )
             return
         screen = console()
         known = {p.name: p for p in app_policies(app_spec)} if app_spec else {}
@@ -166,9 +174,12 @@ def show_run(
 
 
 def count_runs(
-    queue: Annotated[str | None, typer.Option("--queue", help="Only runs on this queue.")] = None,
+    queue: Annotated[
+        str | None, typer.Option("--queue", metavar="NAME", help="Only runs on this queue.")
+    ] = None,
     policy: Annotated[
-        str | None, typer.Option("--policy", help="Only runs of this policy (its name).")
+        str | None,
+        typer.Option("--policy", metavar="NAME", help="Only runs of this policy (its name)."),
     ] = None,
     as_json: JsonOption = False,
     store: StoreOption = DEFAULT_STORE,
@@ -190,14 +201,12 @@ def count_runs(
                 by_queue[name] = by_queue.get(name, 0) + n
         total = sum(by_status.values())
         if as_json:
-            print_json(
-                {
-                    "store": mask_url(store),
-                    "total": total,
-                    "by_status": by_status,
-                    "by_queue": dict(sorted(by_queue.items())),
-                    "counts": {s: dict(sorted(q.items())) for s, q in sorted(counts.items())},
-                }
+            print_document(
+                store,
+                total=total,
+                by_status=by_status,
+                by_queue=dict(sorted(by_queue.items())),
+                counts={s: dict(sorted(q.items())) for s, q in sorted(counts.items())},
             )
             return
         title = Text(printable(f"{total} run{'s' if total != 1 else ''} in {mask_url(store)}"))
@@ -217,7 +226,7 @@ def count_runs(
 
 
 def cancel_run(
-    run_id: Annotated[str, typer.Argument(help="The run's id.")],
+    run_id: Annotated[str, typer.Argument(help="The run's id.", metavar="RUN")],
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Cancel a run: at once if nobody executes it, else at its next await."""
@@ -246,7 +255,11 @@ def cancel_run(
 def prune_runs(
     older_than: Annotated[
         str | None,
-        typer.Option("--older-than", help="Delete finished runs older than this: 7d, 12h, 30m."),
+        typer.Option(
+            "--older-than",
+            metavar="AGE",
+            help="Delete finished runs older than this: 7d, 12h, 30m.",
+        ),
     ] = None,
     keep: Annotated[
         int | None, typer.Option("--keep", min=0, help="Keep only the N most recent finished runs.")

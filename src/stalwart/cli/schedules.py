@@ -9,6 +9,7 @@ schedule row (its name, policy, inputs) has its terminal controls escaped.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Annotated, Any
 
@@ -24,7 +25,7 @@ from .command import (
     console,
     execute,
     lit,
-    print_json,
+    print_document,
     print_table,
     reading,
     runner_for,
@@ -32,7 +33,7 @@ from .command import (
 
 __all__ = ["delete_schedule", "list_schedules", "pause_schedule", "resume_schedule"]
 
-NameArgument = Annotated[str, typer.Argument(help="The schedule's name.")]
+NameArgument = Annotated[str, typer.Argument(help="The schedule's name.", metavar="NAME")]
 
 
 def list_schedules(
@@ -47,11 +48,14 @@ def list_schedules(
 
     async def go() -> int:
         async with reading(store) as ledger:
-            found = await ledger.list_schedules(limit, check=False)
+            # One more than asked: whether the limit left some out.
+            found = await ledger.list_schedules(limit + 1, check=False)
+        more = len(found) > limit
+        found = found[:limit]
         corrupt = _corrupt(found)
         if as_json:
             rows = [_data(s, corrupt.get(id(s))) for s in found]
-            print_json({"store": mask_url(store), "schedules": rows})
+            print_document(store, schedules=rows, more=more)
         elif not found:
             console().print(f"no schedule in {lit(mask_url(store))}")
         else:
@@ -120,10 +124,20 @@ def _timing(s: Any) -> str:
 
 
 def _data(s: Any, corrupt: str | None = None) -> dict[str, Any]:
+    """A schedule as ``--json`` gives it: its ``inputs`` parsed, as ``runs
+    show`` gives a run's (text that is not JSON stays text, and is named in
+    ``unreadable``)."""
+    unreadable: list[str] = []
+    inputs: Any = s.inputs
+    if isinstance(inputs, str):
+        try:
+            inputs = json.loads(inputs)
+        except (ValueError, RecursionError):
+            unreadable.append("inputs")
     data = {
         "name": s.name,
         "policy": s.policy,
-        "inputs": s.inputs,
+        "inputs": inputs,
         "cron": s.cron,
         "every": s.every,
         "timezone": s.timezone,
@@ -139,6 +153,7 @@ def _data(s: Any, corrupt: str | None = None) -> dict[str, Any]:
     }
     if corrupt is not None:
         data["corrupt"] = corrupt
+    data["unreadable"] = unreadable
     return {k: _json_safe(v) for k, v in data.items()}
 
 

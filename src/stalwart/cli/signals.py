@@ -17,9 +17,11 @@ __all__ = ["send_signal"]
 
 
 def send_signal(
-    run_id: Annotated[str, typer.Argument(help="The run's id.")],
+    run_id: Annotated[str, typer.Argument(help="The run's id.", metavar="RUN")],
     name: Annotated[str, typer.Argument(help="The signal's name, as the run waits for it.")],
-    payload: Annotated[str, typer.Argument(help="The payload, as JSON (e.g. '{\"ok\": true}').")],
+    payload: Annotated[
+        str, typer.Argument(help="The payload, as JSON (e.g. '{\"ok\": true}').", metavar="JSON")
+    ],
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Send a signal to a run; it is queued if the run does not wait for it yet.
