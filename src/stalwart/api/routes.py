@@ -52,7 +52,8 @@ class Api:
     max_body: int
     openapi: dict[str, Any] = field(default_factory=dict)
     max_streams: int = MAX_STREAMS
-    #: Event streams being served now (one event loop: no lock needed).
+    #: Event streams being served now (one event loop: no lock needed, as
+    #: long as the check and the count are one step, with no await between).
     streams: int = 0
 
 
@@ -294,6 +295,9 @@ async def stream_events(request: Request) -> Response:
     """Server-Sent Events of the run, from ``Last-Event-ID`` on when given;
     503 with ``Retry-After`` while this process serves ``max_streams``."""
     api = _api(request)
+    # The place is taken in the same step as the check, before any await: a
+    # burst of opens (every client reconnecting after a restart) cannot all
+    # pass the check while the first ones wait on the store.
     if api.streams >= api.max_streams:
         refused = problem(
             503,
@@ -302,6 +306,20 @@ async def stream_events(request: Request) -> Response:
         )
         refused.headers["Retry-After"] = str(STREAM_RETRY)
         return refused
+    api.streams += 1
+    handed_over = False
+    try:
+        response = await _open_stream(api, request)
+        if isinstance(response, _CountedStream):
+            handed_over = True  # the stream gives the place back when it ends
+        return response
+    finally:
+        if not handed_over:
+            api.streams -= 1
+
+
+async def _open_stream(api: Api, request: Request) -> Response:
+    """The stream of the run the request names, or why not (404, 400)."""
     rec = await api.runner.get_run(_run_id(request))
     given = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
     try:
@@ -316,7 +334,6 @@ async def stream_events(request: Request) -> Response:
         live=api.execute,
         find_policy=api.policies.get,
     )
-    api.streams += 1
     return _CountedStream(
         frames,
         release=api,
