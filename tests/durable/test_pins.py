@@ -287,7 +287,7 @@ class FailingWakes(CountingStore):
 
 
 @pytest.mark.parametrize(
-    "error", [sw.StoreUnavailable("busy"), RuntimeError("a bad row")], ids=["down", "bug"]
+    "error", [sw.StoreUnavailable("busy"), sw.CorruptedRecord("a bad row")], ids=["down", "bad-row"]
 )
 async def test_the_background_loop_outlives_a_failing_store(
     tmp_path: Path, error: Exception

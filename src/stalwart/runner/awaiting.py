@@ -20,7 +20,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..core.errors import RunNotFound, StoreUnavailable
+from ..core.errors import RunNotFound, StalwartError, StoreUnavailable
 from ..core.ledger import TERMINAL, RunRecord
 from ..core.recorded import recorded_outcome
 from .registry import Registry
@@ -81,6 +81,14 @@ async def await_outcome(
                 return recorded_outcome(run_id, rec.status, rec.result, rec.error)
             if rec is not None and ephemeral:
                 raise RunNotFound(f"run {run_id!r} is {rec.status} and not executing here")
+            if table.failed is not None and run_id not in table.live:
+                # Nothing here will claim or wake the run any more.
+                raise StalwartError(
+                    f"run {run_id!r} is {rec.status if rec else 'not found'}, and this "
+                    f"runner's worker loop stopped on a bug ({type(table.failed).__name__}: "
+                    f"{table.failed}), so it cannot resume the run; another worker on the "
+                    f"store can"
+                ) from table.failed
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay):
                     await watcher.wait()

@@ -9,7 +9,6 @@ leases run out and another process resumes them), then closes the store.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from ..stores.base import Store
 from .driver import Driver
@@ -29,13 +28,18 @@ async def start_loop(store: Store, table: RunTable, worker: Worker) -> asyncio.T
 
 
 async def stop_executing(loop: asyncio.Task[None] | None, table: RunTable, driver: Driver) -> None:
-    """Stop the worker loop and every run executing here, and wait for them."""
+    """Stop the worker loop and every run executing here, and wait for them;
+    then raise the bug that ended the loop, if one did (see :meth:`Worker.loop`)."""
     if loop is not None:
         loop.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await loop
+        await asyncio.wait([loop])  # its own error is raised below, after the cleanup
+        if not loop.cancelled():
+            loop.exception()  # retrieved: it is table.failed, raised below
     for live in list(table.live.values()):
         if live.task is not None and not live.task.done():
             live.task.cancel()
             await asyncio.wait([live.task])  # neither raises nor swallows our own cancel
     await driver.drain()
+    if table.failed is not None:
+        failed, table.failed = table.failed, None  # raised once, by the close that saw it
+        raise failed

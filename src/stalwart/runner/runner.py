@@ -167,11 +167,13 @@ class Runner:
     async def close(self) -> None:
         """Stop the worker loop, give back runs still held, close the store."""
         loop, self._bg = self._bg, None
-        await stop_executing(loop, self._table, self._driver)
-        if self._opened:
-            await self.store.close()
-        self._opened = False
-        self._closed = not self.store.ephemeral  # in memory there is nothing to leak
+        try:
+            await stop_executing(loop, self._table, self._driver)  # raises a loop's bug
+        finally:
+            if self._opened:
+                await self.store.close()
+            self._opened = False
+            self._closed = not self.store.ephemeral  # in memory there is nothing to leak
 
     def register(self, target: Any) -> Policy[Any, Any]:
         """Make a policy known, so runs of it can be resumed by this runner.

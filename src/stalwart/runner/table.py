@@ -60,6 +60,8 @@ class RunTable:
         self.poke: asyncio.Event | None = None  # the worker loop's wake-up, when it runs
         self.watching: asyncio.Task[None] | None = None
         self.store_down: StoreUnavailable | None = None
+        #: The bug that ended the worker loop (see :meth:`loop_failed`).
+        self.failed: BaseException | None = None
         self._claim_lock: asyncio.Lock | None = None
 
     def claims(self) -> asyncio.Lock:
@@ -83,6 +85,14 @@ class RunTable:
         if exc is not None and was is None:
             for watcher in self.watchers.values():
                 watcher.set()
+
+    def loop_failed(self, exc: BaseException) -> None:
+        """The worker loop ended on a bug (``exc``): nothing here claims,
+        wakes or heartbeats runs any more. Every awaiting caller is woken to
+        hear it, rather than wait for a wake-up that will never come."""
+        self.failed = exc
+        for watcher in self.watchers.values():
+            watcher.set()
 
     def listen(self, run_id: str, queue: asyncio.Queue[Any]) -> None:
         self.listeners.setdefault(run_id, []).append(queue)

@@ -96,11 +96,34 @@ class Worker:
         self.schedules: Schedules | None = None
         #: When it may next look for runs of policies it lacks (monotonic).
         self._next_look = 0.0
+        #: What serve() waits for, while it serves: set when the loop fails.
+        self._stop: asyncio.Event | None = None
 
     async def loop(self) -> None:
-        """Heartbeats, timers, signals from elsewhere, and recovery, in one loop."""
+        """Heartbeats, timers, signals from elsewhere, and recovery, in one loop.
+
+        It outlives what the store does (an outage is waited out, a refused
+        pass is logged and tried again) but not its own bugs: any other
+        exception is logged as one, ends the loop, and fails the runner
+        loudly (:meth:`RunTable.loop_failed`: awaiting callers and
+        ``serve()`` are told, and closing the runner raises it), where
+        carrying on would leave runs that never start and nobody told.
+        """
         try:
             await self._loop()
+        except Exception as exc:
+            _log.critical(
+                "stalwart runner %s: the worker loop stopped on a bug (%s: %s); "
+                "this runner claims, resumes and heartbeats nothing more",
+                self.owner,
+                type(exc).__name__,
+                exc,
+                exc_info=exc,
+            )
+            self.table.loop_failed(exc)
+            if self._stop is not None:
+                self._stop.set()  # serve() returns, and its close raises the bug
+            raise
         finally:
             for task in (self._checking, self.table.watching):
                 if task is not None and not task.done():
@@ -165,9 +188,17 @@ class Worker:
                         exc,
                         delay,
                     )
-            except Exception:  # never let one bad row stop heartbeats and recovery
-                _log.exception("stalwart runner %s: background loop error", self.owner)
+            except StoreError as exc:  # a bad row: never stops heartbeats and recovery
+                observe.emit(
+                    logging.ERROR,
+                    "store.refused",
+                    "the store refused the worker loop's pass (%s); trying again in %.2f s",
+                    exc,
+                    self.poll_interval,
+                )
                 delay = self.poll_interval
+            # Anything else is a bug in this loop or in what it calls, not a
+            # state of the world to wait out: it ends the loop (see loop()).
             if not claimed and delay > 0:
                 await asyncio.sleep(min(QUIET, delay))  # see QUIET
                 delay = max(0.0, delay - QUIET)
@@ -388,7 +419,10 @@ class Worker:
         the runner's close)."""
         serving = self.serving
         self.serving = True
+        self._stop = stop
         try:
+            if self.table.failed is not None:
+                return  # the loop is gone: closing the runner raises its bug
             self.table.wake_worker()
             await stop.wait()
             self.draining = True
@@ -397,6 +431,7 @@ class Worker:
                 await asyncio.wait(tasks, timeout=shutdown_timeout)
         finally:
             self.serving = serving
+            self._stop = None
 
     def _acceptable(self, rec: RunRecord) -> bool:
         if rec.id in self.table.live or rec.id in self.table.claiming:

@@ -1,0 +1,89 @@
+"""The worker loop: what it outlives (the store) and what it must not hide (its own bugs).
+
+A store that refuses a pass (a bad row: a ``StoreError``) is logged and the
+loop tries again; an outage is waited out (tests/durable/test_pins.py). Any
+other exception is a bug in the loop or in what it calls: it must end the
+loop and reach the user (``serve()`` returns and raises it, an awaiting
+caller is told, closing the runner raises it) instead of being logged while
+runs never start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+
+import stalwart as sw
+from stalwart.core.errors import CorruptedRecord, StalwartError
+
+BOUND = 20.0  # a hang fails the test
+
+
+@sw.policy
+async def double(n: int) -> int:
+    return 2 * n
+
+
+def _break_claims(runner: sw.Runner, exc: BaseException, times: int | None) -> list[int]:
+    """Make the runner's store raise ``exc`` from claim_due ``times`` times
+    (None: always); returns the list that counts the calls."""
+    store: Any = runner.store
+    real = store.claim_due
+    calls: list[int] = []
+
+    async def claim_due(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if times is None or len(calls) <= times:
+            raise exc
+        return await real(*args, **kwargs)
+
+    store.claim_due = claim_due
+    return calls
+
+
+async def test_a_bug_in_the_claim_path_ends_serve_with_it(store_url: str) -> None:
+    runner = sw.Runner(store_url, policies=[double], poll_interval=0.05)
+    await runner.enqueue(double, 1, run_id="never")
+    _break_claims(runner, TypeError("'NoneType' object is not subscriptable"), None)
+    with pytest.raises(TypeError, match="not subscriptable"):
+        async with asyncio.timeout(BOUND):
+            await runner.serve(asyncio.Event())
+    assert runner.closed  # serve closed the runner on its way out
+    async with sw.Runner(store_url) as reader:
+        assert (await reader.get_run("never")).status == "pending"  # nothing lost
+
+
+async def test_a_bug_in_the_claim_path_reaches_an_awaiting_caller_and_close(
+    store_url: str,
+) -> None:
+    runner = sw.Runner(store_url, policies=[double], poll_interval=0.05, recover=True)
+    await runner.open()
+    _break_claims(runner, TypeError("a bug"), None)
+    handle = await runner.enqueue(double, 2, run_id="stuck")
+    with pytest.raises(StalwartError) as caught:
+        async with asyncio.timeout(BOUND):
+            await handle.result()
+    text = str(caught.value)
+    assert "'stuck'" in text and "worker loop stopped on a bug" in text
+    assert "TypeError: a bug" in text
+    assert isinstance(caught.value.__cause__, TypeError)
+    with pytest.raises(TypeError, match="a bug"):
+        await runner.close()
+    assert runner.closed
+
+
+async def test_a_store_refusing_a_pass_is_logged_and_tried_again(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with sw.Runner(store_url, policies=[double], poll_interval=0.05, recover=True) as runner:
+        calls = _break_claims(runner, CorruptedRecord("run 'x': a bad row"), 2)
+        with caplog.at_level(logging.ERROR):
+            handle = await runner.enqueue(double, 21, run_id="later")
+            async with asyncio.timeout(BOUND):
+                assert await handle.result() == 42
+    assert len(calls) > 2  # refused twice, then claimed
+    refused = [r for r in caplog.records if "refused the worker loop's pass" in r.getMessage()]
+    assert refused and "a bad row" in refused[0].getMessage()
