@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# A mutation pass over the durability-critical code, from any checkout.
+#
+#   tools/mutation.sh PASS [MUTANT-GLOB...]     PASS: engine | sqlite | postgres | worker
+#   tools/mutation.sh results PASS              the survivors of the last PASS
+#
+# Each pass copies this checkout's committed tree (git archive HEAD, plus the
+# uncommitted changes of tracked and new files under tests/) to
+# ${MUTATION_DIR:-/tmp/stalwart-mutation}/PASS, writes mutmut's settings into
+# that copy, and runs mutmut there with the tests that guard the pass's code.
+# mutmut lives in a virtualenv of its own (${MUTMUT_VENV:-/tmp/mutenv}),
+# made on first use. See docs/mutation.md.
+set -euo pipefail
+
+root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
+venv="${MUTMUT_VENV:-/tmp/mutenv}"
+base="${MUTATION_DIR:-/tmp/stalwart-mutation}"
+children="${MUTATION_CHILDREN:-2}"
+
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || usage
+
+if [ "$1" = results ]; then
+    [ $# -eq 2 ] || usage
+    cd "$base/$2"
+    exec "$venv/bin/mutmut" results
+fi
+
+pass=$1; shift
+E=tests/core; D=tests/durable; S=tests/stores
+case "$pass" in
+engine)
+    files="src/stalwart/core/engine/execution.py;src/stalwart/core/engine/journal.py"
+    tests="$E;$D/test_durable.py;$D/test_trust.py;$D/test_edge_cases.py;$S/test_sqlite_trust.py;tests/engine;-k;not postgres"
+    globs=(
+        "stalwart.core.engine.execution.xǁExecutionǁ_full__mutmut_*"
+        "stalwart.core.engine.execution.xǁExecutionǁ_plain__mutmut_*"
+        "stalwart.core.engine.execution.xǁExecutionǁ_attempts__mutmut_*"
+        "stalwart.core.engine.execution.xǁExecutionǁ_failure__mutmut_*"
+        "stalwart.core.engine.execution.xǁExecutionǁrun_root__mutmut_*"
+        "stalwart.core.engine.journal.xǁJournalǁreplayed_value__mutmut_*"
+        "stalwart.core.engine.journal.xǁJournalǁrecord_step__mutmut_*"
+        "stalwart.core.engine.journal.xǁJournalǁwrite__mutmut_*"
+        "stalwart.core.engine.journal.xǁJournalǁrecord_value__mutmut_*"
+        "stalwart.core.engine.journal.xǁJournalǁhalt__mutmut_*"
+    ) ;;
+sqlite)
+    Q=src/stalwart/stores/sqlite
+    files="$Q/writer.py;$Q/steps.py;$Q/claims.py"
+    tests="$S;$D/test_durable.py;$D/test_trust.py;$D/test_queues.py;$D/test_workers.py;-k;not postgres and not pg_"
+    globs=(
+        "stalwart.stores.sqlite.writer.xǁSQLiteBaseǁ*__mutmut_*"
+        "stalwart.stores.sqlite.steps.xǁSQLiteStepsǁ*__mutmut_*"
+        "stalwart.stores.sqlite.claims.xǁSQLiteClaimsǁ*__mutmut_*"
+    ) ;;
+postgres)
+    Q=src/stalwart/stores/postgres
+    files="$Q/steps.py;$Q/claims.py"
+    tests="$S;$D/test_durable.py;-k;not sqlite and not memory"
+    globs=(
+        "stalwart.stores.postgres.steps.xǁPostgresStepsǁ_write_together__mutmut_*"
+        "stalwart.stores.postgres.steps.xǁPostgresStepsǁ_check_step_fence__mutmut_*"
+        "stalwart.stores.postgres.claims.xǁPostgresClaimsǁ_take__mutmut_*"
+    ) ;;
+worker)
+    files="src/stalwart/runner/worker.py"
+    tests="$D/test_durable.py;$D/test_trust.py;$D/test_workers.py;$D/test_queues.py;$D/test_pins.py;tests/starvation;tests/schedules;tests/runner;-k;not postgres"
+    globs=(
+        "stalwart.runner.worker.xǁWorkerǁ_claim_own__mutmut_*"
+        "stalwart.runner.worker.xǁWorkerǁ_claim_due__mutmut_*"
+        "stalwart.runner.worker.xǁWorkerǁ_loop__mutmut_*"
+        "stalwart.runner.worker.xǁWorkerǁbeat__mutmut_*"
+    ) ;;
+*) usage ;;
+esac
+[ $# -gt 0 ] && globs=("$@")
+
+if [ ! -x "$venv/bin/mutmut" ]; then
+    python -m venv --system-site-packages "$venv"
+    "$venv/bin/pip" install -q mutmut==3.8.1
+fi
+
+dir="$base/$pass"
+rm -rf "$dir" && mkdir -p "$dir"
+git -C "$root" archive HEAD | tar -x -C "$dir"
+# Tests being written for this pass count too (tracked edits and new files).
+git -C "$root" ls-files -m -o --exclude-standard -- tests | while read -r f; do
+    mkdir -p "$dir/$(dirname "$f")" && cp "$root/$f" "$dir/$f"
+done
+
+cd "$dir"
+# Test paths that do not exist in this checkout are left out of the selection.
+IFS=';' read -r -a parts <<< "$tests"
+sel=""
+for p in "${parts[@]}"; do
+    case "$p" in
+    tests/*) [ -e "$p" ] || continue ;;
+    esac
+    sel+="\"$p\", "
+done
+IFS=';' read -r -a paths <<< "$files"
+only=$(printf '"%s", ' "${paths[@]}")
+cat >> pyproject.toml <<TOML
+
+[tool.mutmut]
+source_paths = ["src"]
+only_mutate = [${only%, }]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:randomly"]
+pytest_add_cli_args_test_selection = [${sel%, }]
+use_git_change_detection = false
+process_isolation = "forkserver"
+timeout_multiplier = 4.0
+timeout_constant = 10.0
+TOML
+mkdir -p mutants/src   # exists before Python starts, so PYTHONPATH can point at it
+PYTHONPATH="$dir/mutants/src" "$venv/bin/mutmut" run --max-children "$children" "${globs[@]}" || true
+"$venv/bin/mutmut" results > results.txt || true
+echo "tools/mutation.sh $pass: $(grep -c ': survived' results.txt || true) survived," \
+     "$(grep -c ': timeout' results.txt || true) timed out; list: $dir/results.txt"
