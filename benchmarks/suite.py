@@ -356,7 +356,7 @@ SPECS: dict[str, Spec] = {
 }
 
 
-# -- the aims of BENCHMARKS.md, checked against a run's rows --------------------------
+# -- the aims (docs/performance.md), checked against a run's rows --------------------------
 Rows = dict[tuple[str, str], dict[str, Any]]
 
 

@@ -3,7 +3,7 @@
 Each workload times only itself (``time.perf_counter`` around the work; set-up
 such as opening a store or creating a schema is excluded) and returns a dict
 with at least ``seconds``; the runner repeats it and reports medians. Sizes
-default to BENCHMARKS.md's; the smoke test passes tiny ones so the code never
+default to the sizes docs/performance.md gives; the smoke test passes tiny ones so the code never
 rots. The peers' workloads are in :mod:`benchmarks.peers`.
 """
 

@@ -37,3 +37,22 @@ async def test_inputs_given_by_keyword_are_shown_by_name_when_the_policy_is_know
     async with client(store_url) as c:
         page = (await c.get("/run", params={"id": "refund-42"})).text
         assert inputs_of(page) == {"args": ["A-42", 120], "kwargs": {}}
+
+
+def test_stalwart_ui_names_inputs_with_app(sqlite_url: str) -> None:
+    """``stalwart ui --app MODULE``, as a user types it, reads the policies'
+    parameter names; the run stays as it was (the inspector executes nothing)."""
+    import asyncio
+
+    import httpx
+
+    from .ui_server import serving_ui
+
+    async def record() -> None:
+        async with sw.Runner(sqlite_url, policies=[refund]) as r:
+            await r.run(refund, order="A-42", amount=120, run_id="refund-42")
+
+    asyncio.run(record())
+    with serving_ui(sqlite_url, "--app", "tests.web.test_inputs_by_name:refund") as ui:
+        page = httpx.get(f"{ui.base}/run", params={"id": "refund-42"}, timeout=10).text
+    assert inputs_of(page) == {"order": "A-42", "amount": 120}

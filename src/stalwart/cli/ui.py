@@ -29,15 +29,26 @@ def ui(
     body_timeout: BodyTimeoutOption = 30.0,
     idle_timeout: IdleTimeoutOption = 5.0,
     max_connections: MaxConnectionsOption = 500,
+    app_spec: Annotated[
+        str,
+        typer.Option(
+            "--app",
+            metavar="MODULE",
+            help="Your policies (as `worker --app`): inputs are shown by parameter name; "
+            "nothing is executed.",
+        ),
+    ] = "",
 ) -> None:
     """Open the web inspector: runs, steps, conversations, approvals waiting for a human."""
     from ..core.errors import StalwartError
     from ..core.serving import Limits
     from ..web import serve
+    from .apps import app_policies
 
     try:
         limits = Limits(header_timeout, body_timeout, idle_timeout, max_connections)
+        policies = app_policies(app_spec) if app_spec else []
         # The banner in plain print: never wrapped.
-        serve(store, host=host, port=port, token=token, limits=limits)
+        serve(store, host=host, port=port, token=token, limits=limits, policies=policies)
     except (ValueError, StalwartError) as exc:  # a weak token or limit, a store it cannot inspect
         fail(f"ui: {exc}", 2)

@@ -155,6 +155,7 @@ def serve(
     *,
     say: Callable[[str], object] | None = None,
     limits: Limits | None = None,
+    policies: Iterable[Any] = (),
 ) -> None:
     """Serve the inspector until interrupted.
 
@@ -163,6 +164,8 @@ def serve(
     printed with the address to open (an address it listens on). ``limits``:
     the deadlines and the connection count that hold against slow clients
     (:class:`stalwart.core.serving.Limits`; its defaults when None).
+    ``policies``: the application's, read for their parameter names only
+    (see :func:`create_app`).
     """
     from ..core.serving import Limits, run
 
@@ -173,7 +176,7 @@ def serve(
     if not local and token is None:
         token = new_token()
     hosts = loopback_hosts(host) if local else None
-    app = create_app(store_url, token=token, hosts=hosts)
+    app = create_app(store_url, token=token, hosts=hosts, policies=policies)
     url = f"http://{url_host(host)}:{port}/"
     if token is not None:
         url += f"?token={token}"
