@@ -1,0 +1,129 @@
+"""Who executes which run (S8): what ``claim`` and ``claim_due`` hand out.
+
+Both stores, a real SQLite file and the real PostgreSQL server.
+
+* A holder on this host that has exited frees its runs at once, before its
+  lease runs out, through ``claim`` and through ``claim_due``.
+* An abandoned run that was asked to cancel ends ``cancelled`` and is never
+  handed out to execute again.
+* ``claim_due`` returns at most ``limit`` runs, the highest priority first
+  (oldest first within a priority), and never a run of a policy the caller
+  lacks, abandoned or ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+
+import pytest
+
+from stalwart.core.ledger import RunRecord
+from stalwart.stores import open_store
+from stalwart.stores.base import CANCELLED_ERROR, Store, this_host
+
+ME = f"{this_host()}:{os.getpid()}:me"  # this process: alive
+FAR = "elsewhere:1:far"  # another host: only its lease frees its runs
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[Store]:
+    s = open_store(store_url)
+    assert s is not None
+    await s.open()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+async def _exited_holder() -> str:
+    """The owner name of a process of this host that has exited."""
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await child.wait()
+    return f"{this_host()}:{child.pid}:gone"
+
+
+def _any(rec: RunRecord) -> bool:
+    """A worker's accept: every run but those it executes already."""
+    return rec.status != "running" or rec.owner != ME
+
+
+async def _held(store: Store, run_id: str, owner: str, lease: float, **fields: object) -> int:
+    await store.create_run(RunRecord(run_id, "p", "{}", **fields))  # type: ignore[arg-type]
+    rec = await store.claim(run_id, owner, lease)
+    assert rec is not None
+    return rec.fence
+
+
+async def test_claim_takes_a_run_whose_holder_on_this_host_has_exited(store: Store) -> None:
+    gone = await _exited_holder()
+    first = await _held(store, "r", gone, 300.0)  # a long lease: only its death frees it
+    got = await store.claim("r", ME, 30.0)
+    assert got is not None
+    assert (got.owner, got.status, got.fence) == (ME, "running", first + 1)
+
+
+async def test_claim_leaves_a_run_whose_holder_is_alive(store: Store) -> None:
+    await _held(store, "r", FAR, 300.0)
+    assert await store.claim("r", ME, 30.0) is None
+    rec = await store.get_run("r")
+    assert rec is not None and rec.owner == FAR
+
+
+async def test_claim_due_takes_a_run_whose_holder_on_this_host_has_exited(store: Store) -> None:
+    gone = await _exited_holder()
+    first = await _held(store, "r", gone, 300.0)
+    got = await store.claim_due(ME, 30.0, 10, _any)
+    assert [(r.id, r.owner, r.fence) for r in got] == [("r", ME, first + 1)]
+
+
+async def test_an_abandoned_run_asked_to_cancel_ends_cancelled_unexecuted(store: Store) -> None:
+    fence = await _held(store, "stop", FAR, -1.0)  # its lease ran out: abandoned
+    await _held(store, "go", FAR, -1.0)
+    await store.request_cancel("stop")
+    got = await store.claim_due(ME, 30.0, 10, _any)
+    assert [r.id for r in got] == ["go"]
+    rec = await store.get_run("stop")
+    assert rec is not None
+    assert (rec.status, rec.error, rec.owner) == ("cancelled", CANCELLED_ERROR, None)
+    assert rec.fence == fence
+    assert await store.claim("stop", ME, 30.0) is None  # never handed out again
+    assert await store.claim_due(ME, 30.0, 10, _any) == []
+
+
+async def test_claim_due_returns_at_most_limit_runs(store: Store) -> None:
+    for i in range(3):
+        await _held(store, f"a{i}", FAR, -1.0)  # abandoned
+    await store.create_runs([RunRecord(f"p{i}", "p", "{}") for i in range(4)])
+    first = await store.claim_due(ME, 30.0, 2, _any)
+    assert len(first) == 2
+    second = await store.claim_due(ME, 30.0, 4, _any)
+    assert len(second) == 4
+    assert not {r.id for r in first} & {r.id for r in second}
+
+
+async def test_claim_due_takes_the_highest_priority_first(store: Store) -> None:
+    await store.create_runs(
+        [RunRecord(f"low{i}", "p", "{}", created_at=float(i)) for i in range(6)]
+        + [RunRecord("high-late", "p", "{}", priority=5, created_at=20.0)]
+        + [RunRecord("high-early", "p", "{}", priority=5, created_at=10.0)]
+        + [RunRecord("top", "p", "{}", priority=9, created_at=30.0)]
+    )
+    got = await store.claim_due(ME, 30.0, 3, _any)
+    assert [r.id for r in got] == ["top", "high-early", "high-late"]
+    got = await store.claim_due(ME, 30.0, 2, _any)
+    assert [r.id for r in got] == ["low0", "low1"]
+
+
+async def test_claim_due_leaves_runs_of_a_policy_the_caller_lacks(store: Store) -> None:
+    await _held(store, "theirs-abandoned", FAR, -1.0)  # policy "p"
+    await store.create_run(RunRecord("theirs-ready", "p", "{}"))
+    await store.create_run(RunRecord("mine", "q", "{}"))
+    got = await store.claim_due(ME, 30.0, 10, _any, policies=["q"])
+    assert [r.id for r in got] == ["mine"]
+    for run_id in ("theirs-abandoned", "theirs-ready"):
+        rec = await store.get_run(run_id)
+        assert rec is not None and rec.owner != ME

@@ -1,0 +1,85 @@
+"""Step records written side by side: first write wins (S3), a stale writer
+is refused (S8), and neither decides for its neighbours.
+
+Records that arrive while a write is in flight share the next one (a batch
+on PostgreSQL, a transaction on SQLite). Both stores, a real SQLite file and
+the real PostgreSQL server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from stalwart.core.errors import StaleLeaseError
+from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.stores import open_store
+from stalwart.stores.base import Store
+
+A = "elsewhere:1:a"  # other hosts: only leases count
+B = "elsewhere:2:b"
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[Store]:
+    s = open_store(store_url)
+    assert s is not None
+    await s.open()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+def _step(key: str, output: str) -> StepRecord:
+    now = time.time()
+    return StepRecord(key, "p", "h", "{}", output, None, 1, now, now)
+
+
+async def _running(store: Store, run_id: str, lease: float = 60.0) -> int:
+    await store.create_run(RunRecord(run_id, "p", "{}"))
+    rec = await store.claim(run_id, A, lease)
+    assert rec is not None
+    return rec.fence
+
+
+async def test_one_key_written_twice_side_by_side_keeps_the_first(store: Store) -> None:
+    x = await _running(store, "x")
+    y = await _running(store, "y")
+    got = await asyncio.gather(
+        store.record_step("y", y, _step("0", '"lead"')),  # in flight while the rest queue
+        store.record_step("x", x, _step("1", '"first"')),
+        store.record_step("x", x, _step("1", '"second"')),
+        store.record_step("y", y, _step("1", '"y"')),
+    )
+    assert [r.output for r in got] == ['"lead"', '"first"', '"first"', '"y"']
+    steps = await store.load_steps("x")
+    assert {k: s.output for k, s in steps.items()} == {"1": '"first"'}
+    assert {k: s.output for k, s in (await store.load_steps("y")).items()} == {
+        "0": '"lead"',
+        "1": '"y"',
+    }
+
+
+async def test_a_stale_record_side_by_side_with_good_ones_fails_alone(store: Store) -> None:
+    old = await _running(store, "taken", lease=-1.0)  # its lease has run out
+    new = await store.claim("taken", B, 60.0)
+    assert new is not None and new.fence > old
+    x = await _running(store, "x")
+    got = await asyncio.gather(
+        store.record_step("x", x, _step("0", '"lead"')),
+        store.record_step("x", x, _step("1", '"x"')),
+        store.record_step("taken", old, _step("1", '"stale"')),
+        store.record_step("x", x, _step("2", '"x2"')),
+        return_exceptions=True,
+    )
+    assert [getattr(r, "output", None) for r in got] == ['"lead"', '"x"', None, '"x2"']
+    refused = got[2]
+    assert isinstance(refused, StaleLeaseError), refused
+    assert "taken" in str(refused) and "step 1" in str(refused)
+    assert f"fencing token {old} is stale" in str(refused)
+    assert sorted(await store.load_steps("x")) == ["0", "1", "2"]
+    assert await store.load_steps("taken") == {}
