@@ -152,6 +152,12 @@ FAILURES: list[tuple[str, list[str], int, str]] = [
         "provides no policy",
     ),
     (
+        "an MCP server whose app cannot be imported",
+        ["mcp", "serve", "--app", "no_such_module"],
+        1,
+        "cannot import the app module 'no_such_module'",
+    ),
+    (
         "listing a store that does not exist",
         ["runs", "list", "--store", "sqlite:///missing.db"],
         1,

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from .apps import load_app
-from .command import CLIError, execute
+from .command import CLIError, execute, fail
 
 __all__ = ["mcp_serve"]
 
@@ -47,7 +47,10 @@ def mcp_serve(
     """Serve policies as MCP tools over stdio, or over HTTP with --http."""
     from .. import mcp
 
-    target = load_app(app_spec)
+    try:
+        target = load_app(app_spec)
+    except CLIError as exc:  # an app that cannot be imported: one line, exit 1
+        fail(str(exc), exc.code)
 
     async def go() -> None:
         try:
