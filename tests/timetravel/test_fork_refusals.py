@@ -75,4 +75,4 @@ async def test_a_fork_id_that_is_taken_or_invalid_is_a_fork_error(store_url: str
         with pytest.raises(ForkError, match="run 'orig' exists"):
             await fork(runner, "orig", at="2", new_run_id="orig")
         with pytest.raises(ForkError, match="new_run_id"):
-            await fork(runner, "orig", at="2", new_run_id="   ")
+            await fork(runner, "orig", at="2", new_run_id="orig~x")
