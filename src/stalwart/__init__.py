@@ -10,19 +10,23 @@ contract, stated in docs/durability.md ("The contract").
 from .core.context import Context
 from .core.declared import register_type
 from .core.errors import (
+    ArgumentError,
     CancelledRun,
     CorruptedRecord,
     DuplicatePolicy,
     InputMismatchError,
+    MailboxClosed,
     NonDeterminismError,
-    RunFailed,
     RunNotFound,
+    ScheduleError,
+    ScheduleNotFound,
     SerializationError,
     StaleLeaseError,
     StalwartError,
     StepError,
     StoreError,
     StoreUnavailable,
+    TurnFailed,
     UnknownOption,
     Veto,
 )
@@ -37,13 +41,13 @@ from .core.events import (
     RunFinished,
     TextDelta,
 )
-from .core.mail import Mail, MailboxClosed
+from .core.ledger import RunRecord, StepRecord
+from .core.mail import Mail
 from .core.message import ActionCall, ActionResult, Media, Message, Text
 from .core.policy import Policy, ToolSpec, policy
-from .core.schema import ArgumentError
 from .runner import RunCall, RunHandle, Runner
-from .runner.schedules import ScheduleError, ScheduleNotFound, ScheduleRecord
-from .runner.threads import Thread, TurnFailed
+from .runner.schedules import ScheduleRecord
+from .runner.threads import Thread
 
 __version__ = "0.1.0"
 
@@ -83,10 +87,10 @@ __all__ = [
     "NonDeterminismError",
     "Policy",
     "RunCall",
-    "RunFailed",
     "RunFinished",
     "RunHandle",
     "RunNotFound",
+    "RunRecord",
     "Runner",
     "ScheduleError",
     "ScheduleNotFound",
@@ -95,6 +99,7 @@ __all__ = [
     "StaleLeaseError",
     "StalwartError",
     "StepError",
+    "StepRecord",
     "StoreError",
     "StoreUnavailable",
     "Text",

@@ -11,8 +11,7 @@ import anthropic
 import pytest
 
 from stalwart.core.message import ActionResult, Media, Message
-from stalwart.llm import Usage
-from stalwart.llm._common import ProviderStreamError
+from stalwart.llm import ProviderStreamError, Usage
 from stalwart.llm._convert_anthropic import (
     AnthropicStreamAccumulator,
     from_anthropic_message,

@@ -10,8 +10,8 @@ import pytest
 
 import stalwart as sw
 from stalwart.core.message import Message
-from stalwart.llm import ToolSpec, Usage, tool_specs
-from stalwart.llm._common import ProviderStreamError, turns
+from stalwart.llm import ProviderStreamError, ToolSpec, Usage, tool_specs
+from stalwart.llm._common import turns
 from stalwart.llm._convert_openai_chat import ChatStreamAccumulator, from_chat_completion
 from stalwart.llm._tools import parse_arguments
 

@@ -10,8 +10,7 @@ import openai
 import pytest
 
 from stalwart.core.message import ActionResult, Media, Message
-from stalwart.llm import Usage
-from stalwart.llm._common import ProviderStreamError
+from stalwart.llm import ProviderStreamError, Usage
 from stalwart.llm._convert_openai_responses import (
     ResponsesStreamAccumulator,
     from_response,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .command import CLIError
+from ..core.errors import CLIError
 
 if TYPE_CHECKING:
     from ..core.ledger import RunRecord

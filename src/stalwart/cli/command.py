@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
+from ..core.errors import CLIError, StalwartError
 from ..core.redact import mask_url, printable, redact
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_STORE",
-    "CLIError",
     "Command",
     "Group",
     "JsonOption",
@@ -145,14 +145,6 @@ class Group(TyperGroup):
         return params
 
 
-class CLIError(Exception):
-    """An expected failure: reported in one line, with an exit code, no traceback."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
-
-
 def console() -> Console:
     """The console a command prints its result on (no guessing of highlights)."""
     return Console(highlight=False)
@@ -211,8 +203,6 @@ def fail(message: str, code: int) -> NoReturn:
 
 def execute(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a command's coroutine; turn expected errors into one line and an exit code."""
-    from ..core.errors import StalwartError
-
     try:
         return asyncio.run(make())
     except CLIError as exc:

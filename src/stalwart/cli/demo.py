@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import typer
 
-from .command import DEFAULT_STORE, CLIError, StoreOption, console, execute, open_store
+from ..core.errors import CLIError
+from .command import DEFAULT_STORE, StoreOption, console, execute, open_store
 
 __all__ = ["demo"]
 

@@ -13,9 +13,10 @@ from typing import Annotated
 
 import typer
 
+from ..core.errors import CLIError
 from ..stores.base import RunDump
 from ..timetravel.export import export_runs, import_runs, read_export, write_export
-from .command import DEFAULT_STORE, CLIError, StoreOption, console, execute, lit, open_store
+from .command import DEFAULT_STORE, StoreOption, console, execute, lit, open_store
 
 __all__ = ["export_run", "import_run"]
 

@@ -14,11 +14,11 @@ from typing import Annotated, Any
 import typer
 
 from ..core import codec
+from ..core.errors import CLIError
 from ..timetravel.fork import Replace, fork
 from .apps import AppOption, app_policies, policy_for
 from .command import (
     DEFAULT_STORE,
-    CLIError,
     StoreOption,
     console,
     execute,

@@ -7,8 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
+from ..core.errors import CLIError
 from .apps import load_app
-from .command import CLIError, execute, fail
+from .command import execute, fail
 
 __all__ = ["mcp_serve"]
 

@@ -16,13 +16,13 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from ..core.errors import CLIError
 from ..core.ledger import TERMINAL
 from ..core.redact import printable
 from ..stores.base import children_prefix
 from .apps import AppOption, app_policies, policy_for
 from .command import (
     DEFAULT_STORE,
-    CLIError,
     StoreOption,
     console,
     execute,

@@ -15,10 +15,10 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from ..core.errors import CLIError
 from ..core.redact import mask_url, printable
 from .command import (
     DEFAULT_STORE,
-    CLIError,
     JsonOption,
     StoreOption,
     console,

@@ -14,8 +14,9 @@ from typing import Annotated
 
 import typer
 
+from ..core.errors import CLIError
 from .apps import AppOption, app_policies
-from .command import DEFAULT_STORE, CLIError, StoreOption, fail, open_store
+from .command import DEFAULT_STORE, StoreOption, fail, open_store
 
 __all__ = [
     "BodyTimeoutOption",

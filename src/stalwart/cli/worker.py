@@ -11,10 +11,10 @@ from typing import Annotated
 
 import typer
 
+from ..core.errors import CLIError
 from .apps import AppOption, app_policies
 from .command import (
     DEFAULT_STORE,
-    CLIError,
     StoreOption,
     console,
     execute,

@@ -1,25 +1,105 @@
-"""Exceptions raised by Stalwart.
+"""Every error Stalwart raises, in one tree.
 
-Every failure a user can meet has its own type, so callers can catch exactly
-what they mean and a message names the step, the policy or the value at fault.
+A failure a user can meet has its own type, so callers catch exactly what
+they mean, and its message names the run, the step, the policy or the value
+at fault. Every class derives from :class:`StalwartError`; a second base
+(``ValueError``, ``LookupError``...) says which builtin it also is, so
+``except LookupError`` still catches a run that is not found. Each class is
+defined here, once, and exported from one public place (shown on the right)::
+
+    StalwartError                              stalwart
+    ├── SerializationError (TypeError)         stalwart
+    ├── NonDeterminismError                    stalwart
+    ├── InputMismatchError                     stalwart
+    ├── DuplicatePolicy (ValueError)           stalwart
+    ├── ArgumentError (ValueError)             stalwart
+    ├── UnknownOption (LookupError)            stalwart
+    ├── Veto                                   stalwart
+    ├── StepError                              stalwart
+    ├── RunNotFound (LookupError)              stalwart
+    ├── CancelledRun                           stalwart
+    ├── MailboxClosed                          stalwart
+    ├── TurnFailed                             stalwart
+    ├── ScheduleError (ValueError)             stalwart
+    ├── ScheduleNotFound (LookupError)         stalwart
+    ├── StoreError                             stalwart
+    │   ├── StoreUnavailable                   stalwart
+    │   ├── CorruptedRecord                    stalwart
+    │   └── StaleLeaseError                    stalwart
+    ├── ForkError (ValueError)                 stalwart.timetravel
+    ├── ProviderError                          stalwart.llm
+    │   ├── InvalidRequest                     stalwart.llm
+    │   ├── AuthenticationFailed               stalwart.llm
+    │   ├── RateLimited                        stalwart.llm
+    │   └── ProviderUnavailable                stalwart.llm
+    ├── ProviderStreamError (RuntimeError)     stalwart.llm
+    ├── MissingAPIKey                          stalwart.llm
+    ├── MissingDependency (ImportError)        stalwart.llm
+    ├── MaxTurnsExceeded                       stalwart.llm
+    ├── BudgetExceeded                         stalwart.llm
+    ├── OutputValidationError                  stalwart.llm
+    ├── ScriptExhausted (RuntimeError)         stalwart.testing
+    ├── NoRoute                                stalwart.journey
+    ├── McpError                               stalwart.mcp
+    │   ├── ToolError                          stalwart.mcp
+    │   ├── ServerUnavailable                  stalwart.mcp
+    │   └── ToolChanged                        stalwart.mcp
+    └── CLIError                               (the command line's own exit)
+
+Defining the provider and MCP errors here imports nothing from those layers:
+a class is only a name and a message. It keeps the tree in one place and
+gives a recorded error a stable name (``stalwart.errors.<Class>``), which a
+replay raises as itself (S4).
+
+Not errors, and so not in the tree: the engine unwinds a run with
+``Suspend`` and ``Halt`` (``BaseException``, in :mod:`.engine.control`), a
+flow with ``Stopped`` (:mod:`stalwart.flow.visits`); no ``except Exception``
+in user code catches them. Two private classes never leave the function
+that raises them: ``_Stop`` (:mod:`stalwart.testing.guard`, the cause of a
+halted replay) and ``_NonFinite`` (:mod:`stalwart.timetravel.export`).
 """
 
 from __future__ import annotations
 
+from .redact import redact
+
 __all__ = [
+    "ArgumentError",
+    "AuthenticationFailed",
+    "BudgetExceeded",
+    "CLIError",
     "CancelledRun",
     "CorruptedRecord",
     "DuplicatePolicy",
+    "ForkError",
     "InputMismatchError",
+    "InvalidRequest",
+    "MailboxClosed",
+    "MaxTurnsExceeded",
+    "McpError",
+    "MissingAPIKey",
+    "MissingDependency",
+    "NoRoute",
     "NonDeterminismError",
-    "RunFailed",
+    "OutputValidationError",
+    "ProviderError",
+    "ProviderStreamError",
+    "ProviderUnavailable",
+    "RateLimited",
     "RunNotFound",
+    "ScheduleError",
+    "ScheduleNotFound",
+    "ScriptExhausted",
     "SerializationError",
+    "ServerUnavailable",
     "StaleLeaseError",
     "StalwartError",
     "StepError",
     "StoreError",
     "StoreUnavailable",
+    "ToolChanged",
+    "ToolError",
+    "TurnFailed",
     "UnknownOption",
     "Veto",
 ]
@@ -27,6 +107,9 @@ __all__ = [
 
 class StalwartError(Exception):
     """Base class of every error Stalwart raises itself."""
+
+
+# -- a run's values and calls ---------------------------------------------------------
 
 
 class SerializationError(StalwartError, TypeError):
@@ -39,6 +122,44 @@ class SerializationError(StalwartError, TypeError):
 
 class NonDeterminismError(StalwartError):
     """On replay, the call made at a step differs from the one recorded (S5)."""
+
+
+class InputMismatchError(StalwartError):
+    """A run id was started again with other inputs, or another policy, than
+    the first time: one run id is one run."""
+
+
+class DuplicatePolicy(StalwartError, ValueError):
+    """Two different policies would be recorded under one name.
+
+    Refused when the second is registered: a run resumed by name must find
+    the policy it started with, never a namesake (S13).
+    """
+
+
+class ArgumentError(StalwartError, ValueError):
+    """Arguments from a model do not fit the option's schema.
+
+    The message lists every field at fault, so that the model can correct
+    itself in its next round.
+    """
+
+
+class UnknownOption(StalwartError, LookupError):
+    """A program offered an option by a name no policy has
+    (``options=["web_search"]`` with nothing named so).
+
+    Raised at the call, naming the run, the step and the names that exist.
+    A *model* calling a tool that is not offered is not this: that call gets
+    an error result the model reads.
+    """
+
+
+class Veto(StalwartError):
+    """Raised by a hook's ``before_call`` to refuse a call.
+
+    Inside options dispatch the veto becomes an error result the model reads.
+    """
 
 
 class StepError(StalwartError):
@@ -54,46 +175,36 @@ class StepError(StalwartError):
         self.error_message = message
 
 
-class Veto(StalwartError):
-    """Raised by a hook's ``before_call`` to refuse a call.
-
-    Inside options dispatch the veto becomes an error result the model reads.
-    """
-
-
-class UnknownOption(StalwartError, LookupError):
-    """A program offered an option by a name no policy has
-    (``options=["web_search"]`` with nothing named so).
-
-    Raised at the call, naming the run, the step and the names that exist.
-    A *model* calling a tool that is not offered is not this: that call gets
-    an error result the model reads.
-    """
+# -- runs, their mail, conversations and schedules -----------------------------------
 
 
 class RunNotFound(StalwartError, LookupError):
     """No run has this id in the store."""
 
 
-class RunFailed(StalwartError):
-    """Awaiting a run whose policy raised; the original error is ``__cause__``."""
-
-
 class CancelledRun(StalwartError):
     """The run was cancelled before it finished."""
 
 
-class InputMismatchError(StalwartError):
-    """A run id was started again with other inputs, or another policy, than
-    the first time: one run id is one run."""
+class MailboxClosed(StalwartError):
+    """The recipient run has finished: it reads no more messages."""
 
 
-class DuplicatePolicy(StalwartError, ValueError):
-    """Two different policies would be recorded under one name.
+class TurnFailed(StalwartError):
+    """The agent failed on this turn of a conversation (its error, as text);
+    the conversation goes on."""
 
-    Refused when the second is registered: a run resumed by name must find
-    the policy it started with, never a namesake (S13).
-    """
+
+class ScheduleError(StalwartError, ValueError):
+    """A schedule's definition is wrong (the message names the schedule and
+    the field), or it can no longer tick."""
+
+
+class ScheduleNotFound(StalwartError, LookupError):
+    """No schedule has this name in the store."""
+
+
+# -- stores ---------------------------------------------------------------------------
 
 
 class StoreError(StalwartError):
@@ -120,3 +231,151 @@ class CorruptedRecord(StoreError):
 
 class StaleLeaseError(StoreError):
     """A write carried a fencing token that another worker has superseded (S8)."""
+
+
+# -- time travel ----------------------------------------------------------------------
+
+
+class ForkError(StalwartError, ValueError):
+    """A fork that cannot be made as asked: a step the run does not have, a
+    replacement of another shape than the step recorded, an id taken. It
+    names the run and the step; nothing has been written."""
+
+
+# -- model providers and agents (stalwart.llm) ----------------------------------------
+#
+# A provider SDK raises its own exception classes, whose constructors need an
+# HTTP response; a run that recorded one could not rebuild it on replay. These
+# take one message argument, so the ledger rebuilds them as they were (S4),
+# and each says what to do: which request was refused and why, in the
+# provider's words, or which environment variable or extra is missing.
+# Attributes default at class level, because a rebuilt error has only its
+# message. A message never carries a password: it goes into the ledger and
+# into logs, and it often quotes the server's URL (``base_url`` may hold
+# ``user:password@``), so ProviderError redacts it when built.
+
+
+class ProviderError(StalwartError):
+    """A model provider answered with an error, after any retries."""
+
+    provider: str | None = None
+    status: int | None = None
+    code: str | None = None
+    request_id: str | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        code: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(redact(message))
+        self.provider = provider
+        self.status = status
+        self.code = code
+        self.request_id = request_id
+
+
+class InvalidRequest(ProviderError):
+    """The provider refused the request itself (400, 404, 413, 422): retrying cannot help."""
+
+
+class AuthenticationFailed(ProviderError):
+    """The API key was refused (401) or lacks the permission (403)."""
+
+
+class RateLimited(ProviderError):
+    """Still rate limited (429) after the retries."""
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider failed (5xx), timed out or was unreachable, after the retries."""
+
+
+class ProviderStreamError(StalwartError, RuntimeError):
+    """A stream that the provider ended with an error instead of a reply.
+
+    The HTTP status was 200, so the SDK raised nothing: the failure only shows
+    as an event inside the stream. A model turns it into a :class:`ProviderError`.
+    """
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(f"{code}: {message}" if code else message)
+        self.code = code
+        self.message = message
+
+
+class MissingAPIKey(StalwartError):
+    """No API key was given and its environment variable is not set."""
+
+
+class MissingDependency(StalwartError, ImportError):
+    """A provider's SDK is not installed; the message names the extra to install."""
+
+
+class MaxTurnsExceeded(StalwartError):
+    """An agent used all its turns without giving a final answer."""
+
+
+class BudgetExceeded(StalwartError):
+    """An agent's model calls used more tokens than its budget allows."""
+
+
+class OutputValidationError(StalwartError):
+    """An agent's final answer did not validate against its output type, repairs included."""
+
+
+class ScriptExhausted(StalwartError, RuntimeError):
+    """A scripted model (:mod:`stalwart.testing`) was asked for more replies
+    than its script holds."""
+
+
+class NoRoute(StalwartError):
+    """A journey router's model did not choose a route within ``max_turns``
+    model calls for one message, and the router has no ``fallback``."""
+
+
+# -- MCP (stalwart.mcp) ---------------------------------------------------------------
+#
+# Each is a step's recorded error (S4): the engine hands it to the model as an
+# error result ("ToolError: ..."), and a resumed run reads it back as this class.
+
+
+class McpError(StalwartError):
+    """Base of the errors of :mod:`stalwart.mcp`."""
+
+
+class ToolError(McpError):
+    """The server ran the tool and reported a failure (``isError``)."""
+
+
+class ServerUnavailable(McpError):
+    """The server could not be reached, or went away during the call.
+
+    The next call connects again: a server that restarted is used again.
+    """
+
+
+class ToolChanged(McpError):
+    """The server no longer offers a tool the way this run listed it.
+
+    A run lists a server's tools once, as a recorded step, so a resumed run
+    offers its model what it was offered the first time. A live call of a tool
+    the server has since removed or given another input schema fails with
+    this error instead of sending arguments shaped for the old schema.
+    """
+
+
+# -- the command line -----------------------------------------------------------------
+
+
+class CLIError(StalwartError):
+    """An expected failure of a ``stalwart`` command: reported in one line,
+    with an exit code, no traceback."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code

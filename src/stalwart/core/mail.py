@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .declared import register_type
-from .errors import StalwartError
 from .ledger import CHILD_MARK, Ledger, StepRecord
 
 __all__ = [
@@ -25,7 +23,6 @@ __all__ = [
     "Delivery",
     "Mail",
     "MailLedger",
-    "MailboxClosed",
     "archive_run_id",
     "envelope",
     "mail_filter",
@@ -46,13 +43,6 @@ GENERATION_KEY = "0"
 #: What a delivery did: ``sent``; ``again`` (this id was delivered before: a
 #: resumed sender); ``missing`` (no such run); ``finished`` (the run ended).
 Delivery = Literal["sent", "again", "missing", "finished"]
-
-
-class MailboxClosed(StalwartError):
-    """The recipient run has finished: it reads no more messages."""
-
-
-register_type(MailboxClosed)  # a recorded send error is raised as itself on replay
 
 
 @dataclass(frozen=True, slots=True)

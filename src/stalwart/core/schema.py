@@ -15,20 +15,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["BOUND", "ArgumentError", "Signature"]
+from .errors import ArgumentError
+
+__all__ = ["BOUND", "Signature"]
 
 #: The attribute where a tool with arguments fixed by the program
 #: (``functools.partial(tool, account_id=7)``, see :mod:`.callables`) keeps
 #: their names: they are not in its schema, and a model may not give them.
 BOUND = "__stalwart_bound__"
-
-
-class ArgumentError(ValueError):
-    """Arguments from a model do not fit the option's schema.
-
-    The message lists every field at fault, so that the model can correct
-    itself on its next turn.
-    """
 
 
 class Signature:

@@ -41,8 +41,9 @@ goes to. See ``docs/journeys.md``.
 
 from __future__ import annotations
 
+from ..core.errors import NoRoute
 from .journey import OUT_OF_TURNS, Journey, JourneyReply, Step
-from .router import NoRoute, Route, Router
+from .router import Route, Router
 from .turn import Turn
 
 __all__ = ["OUT_OF_TURNS", "Journey", "JourneyReply", "NoRoute", "Route", "Router", "Step", "Turn"]

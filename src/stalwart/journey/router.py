@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.context import Context
-from ..core.errors import StalwartError
+from ..core.errors import NoRoute
 from ..core.message import Message
 from ..core.policy import Policy, as_policy
 
-__all__ = ["ROUTING", "TOOL_PREFIX", "NoRoute", "Route", "Router"]
+__all__ = ["ROUTING", "TOOL_PREFIX", "Route", "Router"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -42,11 +42,6 @@ ROUTING = (
     "Call exactly one route tool. If you cannot tell which route fits, do not call a tool: "
     "ask the user one short question instead."
 )
-
-
-class NoRoute(StalwartError):
-    """The router's model did not choose a route within ``max_turns`` model
-    calls for one message, and the router has no ``fallback``."""
 
 
 @dataclass(frozen=True)

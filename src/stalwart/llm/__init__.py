@@ -18,9 +18,7 @@ constructor functions; their modules' classes are exported here too.
 
 from __future__ import annotations
 
-from ._common import ProviderStreamError
-from ._compaction import Compaction, ContextPolicy, ModelCall, Window, window
-from ._errors import (
+from ..core.errors import (
     AuthenticationFailed,
     BudgetExceeded,
     InvalidRequest,
@@ -29,9 +27,11 @@ from ._errors import (
     MissingDependency,
     OutputValidationError,
     ProviderError,
+    ProviderStreamError,
     ProviderUnavailable,
     RateLimited,
 )
+from ._compaction import Compaction, ContextPolicy, ModelCall, Window, window
 from ._model import model
 from ._provider import Provider
 from ._tools import ToolSpec, tool_specs

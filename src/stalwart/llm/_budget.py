@@ -11,8 +11,8 @@ import contextlib
 from collections.abc import Collection, Iterator
 from contextvars import ContextVar
 
+from ..core.errors import BudgetExceeded
 from ..core.message import Message
-from ._errors import BudgetExceeded
 from ._usage import Usage, usage_of
 
 __all__ = ["Tally", "inherited_budget", "passing_down"]

@@ -20,7 +20,6 @@ from ..core.message import ActionCall, ActionResult, Media, Message, Text, plain
 from ._tools import parse_arguments
 
 __all__ = [
-    "ProviderStreamError",
     "Turn",
     "arguments_json",
     "b64",
@@ -40,19 +39,6 @@ __all__ = [
 ]
 
 TurnKind = Literal["system", "user", "assistant", "results"]
-
-
-class ProviderStreamError(RuntimeError):
-    """A stream that the provider ended with an error instead of a reply.
-
-    The HTTP status was 200, so the SDK raised nothing: the failure only shows
-    as an event inside the stream.
-    """
-
-    def __init__(self, message: str, code: str | None = None) -> None:
-        super().__init__(f"{code}: {message}" if code else message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(slots=True)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.errors import ProviderStreamError
 from ..core.message import Media, Message, Text
 from ._common import (
-    ProviderStreamError,
     b64,
     call_message,
     call_of,

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.errors import ProviderStreamError
 from ..core.message import Media, Message, Text
 from ._common import (
-    ProviderStreamError,
     arguments_json,
     call_message,
     call_of,

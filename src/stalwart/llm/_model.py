@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._errors import MissingAPIKey
+from ..core.errors import MissingAPIKey
 from ._provider import Provider
 from .anthropic import anthropic
 from .openai import openai

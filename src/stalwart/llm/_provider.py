@@ -31,19 +31,20 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, overload
 
 from ..core.context import Context
-from ..core.message import Message
-from ..core.policy import Policy
-from ..core.redact import mask_url
-from ._common import ProviderStreamError, get
-from ._errors import (
+from ..core.errors import (
     AuthenticationFailed,
     InvalidRequest,
     MissingAPIKey,
     MissingDependency,
     ProviderError,
+    ProviderStreamError,
     ProviderUnavailable,
     RateLimited,
 )
+from ..core.message import Message
+from ..core.policy import Policy
+from ..core.redact import mask_url
+from ._common import get
 from ._tools import ToolSpec, tool_specs
 from ._usage import Usage
 

@@ -32,12 +32,12 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ..core.context import Context
 from ..core.declared import declare_annotation
+from ..core.errors import MaxTurnsExceeded, OutputValidationError
 from ..core.message import Message, Text, plain
 from ..core.policy import Policy, as_policy
 from ..runner.threads import Followups, taking_followups
 from ._budget import Tally, inherited_budget, passing_down
 from ._compaction import ContextPolicy
-from ._errors import MaxTurnsExceeded, OutputValidationError
 from ._output import OutputType, problems, repair_request
 from ._usage import Usage
 

@@ -19,9 +19,9 @@ imports this package. See ``docs/mcp.md``.
 
 from __future__ import annotations
 
+from ..core.errors import McpError, ServerUnavailable, ToolChanged, ToolError
 from .connection import Progress
 from .content import message_of, result_of
-from .errors import McpError, ServerUnavailable, ToolChanged, ToolError
 from .server import (
     IDEMPOTENCY_KEY,
     WAITING,

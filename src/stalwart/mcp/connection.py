@@ -29,8 +29,8 @@ from mcp.shared.exceptions import MCPError
 import stalwart as sw
 from mcp import Client, StdioServerParameters
 
+from ..core.errors import ServerUnavailable, ToolChanged, ToolError
 from .content import message_of, text_of
-from .errors import ServerUnavailable, ToolChanged, ToolError
 
 __all__ = ["Connection", "Endpoint", "Progress", "RemoteTool"]
 

@@ -217,11 +217,12 @@ def _progress(value: Any, n: int) -> tuple[float, float | None, str | None]:
 
 
 def _failure(exc: BaseException) -> str:
-    """What the client reads for a failed run: the policy's own error first."""
-    cause = exc.__cause__ if isinstance(exc, sw.RunFailed) and exc.__cause__ else exc
-    if isinstance(cause, sw.StepError):
-        return f"{cause.error_type}: {cause.error_message}"
-    return f"{type(cause).__name__}: {cause}"
+    """What the client reads for a failed run: the policy's own error, which
+    a handle's ``result()`` raises as itself (a :class:`~stalwart.StepError`
+    stands in for a type the program did not declare)."""
+    if isinstance(exc, sw.StepError):
+        return f"{exc.error_type}: {exc.error_message}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def build_server(

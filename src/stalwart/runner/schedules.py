@@ -40,12 +40,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..core.errors import StoreUnavailable
+from ..core.errors import ArgumentError, StoreUnavailable
 from ..core.events import Hook
 from ..core.ledger import RunRecord, check_priority
 from ..core.policy import Policy
 from ..core.redact import mask_url
-from ..core.schema import ArgumentError
 from ..stores.base import ScheduleRecord, Store, check_schedule
 from . import observe
 from .identity import read_inputs, run_inputs

@@ -57,9 +57,9 @@ from .handle import RunHandle, Runs
 from .identity import check_same_run, run_inputs
 from .table import RunTable
 from .thread_loop import ThreadLoop
-from .turn import REPLY, TURN, TurnFailed, turn
+from .turn import REPLY, TURN, turn
 
-# Followups, taking_followups, ThreadLoop, REPLY, TURN, TurnFailed and turn
+# Followups, taking_followups, ThreadLoop, REPLY, TURN and turn
 # live in .followups, .thread_loop and .turn; they stay importable from here,
 # where callers (llm.Agent, workers' --app files) have always found them.
 __all__ = [
@@ -68,7 +68,6 @@ __all__ = [
     "Followups",
     "Thread",
     "ThreadLoop",
-    "TurnFailed",
     "taking_followups",
     "thread_policies",
     "thread_policy",

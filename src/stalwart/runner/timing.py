@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
-from ..core.errors import StalwartError
+from ..core.errors import ScheduleError, ScheduleNotFound
 from ..core.ledger import CHILD_MARK
 from ..core.policy import Policy
 from ..stores.base import SCHEDULE_MISSED, ScheduleRecord
@@ -59,15 +59,6 @@ _ALLOWED = {
 }
 TIMING_FIELDS = ("cron", "every", "timezone")
 _DEFINITION = ("policy", "inputs", "cron", "every", "timezone", "missed", "grace", "queue")
-
-
-class ScheduleError(StalwartError, ValueError):
-    """A schedule's definition is wrong (the message names the schedule and
-    the field), or it can no longer tick."""
-
-
-class ScheduleNotFound(StalwartError, LookupError):
-    """No schedule has this name in the store."""
 
 
 def tick_run_id(name: str, tick: int) -> str:

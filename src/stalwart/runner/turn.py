@@ -13,23 +13,15 @@ from typing import Any
 
 from ..core import codec
 from ..core.context import Context
-from ..core.declared import register_type
-from ..core.errors import StalwartError
+from ..core.errors import TurnFailed
 from ..core.message import Message
 from ..core.policy import policy
 
-__all__ = ["REPLY", "TURN", "TurnFailed", "message_text", "turn"]
+__all__ = ["REPLY", "TURN", "message_text", "turn"]
 
 #: The kinds of the messages a turn and its thread exchange.
 TURN = "stalwart.turn"
 REPLY = "stalwart.reply"
-
-
-class TurnFailed(StalwartError):
-    """The agent failed on this turn (its error, as text); the thread goes on."""
-
-
-register_type(TurnFailed)
 
 
 @policy(name="stalwart.turn")

@@ -12,10 +12,11 @@ against recorded runs.
 
 from __future__ import annotations
 
+from ..core.errors import ScriptExhausted
 from .divergence import Divergence, ReplayReport
 from .recording import Recording, load_recording
 from .replay import replay, replay_async
-from .scripted import Reply, ScriptedLLM, ScriptExhausted, call
+from .scripted import Reply, ScriptedLLM, call
 
 __all__ = [
     "Divergence",

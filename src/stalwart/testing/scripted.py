@@ -13,9 +13,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self, overload
 
 from ..core.context import Context
+from ..core.errors import ScriptExhausted
 from ..core.message import Message
 
-__all__ = ["Reply", "ScriptExhausted", "ScriptedLLM", "call"]
+__all__ = ["Reply", "ScriptedLLM", "call"]
 
 Reply = (
     str
@@ -24,10 +25,6 @@ Reply = (
     | Callable[[list[Message], Sequence[Any]], "str | Message | Sequence[Message]"]
     | Callable[[list[Message], Sequence[Any]], "Awaitable[str | Message | Sequence[Message]]"]
 )
-
-
-class ScriptExhausted(RuntimeError):
-    """The conversation asked for more replies than the script holds."""
 
 
 def call(name: str, /, _id: str | None = None, **arguments: Any) -> Message:

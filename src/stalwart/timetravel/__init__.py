@@ -12,6 +12,7 @@ Replay tests of new code against a recording are :func:`stalwart.testing.replay`
 
 from __future__ import annotations
 
+from ..core.errors import ForkError
 from .export import (
     FORMAT,
     VERSION,
@@ -21,7 +22,7 @@ from .export import (
     spawned_ids,
     write_export,
 )
-from .fork import LINEAGE_KEY, ForkError, Lineage, Replace, fork, lineage
+from .fork import LINEAGE_KEY, Lineage, Replace, fork, lineage
 from .keys import before, key_parts, sort_keys
 
 __all__ = [

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..core import codec
 from ..core.engine.execution import Execution
-from ..core.errors import CorruptedRecord, RunNotFound, StalwartError, StoreError
+from ..core.errors import CorruptedRecord, ForkError, RunNotFound, StoreError
 from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, StepRecord, check_run_id
 from ..core.policy import Policy, as_policy
 from ..core.recorded import error_to_json
@@ -44,16 +44,10 @@ from ..stores.base import RunDump
 from .export import SPAWN_PREFIX, export_runs, spawn_record
 from .keys import before, sort_keys
 
-__all__ = ["LINEAGE_KEY", "LINEAGE_NAME", "ForkError", "Lineage", "Replace", "fork", "lineage"]
+__all__ = ["LINEAGE_KEY", "LINEAGE_NAME", "Lineage", "Replace", "fork", "lineage"]
 
 LINEAGE_KEY = "0"
 LINEAGE_NAME = "stalwart.fork"
-
-
-class ForkError(StalwartError, ValueError):
-    """A fork that cannot be made as asked: a step the run does not have, a
-    replacement of another shape than the step recorded, an id taken. It
-    names the run and the step; nothing has been written."""
 
 
 class _Unset:

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.errors import CLIError
 from ...core.ledger import ASKED, RunRecord, StepRecord
-from ..command import CLIError
 
 __all__ = [
     "STATUSES",

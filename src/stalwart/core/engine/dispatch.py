@@ -49,10 +49,15 @@ from typing import TYPE_CHECKING, Any
 
 from .. import codec
 from ..context import Context
-from ..errors import CorruptedRecord, SerializationError, StepError, UnknownOption
+from ..errors import (
+    ArgumentError,
+    CorruptedRecord,
+    SerializationError,
+    StepError,
+    UnknownOption,
+)
 from ..message import ActionCall, Message, thaw
 from ..policy import Policy, ToolSpec, as_policy, current_step
-from ..schema import ArgumentError
 from .control import NOT_STEP_ERRORS, Halt, leaves_of
 from .identity import OPTIONS, option_policies, step_hash
 from .journal import Journal

@@ -39,13 +39,12 @@ from collections.abc import Mapping
 from typing import Any, NoReturn, cast
 
 from .. import codec
-from ..errors import RunNotFound, StoreError
+from ..errors import MailboxClosed, RunNotFound, StoreError
 from ..ledger import StepRecord
 from ..mail import (
     GENERATION_KEY,
     MAIL,
     Mail,
-    MailboxClosed,
     MailLedger,
     archive_run_id,
     envelope,
