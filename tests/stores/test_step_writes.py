@@ -83,3 +83,33 @@ async def test_a_stale_record_side_by_side_with_good_ones_fails_alone(store: Sto
     assert f"fencing token {old} is stale" in str(refused)
     assert sorted(await store.load_steps("x")) == ["0", "1", "2"]
     assert await store.load_steps("taken") == {}
+
+
+async def test_a_stale_writer_is_told_who_holds_the_run_now(store: Store, store_url: str) -> None:
+    """What a replaced worker reads (and logs) when its step is refused: the
+    run, the step, its stale fencing token and the run's state now."""
+    old = await _running(store, "r", lease=-1.0)
+    new = await store.claim("r", B, 60.0)
+    assert new is not None
+    with pytest.raises(StaleLeaseError) as taken:
+        await store.record_step("r", old, _step("1", "1"))
+    await store.finish_run("r", new.fence, "succeeded", "1", None)
+    with pytest.raises(StaleLeaseError) as ended:
+        await store.record_step("r", new.fence, _step("1", "1"))
+    with pytest.raises(StaleLeaseError) as gone:
+        await store.record_step("never", 1, _step("1", "1"))
+    if store_url.startswith("sqlite"):
+        now_taken, now_ended, now_gone = (
+            f"(now fence {new.fence}, running)",
+            f"(now fence {new.fence}, succeeded)",
+            "(now gone)",
+        )
+        stale = f"fencing token {old} is stale "
+        prefix = "step 1 refused, "
+    else:
+        now_taken = f"(now {new.fence}); another worker has taken the run over"
+        now_ended, now_gone = "the run is succeeded, no longer running", "no longer in the store"
+        stale, prefix = f"fencing token {old} is stale ", "step 1 refused: "
+    assert str(taken.value) == f"run 'r': {prefix}{stale}{now_taken}"
+    assert str(ended.value).startswith("run 'r': ") and str(ended.value).endswith(now_ended)
+    assert str(gone.value).startswith("run 'never': ") and str(gone.value).endswith(now_gone)

@@ -85,9 +85,9 @@ class SQLiteSteps(SQLiteBase):
             raise StaleLeaseError(
                 f"run {run_id!r}: step {key} refused, fencing token {fence} is stale (now {now})"
             )
+        # The fence holds, in this very transaction: the insert was refused
+        # because this row exists.
         found = db.execute(self.sql.step_by_key, (run_id, key)).fetchone()
-        if found is None:  # cannot happen: the insert met this very row
-            raise StoreError(f"run {run_id!r}: step {key} was neither recorded nor found")
         steps = {key: step_from_row(found)}
         if found[_SPILLED]:
             merge_payloads(steps, db.execute(self.sql.payloads_by_key, (run_id, key)))
