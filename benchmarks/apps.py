@@ -19,9 +19,9 @@ async def _stalwart_b5(url: str, counter: str, action: str, n: int) -> None:
 
     from .workloads import FIRST_LIVE, long_run
 
-    # recover=False: the explicit recover() below is the one claim. (With the
+    # serving=False: the explicit recover() below is the one claim. (With the
     # background loop recovering too, the two claims can race; see the report.)
-    async with sw.Runner(url, policies=[long_run], recover=action == "run") as runner:
+    async with sw.Runner(url, policies=[long_run], serving=action == "run") as runner:
         if action == "run":
             await runner.run(long_run, n=n, counter=counter, run_id="b5")
             return

@@ -507,7 +507,7 @@ def b6_stalwart(workers: int, n: int, worker: list[str] | None = None) -> Result
         url = pg_url_with(schema=schema)
 
         async def enqueue() -> float:
-            async with sw.Runner(url, recover=False) as client:
+            async with sw.Runner(url, serving=False) as client:
                 start = time.perf_counter()
                 for i in range(n):
                     await client.enqueue(small_run, i, run_id=f"b6-{i}", queue="b6")
@@ -597,10 +597,10 @@ def _b11_inputs(i: int) -> str:
 
 
 def _b11_stalwart(url: str, n: int, batch: bool) -> Result:
-    from stalwart.runner.batch import RunCall, enqueue_many
+    from stalwart.runner import RunCall
 
     async def main() -> float:
-        async with sw.Runner(url, recover=False) as client:
+        async with sw.Runner(url, serving=False) as client:
             await client.enqueue(noop, -1, run_id="warm", queue="b11")  # schema, pool, caches
             start = time.perf_counter()
             if batch:
@@ -608,7 +608,7 @@ def _b11_stalwart(url: str, n: int, batch: bool) -> Result:
                     calls = [
                         RunCall(noop, i, run_id=f"b11-{i}") for i in range(lo, min(n, lo + BATCH))
                     ]
-                    await enqueue_many(client, calls, queue="b11")
+                    await client.enqueue_many(calls, queue="b11")
             else:
                 for i in range(n):
                     await client.enqueue(noop, i, run_id=f"b11-{i}", queue="b11")

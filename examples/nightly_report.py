@@ -1,4 +1,4 @@
-"""A nightly report on a timetable: ``runner.schedule(report, cron=..., timezone=...)``.
+"""A nightly report on a timetable: ``sw.Schedules(runner).define(report, cron=...)``.
 
 Run a worker that starts the report every night at 02:00, Paris time:
 
@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import stalwart as sw
-from stalwart.runner.schedules import tick_of
+from stalwart.schedules import tick_of
 
 
 @sw.policy
@@ -45,10 +45,10 @@ async def report(ctx: sw.Context, team: str) -> str:
     return f"{team} on {day}: {numbers['opened']} tickets opened, {numbers['closed']} closed"
 
 
-async def define(runner: sw.Runner) -> None:
+async def define(schedules: sw.Schedules) -> None:
     """Declare the schedule. Safe to run at every deploy: the same definition
     changes nothing, a new one replaces it."""
-    await runner.schedule(
+    await schedules.define(
         report,
         name="nightly-report",
         cron="0 2 * * *",
@@ -60,7 +60,7 @@ async def define(runner: sw.Runner) -> None:
 
 async def serve(store: str) -> None:
     runner = sw.Runner(store, policies=[report])
-    await define(runner)
+    await define(sw.Schedules(runner))  # ticked by this runner's loop while it serves
     print("serving; the report runs every night at 02:00 Europe/Paris (Ctrl-C stops)")
     await runner.serve()
 
@@ -91,26 +91,24 @@ async def simulate(store: str, nights: int) -> None:
     # 01:00:30 UTC is 02:00:30 in Paris in January: just after a tick.
     clock = Clock(datetime(2027, 1, 9, 1, 0, 30, tzinfo=UTC).timestamp())
     seen: set[str] = set()
-    # recover=True: this runner is a worker (it ticks schedules); schedule_clock:
-    # what time it is for its schedules, here the simulation's.
-    worker = sw.Runner(
-        store, policies=[report], recover=True, poll_interval=0.02, schedule_clock=clock
-    )
+    # serving=True: this runner is a worker (it ticks the schedules made over
+    # it); clock: what time it is for its schedules, here the simulation's.
+    worker = sw.Runner(store, policies=[report], serving=True, poll_interval=0.02)
+    schedules = sw.Schedules(worker, clock=clock)
     async with worker:
-        await define(worker)
+        await define(schedules)
         for _ in range(nights):
             clock.t += 86400  # a night later: its tick is due, and on time
             for line in await _reports(worker, seen):
                 print(line)
     print("every worker stops for three nights...")
     clock.t += 3 * 86400 + 11 * 3600  # back at noon: the last tick is 11 hours late
-    again = sw.Runner(
-        store, policies=[report], recover=True, poll_interval=0.02, schedule_clock=clock
-    )
+    again = sw.Runner(store, policies=[report], serving=True, poll_interval=0.02)
+    again_schedules = sw.Schedules(again, clock=clock)
     async with again:
         for line in await _reports(again, seen):
             print(f"{line}  (catch-up: one report for three missed nights)")
-        s = await again.get_schedule("nightly-report")
+        s = await again_schedules.get("nightly-report")
         print(f"next tick: {datetime.fromtimestamp(s.next_at, UTC):%Y-%m-%d %H:%M} UTC")
 
 

@@ -69,9 +69,9 @@ async def main(store: str) -> Triage:
                 break
     print("first runner closed; the run waits in the store:", await _status(store, run_id))
 
-    # A worker (recover=True): it resumes runs it did not start, here the
+    # A worker (serving=True): it resumes runs it did not start, here the
     # triage the first runner left waiting. Signalling alone executes nothing.
-    async with sw.Runner(store, policies=[triage], recover=True) as second:
+    async with sw.Runner(store, policies=[triage], serving=True) as second:
         await second.signal(run_id, "approve", "dana@oncall")
         result: Triage = await sw.RunHandle(second, run_id).result(timeout=30)
     print("resumed and finished:", result)
@@ -79,7 +79,7 @@ async def main(store: str) -> Triage:
 
 
 async def _status(store: str, run_id: str) -> str:
-    async with sw.Runner(store, recover=False) as client:
+    async with sw.Runner(store, serving=False) as client:
         return (await client.get_run(run_id)).status
 
 

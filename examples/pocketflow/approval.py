@@ -120,8 +120,8 @@ async def demo(db: Path) -> dict[str, Any]:
     ]
     for decision in reviews:
         # A reviewer, later and elsewhere: a fresh runner that knows the flow.
-        # recover=True: this runner resumes runs it did not start (the flow).
-        async with sw.Runner(url, policies=[flow], poll_interval=0.02, recover=True) as runner:
+        # serving=True: this runner resumes runs it did not start (the flow).
+        async with sw.Runner(url, policies=[flow], poll_interval=0.02, serving=True) as runner:
             print("reviewer:", decision)
             await runner.signal(RUN_ID, "review", decision)  # the run resumes by replay
             print("run:", await until_waiting(runner, RUN_ID))

@@ -7,6 +7,7 @@ S1 to S14, cited throughout the code, are the clauses of the durability
 contract, stated in docs/durability.md ("The contract").
 """
 
+from .conversations import Conversation
 from .core.context import Context
 from .core.declared import register_type
 from .core.errors import (
@@ -46,8 +47,8 @@ from .core.mail import Mail
 from .core.message import ActionCall, ActionResult, Media, Message, Text
 from .core.policy import Policy, ToolSpec, policy
 from .runner import RunCall, RunHandle, Runner
-from .runner.schedules import ScheduleRecord
-from .runner.threads import Thread
+from .schedules import Schedules
+from .stores.base import ScheduleRecord
 
 __version__ = "0.1.0"
 
@@ -74,6 +75,7 @@ __all__ = [
     "CallStarted",
     "CancelledRun",
     "Context",
+    "Conversation",
     "CorruptedRecord",
     "DuplicatePolicy",
     "Emitted",
@@ -95,6 +97,7 @@ __all__ = [
     "ScheduleError",
     "ScheduleNotFound",
     "ScheduleRecord",
+    "Schedules",
     "SerializationError",
     "StaleLeaseError",
     "StalwartError",
@@ -104,7 +107,6 @@ __all__ = [
     "StoreUnavailable",
     "Text",
     "TextDelta",
-    "Thread",
     "ToolSpec",
     "TurnFailed",
     "UnknownOption",

@@ -4,7 +4,7 @@ and execute (a worker with ``--app tests/api/api_app.py``)."""
 from __future__ import annotations
 
 import stalwart as sw
-from stalwart.runner.threads import thread_policies
+from stalwart.conversations import conversation_policies
 
 
 @sw.policy
@@ -55,4 +55,4 @@ conversational = [*policies, parrot]
 #: A worker for the conversations (``--app tests/api/api_app.py:thread_worker``):
 #: the thread's loop and the turn besides the agent; the API serves
 #: ``conversational`` only, so neither can be started over HTTP.
-thread_worker = [*conversational, *thread_policies(parrot)]
+thread_worker = [*conversational, *conversation_policies(parrot)]

@@ -369,7 +369,7 @@ async def main(url: str, run_id: str, trial: dict[str, Any], action: str) -> Non
         inline_sleep=INLINE_SLEEP,
         poll_interval=0.05,
         concurrency=trial["concurrency"],
-        recover=True,  # a worker: it resumes what a killed process left, and enqueued runs
+        serving=True,  # a worker: it resumes what a killed process left, and enqueued runs
     )
     RUNNER = runner
     async with runner:

@@ -169,7 +169,7 @@ class SignalSender(threading.Thread):
 
     async def _send(self) -> None:
         await asyncio.sleep(self.delay)
-        async with sw.Runner(self.url, recover=False) as runner:
+        async with sw.Runner(self.url, serving=False) as runner:
             deadline = time.monotonic() + 30
             while True:
                 try:
@@ -192,7 +192,7 @@ class RunView:
 
 
 async def _read_ledger(url: str) -> dict[str, RunView]:
-    async with sw.Runner(url, recover=False) as runner:
+    async with sw.Runner(url, serving=False) as runner:
         views = {}
         for rec in await runner.list_runs(limit=100_000):
             steps = await runner.steps(rec.id)

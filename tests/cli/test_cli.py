@@ -56,7 +56,7 @@ def fails(*args: str, code: int = 1, env: dict[str, str | None] | None = None) -
 
 
 async def _make_runs(url: str) -> None:
-    async with sw.Runner(url, recover=False) as runner:
+    async with sw.Runner(url, serving=False) as runner:
         assert await runner.run(_agents.add, 2, 3, run_id="ok-1") == 5
         with pytest.raises(ValueError):
             await runner.run(_agents.failing, run_id="fail-1")
@@ -83,7 +83,7 @@ def db(tmp_path: Path) -> str:
 
 def _record(url: str, run_id: str) -> RunRecord:
     async def get() -> RunRecord:
-        async with sw.Runner(url, recover=False) as runner:
+        async with sw.Runner(url, serving=False) as runner:
             return await runner.get_run(run_id)
 
     return asyncio.run(get())
@@ -196,7 +196,7 @@ def test_show_full_does_not_shorten(db: str) -> None:
     url = db
 
     async def make() -> None:
-        async with sw.Runner(url, recover=False) as runner:
+        async with sw.Runner(url, serving=False) as runner:
             await runner.run(_agents.agent, long_question, run_id="long-1")
 
     asyncio.run(make())
@@ -261,7 +261,7 @@ def test_resume_waits_out_a_durable_sleep(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'nap.db'}"
 
     async def make() -> None:
-        async with sw.Runner(url, recover=False, inline_sleep=0.0) as runner:
+        async with sw.Runner(url, serving=False, inline_sleep=0.0) as runner:
             await runner.start(_agents.napper, 1.2, run_id="nap-1")
             while (await runner.get_run("nap-1")).status != "suspended":
                 await asyncio.sleep(0.01)
@@ -283,7 +283,7 @@ def test_resume_a_run_abandoned_by_a_dead_process(db: str) -> None:
     dead_owner = f"{socket.gethostname()}:{int(dead.stdout)}:gone"
 
     async def abandon() -> None:
-        async with sw.Runner(db, recover=False) as runner:
+        async with sw.Runner(db, serving=False) as runner:
             await runner.signal("wait-1", "approve", {"k": 1})
         store = SQLiteStore.from_url(db)
         await store.open()
@@ -306,7 +306,7 @@ def test_resume_a_failed_run_exits_non_zero(db: str) -> None:
 
 def test_resume_a_run_held_by_a_live_process_fails(db: str) -> None:
     async def hold() -> None:
-        async with sw.Runner(db, recover=False) as runner:
+        async with sw.Runner(db, serving=False) as runner:
             await runner.signal("wait-1", "approve", {"k": 1})
         store = SQLiteStore.from_url(db)
         await store.open()

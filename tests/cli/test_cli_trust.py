@@ -257,7 +257,7 @@ def test_a_store_password_is_never_printed(store_url: str) -> None:
     ]
 
     async def one_run() -> None:
-        async with sw.Runner(url, recover=False) as runner:
+        async with sw.Runner(url, serving=False) as runner:
             await runner.run(_add, 1, 2, run_id="r1")
 
     asyncio.run(one_run())
@@ -377,7 +377,7 @@ def test_resume_runs_a_policy_from_app(tmp_path: Path, monkeypatch: pytest.Monke
     url = f"sqlite:///{tmp_path / 'runs.db'}"
 
     async def start() -> None:
-        async with sw.Runner(url, recover=False) as runner:
+        async with sw.Runner(url, serving=False) as runner:
             await runner.start(trust_app.greet, "ada", run_id="g1")
             while (await runner.get_run("g1")).status != "suspended":
                 await asyncio.sleep(0.01)
@@ -455,7 +455,7 @@ def test_a_worker_leaves_a_run_of_an_unknown_policy_alone(evil: Path) -> None:
         import wapp  # type: ignore[import-not-found]
 
         async def use() -> int:
-            async with sw.Runner(url, recover=False) as client:
+            async with sw.Runner(url, serving=False) as client:
                 handle = await client.enqueue(wapp.other, 7, run_id="good")
                 return int(await handle.result(timeout=20))
 

@@ -57,7 +57,7 @@ def test_stalwart_demo_in_a_subprocess(tmp_path: Path) -> None:
     assert run_id is not None
 
     async def ledger() -> tuple[str, list[str]]:
-        async with sw.Runner(url, recover=False) as runner:
+        async with sw.Runner(url, serving=False) as runner:
             rec = await runner.get_run(run_id.group(1))
             return rec.status, [s.key for s in await runner.steps(rec.id)]
 

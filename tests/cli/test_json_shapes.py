@@ -63,9 +63,10 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     async def make() -> None:
         async with sw.Runner(f"sqlite:///{folder / 'ledger.db'}") as runner:
+            runner_schedules = sw.Schedules(runner)
             await runner.start(shop.refund, "A-42", amount=120, run_id="refund-42")
             await runner.start(shop.refund, "A-43", amount=80, run_id="refund-43")
-            await runner.schedule(
+            await runner_schedules.define(
                 shop.report, name="weekly", every=3600, inputs={"region": "us", "days": 30}
             )
             for _ in range(500):

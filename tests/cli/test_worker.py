@@ -47,7 +47,7 @@ def test_worker_executes_enqueued_runs_and_stops_on_sigterm(tmp_path: Path) -> N
         import wapp  # type: ignore[import-not-found]
 
         async def use() -> list[str]:
-            async with sw.Runner(url, recover=False) as client:
+            async with sw.Runner(url, serving=False) as client:
                 handles = [await client.enqueue(wapp.hello, n, run_id=n) for n in ("a", "b", "c")]
                 return [await h.result(timeout=20) for h in handles]
 

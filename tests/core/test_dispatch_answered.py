@@ -90,7 +90,7 @@ def test_the_unanswered_call_keeps_its_key_by_position_in_the_reply(tmp_path: Pa
     sw.Runner(url).run_sync(agent, run_id="a")
 
     async def steps() -> list[str]:
-        async with sw.Runner(url, recover=False) as runner:
+        async with sw.Runner(url, serving=False) as runner:
             return [s.key for s in await runner.steps("a")]
 
     import asyncio
@@ -128,7 +128,7 @@ def test_a_run_recorded_before_answered_calls_were_skipped_replays_as_it_ran(
 
     async def main() -> int:
         async with sw.Runner(
-            url, policies=[agent_then_wait, lookup, count, model], recover=True
+            url, policies=[agent_then_wait, lookup, count, model], serving=True
         ) as r:
             await r.start(agent_then_wait, run_id="new")
             while (await r.get_run("new")).waiting_for != "go":

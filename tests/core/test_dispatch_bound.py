@@ -111,7 +111,7 @@ def test_a_bound_tool_records_and_replays_like_any_other(tmp_path: Path) -> None
     assert MOVED == [(7, 3.0)]  # the second run was answered from the ledger
 
     async def recorded() -> dict[str, str | None]:
-        async with sw.Runner(url, recover=False) as runner:
+        async with sw.Runner(url, serving=False) as runner:
             return {s.name: s.args for s in await runner.steps("t")}
 
     args = asyncio.run(recorded())

@@ -172,7 +172,7 @@ def test_the_lock_leaves_keys_unchanged_and_a_replay_answers_from_the_ledger(
     )
 
     async def keys(path: Path) -> list[str]:
-        async with sw.Runner(f"sqlite:///{path}", recover=False) as runner:
+        async with sw.Runner(f"sqlite:///{path}", serving=False) as runner:
             return sorted(s.key for s in await runner.steps("r"))
 
     assert asyncio.run(keys(locked)) == asyncio.run(keys(free)) == ["1", "1#1", "1#2"]

@@ -123,7 +123,7 @@ def test_names_record_as_the_policies_do_so_a_run_replays_either_way(tmp_path: P
     assert sw.Runner(url).run_sync(agent_with(["search"]), run_id="names") == "done"
 
     async def identities(run_id: str) -> list[tuple[str, str, str]]:
-        async with sw.Runner(url, recover=False) as runner:
+        async with sw.Runner(url, serving=False) as runner:
             return sorted((s.key, s.name, s.args_hash) for s in await runner.steps(run_id))
 
     objects, names = asyncio.run(identities("objects")), asyncio.run(identities("names"))

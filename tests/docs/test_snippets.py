@@ -1,7 +1,7 @@
 """Every code block of the README and of docs/ runs, offline, as written.
 
 A snippet that rots (a renamed argument, a runner that no longer resumes
-someone else's run without ``recover=True``) fails here, naming the page and
+someone else's run without ``serving=True``) fails here, naming the page and
 the line. Blocks that cannot run say why, in the page itself.
 """
 

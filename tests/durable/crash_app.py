@@ -96,7 +96,7 @@ async def main() -> None:
         inline_sleep=0.05,
         poll_interval=0.05,
         policies=list(POLICIES.values()),
-        recover=action != "run",
+        serving=action != "run",
     )
     async with runner:
         if action == "run":

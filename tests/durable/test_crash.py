@@ -61,7 +61,7 @@ def _finish(url: str, counter: Path, mode: str, run_id: str, n: int) -> tuple[ob
 
 
 async def _recorded_keys(url: str, run_id: str) -> dict[str, str]:
-    async with sw.Runner(url, recover=False) as runner:
+    async with sw.Runner(url, serving=False) as runner:
         return {s.key: s.name for s in await runner.steps(run_id)}
 
 
@@ -133,7 +133,7 @@ def test_run_waiting_for_a_signal_survives_a_restart(store_url: str, tmp_path: P
     _kill_after(_spawn(store_url, counter, "waiter", "run", "wait", 5), 1)
 
     async def send() -> None:
-        async with sw.Runner(store_url, recover=False) as runner:
+        async with sw.Runner(store_url, serving=False) as runner:
             await runner.signal("wait", "go", {"k": 3})
 
     asyncio.run(send())
@@ -170,7 +170,7 @@ def test_killed_process_is_dead_not_just_slow(store_url: str, tmp_path: Path) ->
     _kill_after(_spawn(store_url, counter, "sequential", "run", "fast", 10), 3)
 
     async def status() -> str:
-        async with sw.Runner(store_url, recover=False) as runner:
+        async with sw.Runner(store_url, serving=False) as runner:
             return (await runner.get_run("fast")).status
 
     assert asyncio.run(status()) == "running"  # the dead holder's lease is still valid
@@ -183,7 +183,7 @@ def test_cancelling_a_run_whose_holder_died(store_url: str, tmp_path: Path) -> N
     _kill_after(_spawn(store_url, counter, "sequential", "run", "gone", 30), 3)
 
     async def cancel() -> tuple[str, str]:
-        async with sw.Runner(store_url, recover=False) as runner:
+        async with sw.Runner(store_url, serving=False) as runner:
             await runner.cancel("gone")
             status = (await runner.get_run("gone")).status
         async with sw.Runner(store_url, poll_interval=0.05) as runner:

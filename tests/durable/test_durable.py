@@ -416,7 +416,7 @@ async def test_corrupted_step_row_gives_a_clear_error(tmp_path: Any) -> None:
     db.commit()
     db.close()
     async with sw.Runner(
-        url, poll_interval=0.05, policies=[wait_then_double], recover=True
+        url, poll_interval=0.05, policies=[wait_then_double], serving=True
     ) as runner:
         await runner.signal("cor", "go", 1)
         with pytest.raises(sw.StoreError, match=r"step 1 of run .cor.*cannot be read back"):

@@ -27,9 +27,9 @@ async def test_cancel_right_after_start_in_memory_settles() -> None:
 
 
 async def test_cancel_right_after_recover_settles(store_url: str) -> None:
-    async with sw.Runner(store_url, recover=False) as client:
+    async with sw.Runner(store_url, serving=False) as client:
         await client.enqueue(forever, run_id="early")
-    async with sw.Runner(store_url, recover=False, policies=[forever]) as runner:
+    async with sw.Runner(store_url, serving=False, policies=[forever]) as runner:
         handles = await runner.recover()
         assert [h.run_id for h in handles] == ["early"]
         await asyncio.wait_for(handles[0].cancel(), 5)  # before its first step ran
@@ -63,11 +63,11 @@ async def test_a_refused_write_keeps_the_step_records_batched_beside_it(tmp_path
 
 
 async def test_a_run_whose_inputs_cannot_be_read_fails_alone(store_url: str) -> None:
-    async with sw.Runner(store_url, recover=False) as client:
+    async with sw.Runner(store_url, serving=False) as client:
         assert client.store is not None
         bad = '{"args":[],"kwargs":{"x":{"$t":"dc","c":"no_such_module_q:Thing","v":{}}}}'
         await client.store.create_run(RunRecord("bad", f"{__name__}:forever", bad))
-    async with sw.Runner(store_url, poll_interval=0.05, policies=[forever], recover=True) as worker:
+    async with sw.Runner(store_url, poll_interval=0.05, policies=[forever], serving=True) as worker:
         # The row names a class nobody declared: a clear error, nothing imported.
         with pytest.raises(sw.CorruptedRecord, match=r"inputs of run 'bad'.*no_such_module_q"):
             await sw.RunHandle(worker, "bad").result(timeout=10)
@@ -98,9 +98,9 @@ async def test_a_dead_holders_run_is_found_among_many_live_ones(tmp_path: Path) 
 
 
 async def test_a_handle_of_a_closed_runner_says_so(store_url: str) -> None:
-    async with sw.Runner(store_url, recover=False) as client:
+    async with sw.Runner(store_url, serving=False) as client:
         handle = await client.enqueue(forever, run_id="later")
     with pytest.raises(RuntimeError, match="runner of run 'later' is closed"):
         await handle.result(timeout=1)
-    async with sw.Runner(store_url, recover=False) as other:
+    async with sw.Runner(store_url, serving=False) as other:
         assert await sw.RunHandle(other, "later").status() == "pending"

@@ -51,7 +51,7 @@ def test_postgres_restart_mid_batch_loses_nothing(
             w.wait(timeout=30)
 
     async def results() -> list[int]:
-        async with sw.Runner(store_url, recover=False) as client:
+        async with sw.Runner(store_url, serving=False) as client:
             return [await sw.RunHandle(client, f"job-{i}").result(timeout=5) for i in range(n)]
 
     assert asyncio.run(results()) == [11 * i for i in range(n)]

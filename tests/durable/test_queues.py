@@ -84,29 +84,29 @@ async def test_map_in_memory() -> None:
 
 
 async def test_enqueued_runs_wait_for_a_worker(store_url: str) -> None:
-    async with sw.Runner(store_url, recover=False) as client:
+    async with sw.Runner(store_url, serving=False) as client:
         handle = await client.enqueue(square, 7, run_id="q1", queue="math")
         await asyncio.sleep(0.2)
         assert (await client.get_run("q1")).status == "pending"  # no worker yet
         async with sw.Runner(
-            store_url, recover=True, queues=["other"], poll_interval=0.05
+            store_url, serving=True, queues=["other"], poll_interval=0.05
         ) as wrong:
             await asyncio.sleep(0.2)
             assert (await wrong.get_run("q1")).status == "pending"
         async with sw.Runner(
-            store_url, recover=True, queues=["math"], poll_interval=0.05, policies=POLICIES
+            store_url, serving=True, queues=["math"], poll_interval=0.05, policies=POLICIES
         ):
             assert await handle.result(timeout=10) == 49
 
 
 async def test_priorities_and_delayed_start(store_url: str) -> None:
-    async with sw.Runner(store_url, recover=False) as client:
+    async with sw.Runner(store_url, serving=False) as client:
         for i in range(5):
             await client.enqueue(square, i, run_id=f"p{i}", priority=i)
         delayed = await client.enqueue(square, 100, run_id="late", delay=0.6)
     start = time.monotonic()
     async with sw.Runner(
-        store_url, recover=True, concurrency=1, poll_interval=0.05, policies=POLICIES
+        store_url, serving=True, concurrency=1, poll_interval=0.05, policies=POLICIES
     ) as w:
         # Handles are awaited through a runner that is open: the client's is closed.
         assert await sw.RunHandle(w, delayed.run_id).result(timeout=10) == 10_000
@@ -115,21 +115,21 @@ async def test_priorities_and_delayed_start(store_url: str) -> None:
 
 
 async def test_worker_and_queue_concurrency_limits(store_url: str) -> None:
-    async with sw.Runner(store_url, recover=False) as client:
+    async with sw.Runner(store_url, serving=False) as client:
         handles = [await client.enqueue(busy, i, run_id=f"b{i}") for i in range(8)]
         await client.set_queue("default", concurrency=2)
-    async with sw.Runner(store_url, recover=True, poll_interval=0.02, policies=POLICIES) as w:
+    async with sw.Runner(store_url, serving=True, poll_interval=0.02, policies=POLICIES) as w:
         results = [await sw.RunHandle(w, h.run_id).result(timeout=20) for h in handles]
         assert results == list(range(8))
     assert ACTIVE["max"] == 2
 
 
 async def test_queue_rate_limit(store_url: str) -> None:
-    async with sw.Runner(store_url, recover=False) as client:
+    async with sw.Runner(store_url, serving=False) as client:
         await client.set_queue("slow", rate=10)
         handles = [await client.enqueue(square, i, run_id=f"r{i}", queue="slow") for i in range(6)]
     start = time.monotonic()
-    async with sw.Runner(store_url, recover=True, poll_interval=0.02, policies=POLICIES) as w:
+    async with sw.Runner(store_url, serving=True, poll_interval=0.02, policies=POLICIES) as w:
         for h in handles:
             await sw.RunHandle(w, h.run_id).result(timeout=20)
     # A burst of 10 tokens at most, then 10 a second: six runs fit in the burst,
@@ -149,7 +149,7 @@ async def test_graceful_shutdown_hands_back_what_is_held(store_url: str) -> None
     stop = asyncio.Event()
     worker = sw.Runner(store_url, poll_interval=0.02, shutdown_timeout=0.1, policies=[slow])
     serving = asyncio.create_task(worker.serve(stop))
-    async with sw.Runner(store_url, recover=False) as client:
+    async with sw.Runner(store_url, serving=False) as client:
         await client.enqueue(slow, run_id="held")
         await asyncio.wait_for(started.wait(), 10)
         stop.set()

@@ -45,7 +45,7 @@ async def _status(runner: sw.Runner, run_id: str, wanted: str) -> None:
 async def _take_over(url: str, run_id: str) -> None:
     """Another worker claims the run now (its holder's lease looked expired)."""
     write_row(url, "UPDATE runs SET lease_expires_at = 0 WHERE id = ?", run_id)
-    async with sw.Runner(url, recover=False) as thief:
+    async with sw.Runner(url, serving=False) as thief:
         assert thief.store is not None
         assert await thief.store.claim(run_id, "elsewhere:1:thief", 30.0) is not None
 
@@ -216,18 +216,18 @@ async def test_prune_keeps_the_finished_children_of_an_unfinished_parent(store_u
     The children finished, their parent has not read them yet; PostgreSQL's
     prune deletes them anyway (SQLite's checks the parent), and the parent
     then fails."""
-    async with sw.Runner(store_url, poll_interval=0.02, queues=["default"], recover=True) as runner:
+    async with sw.Runner(store_url, poll_interval=0.02, queues=["default"], serving=True) as runner:
         await runner.start(fans_to_kids, run_id="p")
         await _status(runner, "p", "suspended")
     async with sw.Runner(
-        store_url, poll_interval=0.02, queues=["kids"], policies=[doubles], recover=True
+        store_url, poll_interval=0.02, queues=["kids"], policies=[doubles], serving=True
     ) as kids:
         for i in range(3):
             assert await sw.RunHandle(kids, f"p~1/{i}").result(timeout=10) == 2 * (i + 1)
         assert (await kids.get_run("p")).status not in ("succeeded", "failed", "cancelled")
         assert await kids.prune(older_than=0) == 0
     async with sw.Runner(
-        store_url, poll_interval=0.02, policies=[fans_to_kids], recover=True
+        store_url, poll_interval=0.02, policies=[fans_to_kids], serving=True
     ) as runner:
         assert await sw.RunHandle(runner, "p").result(timeout=10) == 12
 
@@ -345,7 +345,7 @@ async def test_a_recorded_error_cannot_make_every_worker_spin(store_url: str, ki
         store_url, "UPDATE steps SET error = ? WHERE run_id = ? AND key = ?", hostile, "spin", "1"
     )
     async with sw.Runner(
-        store_url, poll_interval=0.02, policies=[waits_then_reads], recover=True
+        store_url, poll_interval=0.02, policies=[waits_then_reads], serving=True
     ) as runner:
         await runner.signal("spin", "go")
         with contextlib.suppress(Exception):
@@ -407,7 +407,7 @@ async def test_the_policy_given_to_start_is_the_one_that_runs(sqlite_url: str) -
     policy under p's name. Started on a runner that knows p, it is neither
     refused (DuplicatePolicy) nor run: p runs, without the retries."""
     FLAKY.clear()
-    async with sw.Runner(sqlite_url, policies=[flaky], recover=True) as runner:
+    async with sw.Runner(sqlite_url, policies=[flaky], serving=True) as runner:
         patient = flaky.with_settings(retries=2, backoff=0)
         try:
             outcome = await runner.run(patient, run_id="patient")
@@ -533,11 +533,11 @@ async def test_run_inputs_of_the_wrong_shape_are_a_corrupted_record(
     """Issue 10.4: "corrupted run inputs ... name the run and the field".
     Inputs that are JSON but not ``{"args": [...], "kwargs": {...}}`` fail the
     run with a bare TypeError or KeyError ("list indices must be integers")."""
-    async with sw.Runner(sqlite_url, recover=False) as runner:
+    async with sw.Runner(sqlite_url, serving=False) as runner:
         await runner.enqueue(doubles, 1, run_id="shape")
     write_row(sqlite_url, "UPDATE runs SET inputs = ? WHERE id = 'shape'", inputs)
     async with sw.Runner(
-        sqlite_url, poll_interval=0.02, policies=[doubles], recover=True
+        sqlite_url, poll_interval=0.02, policies=[doubles], serving=True
     ) as runner:
         with pytest.raises(sw.CorruptedRecord, match=r"inputs of run 'shape'"):
             await sw.RunHandle(runner, "shape").result(timeout=10)
@@ -606,7 +606,7 @@ async def test_one_unrecordable_step_does_not_fail_the_steps_batched_with_it(
     in a policy or patch name) fails the whole statement, and every record
     batched with it, of other runs too, gets the same permanent StoreError:
     those runs are failed."""
-    async with sw.Runner(store_url, recover=False) as runner:
+    async with sw.Runner(store_url, serving=False) as runner:
         store = runner.store
         assert store is not None
         fences = {}
@@ -688,7 +688,7 @@ async def test_a_corrupted_flow_record_is_a_corrupted_record(sqlite_url: str) ->
         await runner.start(flow, shared={}, run_id="fl")
         await _status(runner, "fl", "suspended")
     write_row(sqlite_url, "UPDATE steps SET output = '[]' WHERE name = 'stalwart.flow.post'")
-    async with sw.Runner(sqlite_url, poll_interval=0.02, policies=[flow], recover=True) as runner:
+    async with sw.Runner(sqlite_url, poll_interval=0.02, policies=[flow], serving=True) as runner:
         await runner.signal("fl", "go", 5)
         with pytest.raises(sw.CorruptedRecord) as info:
             await sw.RunHandle(runner, "fl").result(timeout=10)

@@ -58,7 +58,7 @@ async def test_a_hostile_step_output_fails_the_run_naming_it(store_url: str, evi
     hostile = f'{{"$t":"enum","c":"{evil[0]}:E","v":"a"}}'
     sql = "UPDATE steps SET output = ? WHERE run_id = ? AND key = ?"
     write_row(store_url, sql, hostile, "r", "1")
-    async with sw.Runner(store_url, poll_interval=0.05, policies=[waits], recover=True) as runner:
+    async with sw.Runner(store_url, poll_interval=0.05, policies=[waits], serving=True) as runner:
         await runner.signal("r", "go", 2)
         with pytest.raises(sw.CorruptedRecord, match=r"step 1 of run 'r'.*not declared"):
             await sw.RunHandle(runner, "r").result(timeout=10)
@@ -70,10 +70,10 @@ async def test_a_hostile_step_output_fails_the_run_naming_it(store_url: str, evi
 async def test_a_run_naming_an_unknown_policy_stays_put_and_imports_nothing(
     store_url: str, evil: Evil, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with sw.Runner(store_url, recover=False) as client:
+    async with sw.Runner(store_url, serving=False) as client:
         assert client.store is not None
         await client.store.create_run(RunRecord("h", f"{evil[0]}:pol", '{"args":[],"kwargs":{}}'))
-    async with sw.Runner(store_url, poll_interval=0.02, policies=[note], recover=True) as worker:
+    async with sw.Runner(store_url, poll_interval=0.02, policies=[note], serving=True) as worker:
         assert await worker.recover() == []
         await asyncio.sleep(0.2)  # a few polls of the background loop
         assert (await worker.get_run("h")).status == "pending"
@@ -131,7 +131,7 @@ async def test_a_corrupted_recorded_error_fails_the_run_instead_of_taking_a_bran
         await runner.start(careful, run_id="c")
         await _suspended(runner, "c")
     write_row(store_url, "UPDATE steps SET error = '{broken' WHERE run_id = 'c' AND key = '1'")
-    async with sw.Runner(store_url, poll_interval=0.05, policies=[careful], recover=True) as runner:
+    async with sw.Runner(store_url, poll_interval=0.05, policies=[careful], serving=True) as runner:
         await runner.signal("c", "go")
         with pytest.raises(sw.CorruptedRecord, match=r"step 1 of run 'c'"):
             await sw.RunHandle(runner, "c").result(timeout=10)
@@ -269,7 +269,7 @@ def _base(kind: str) -> BaseException:
 @sw.policy
 async def signals_a_finished_run(ctx: sw.Context, url: str) -> str:
     EXECUTED.append("signals")
-    async with sw.Runner(url, recover=False) as other:
+    async with sw.Runner(url, serving=False) as other:
         await other.signal("done-run", "late", 1)  # a usage error: that run has finished
     return "sent"
 
@@ -303,7 +303,7 @@ async def test_events_of_a_replayed_prefix_are_not_delivered_again(store_url: st
         first = [e.value async for e in _emitted(handle, stop_after=1)]
     assert first == ["needs_approval"]
     async with sw.Runner(
-        store_url, poll_interval=0.02, policies=[approval], recover=True
+        store_url, poll_interval=0.02, policies=[approval], serving=True
     ) as runner:
         events = sw.RunHandle(runner, "a").events()
         await runner.signal("a", "approve", "yes")
@@ -346,13 +346,13 @@ async def test_a_parent_whose_child_vanished_fails_clearly_instead_of_waiting(
     store_url: str,
 ) -> None:
     # The children sit on a queue this runner does not serve, so the parent waits.
-    async with sw.Runner(store_url, poll_interval=0.02, queues=["default"], recover=True) as runner:
+    async with sw.Runner(store_url, poll_interval=0.02, queues=["default"], serving=True) as runner:
         await runner.start(fan_elsewhere, run_id="p")
         await _suspended(runner, "p")
         assert (await runner.prune(older_than=0)) == 0  # retention keeps what "p" needs
     write_row(store_url, "DELETE FROM runs WHERE id = ?", "p~1/1")  # deleted by hand
     async with sw.Runner(
-        store_url, poll_interval=0.02, policies=[fan_elsewhere, double], recover=True
+        store_url, poll_interval=0.02, policies=[fan_elsewhere, double], serving=True
     ) as runner:
         with pytest.raises(sw.StoreError, match=r"child run 'p~1/1' is not in the store"):
             await sw.RunHandle(runner, "p").result(timeout=20)

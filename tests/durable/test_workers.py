@@ -41,13 +41,13 @@ def _worker(url: str, counter: Path, host: str, lease: float) -> subprocess.Pope
 
 
 async def _enqueue(url: str, n: int) -> None:
-    async with sw.Runner(url, recover=False) as client:
+    async with sw.Runner(url, serving=False) as client:
         for i in range(n):
             await client.enqueue(worker_app.job, i, run_id=f"job-{i}")
 
 
 async def _snapshot(url: str, n: int) -> tuple[dict[str, str], set[str]]:
-    async with sw.Runner(url, recover=False) as client:
+    async with sw.Runner(url, serving=False) as client:
         runs = {r.id: r.status for r in await client.list_runs(limit=n + 10)}
         recorded: set[str] = set()
         for run_id in runs:
@@ -87,7 +87,7 @@ def test_workers_drain_a_queue_despite_a_kill(store_url: str, tmp_path: Path, ho
         assert w.returncode == 0, w.stderr.read() if w.stderr else ""
 
     async def results() -> list[int]:
-        async with sw.Runner(store_url, recover=False) as client:
+        async with sw.Runner(store_url, serving=False) as client:
             return [await sw.RunHandle(client, f"job-{i}").result(timeout=5) for i in range(n)]
 
     assert asyncio.run(results()) == [i + 10 * i for i in range(n)]
@@ -106,7 +106,7 @@ def test_cancel_reaches_a_run_held_by_another_worker(store_url: str, tmp_path: P
     try:
 
         async def go() -> float:
-            async with sw.Runner(store_url, recover=False) as client:
+            async with sw.Runner(store_url, serving=False) as client:
                 handle = await client.enqueue(worker_app.slow_job, run_id="long")
                 deadline = time.monotonic() + 20
                 while not counter.exists():
@@ -136,7 +136,7 @@ def test_a_worker_paused_past_its_lease_stops_once_it_sees_the_takeover(
     n = 80
 
     async def enqueue() -> None:
-        async with sw.Runner(store_url, recover=False) as client:
+        async with sw.Runner(store_url, serving=False) as client:
             await client.enqueue(worker_app.long_job, n, run_id="long")
 
     def ticks() -> list[tuple[int, int]]:
@@ -161,7 +161,7 @@ def test_a_worker_paused_past_its_lease_stops_once_it_sees_the_takeover(
         stale.send_signal(signal.SIGCONT)
 
         async def finished() -> Any:
-            async with sw.Runner(store_url, recover=False) as client:
+            async with sw.Runner(store_url, serving=False) as client:
                 return await sw.RunHandle(client, "long").result(timeout=60)
 
         assert asyncio.run(finished()) == sum(range(n))

@@ -110,7 +110,7 @@ async def main() -> None:
     WORKDIR = Path(workdir)
     MODE["run"] = action == "run"
     EV.update(b_held=asyncio.Event(), x_done=asyncio.Event())
-    async with sw.Runner(url, policies=[el_top], recover=action != "run") as runner:
+    async with sw.Runner(url, policies=[el_top], serving=action != "run") as runner:
         if action == "run":
             handle = await runner.start(el_top, run_id=run_id)
         else:

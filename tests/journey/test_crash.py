@@ -40,7 +40,7 @@ def _served(workdir: Path) -> list[tuple[int, int]]:
 
 
 async def _steps(url: str) -> list[StepRecord]:
-    async with sw.Runner(url, recover=False) as runner:
+    async with sw.Runner(url, serving=False) as runner:
         return await runner.steps("ticket")
 
 

@@ -88,7 +88,7 @@ def test_a_routed_run_killed_inside_an_exclusive_tool_resumes_without_repeats(
     ]
 
     async def steps() -> list[str]:
-        async with sw.Runner(url, recover=False) as runner:
+        async with sw.Runner(url, serving=False) as runner:
             return sorted(s.key for s in await runner.steps("desk-1"))
 
     assert asyncio.run(steps()) == ["1", "1#1", "2", "2.1", "2.1#1", "2.1#2", "2.1#3", "2.2"]

@@ -52,7 +52,7 @@ async def test_an_awaited_agent_is_a_recorded_step_replayed_on_resume(sqlite_url
     second_model = ScriptedLLM([])
     ask, helper = app(second_model)
     policies = [ask, helper]
-    async with sw.Runner(sqlite_url, policies=policies, poll_interval=0.02, recover=True) as runner:
+    async with sw.Runner(sqlite_url, policies=policies, poll_interval=0.02, serving=True) as runner:
         await runner.signal("r", "confirm", True)
         result = await sw.RunHandle(runner, "r").result(timeout=10)
     assert result == "Paris. confirmed=True"

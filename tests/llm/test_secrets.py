@@ -40,7 +40,7 @@ def _run_in_ledger(tmp_path: Path, model: Any) -> tuple[ProviderError, bytes]:
     db = tmp_path / "runs.db"
 
     async def go() -> ProviderError:
-        async with sw.Runner(f"sqlite:///{db}", recover=False) as runner:
+        async with sw.Runner(f"sqlite:///{db}", serving=False) as runner:
             with pytest.raises(ProviderError) as caught:
                 await runner.run(model, [sw.Message.user("hi")], run_id="r")
         return caught.value

@@ -146,7 +146,7 @@ def test_a_stalled_stream_keeps_a_bounded_number_of_live_events(tmp_path: Path) 
 
     async def go() -> tuple[int, list[str], Any]:
         url = f"sqlite:///{tmp_path / 'api.db'}"
-        async with sw.Runner(url, policies=[r3_chatty], recover=True) as runner:
+        async with sw.Runner(url, policies=[r3_chatty], serving=True) as runner:
             handle = await runner.start(r3_chatty, n, run_id="chatty")
             first = await runner.get_run("chatty")
             frames = run_events(

@@ -21,7 +21,7 @@ from typer.testing import CliRunner, Result
 import stalwart as sw
 from stalwart.cli.app import app
 from stalwart.core.errors import CorruptedRecord
-from stalwart.runner.schedules import tick_run_id
+from stalwart.schedules import tick_run_id
 
 ENV = {"COLUMNS": "250", "STALWART_STORE": None, "NO_COLOR": "1"}
 
@@ -40,9 +40,10 @@ def edit(url: str, sql: str, *params: object) -> None:
 
 
 async def _two(url: str, clock: Clock) -> None:
-    async with sw.Runner(url, schedule_clock=clock) as r:
-        await r.schedule(report, name="good", every=60)
-        await r.schedule(report, name="bad", every=60)
+    async with sw.Runner(url) as r:
+        schedules = sw.Schedules(r, clock=clock)
+        await schedules.define(report, name="good", every=60)
+        await schedules.define(report, name="bad", every=60)
 
 
 @pytest.mark.parametrize(
@@ -58,11 +59,12 @@ async def test_a_bad_value_fails_that_schedule_alone_by_name_and_field(
     clock.t = T0 + 61
     with caplog.at_level(logging.ERROR, logger="stalwart.runner"):
         async with serving(store_url, clock) as r:
+            schedules = sw.Schedules(r, clock=clock)
             assert await settled(r, "good", 1) == [tick_run_id("good", T0 + 60)]
             await asyncio.sleep(0.3)  # many polls: the bad one is reported once
             assert [x.id for x in await r.list_runs() if x.id.startswith("bad@")] == []
             with pytest.raises(CorruptedRecord, match=rf"schedule 'bad'.*{field}"):
-                await r.get_schedule("bad")
+                await schedules.get("bad")
     errors = [m for m in caplog.messages if "'bad'" in m]
     assert len(errors) == 1, errors
     assert field in errors[0]
@@ -83,6 +85,7 @@ async def test_a_nan_grace_fails_that_schedule_on_postgres(
         clock.t = T0 + 61
         with caplog.at_level(logging.ERROR, logger="stalwart.runner"):
             async with serving(url, clock) as r:
+                sw.Schedules(r, clock=clock)  # ticks while it serves
                 assert await settled(r, "good", 1) == [tick_run_id("good", T0 + 60)]
                 assert [x.id for x in await r.list_runs() if x.id.startswith("bad@")] == []
         errors = [m for m in caplog.messages if "'bad'" in m]

@@ -59,7 +59,7 @@ async def test_a_bug_in_the_claim_path_ends_serve_with_it(store_url: str) -> Non
 async def test_a_bug_in_the_claim_path_reaches_an_awaiting_caller_and_close(
     store_url: str,
 ) -> None:
-    runner = sw.Runner(store_url, policies=[double], poll_interval=0.05, recover=True)
+    runner = sw.Runner(store_url, policies=[double], poll_interval=0.05, serving=True)
     await runner.open()
     _break_claims(runner, TypeError("a bug"), None)
     handle = await runner.enqueue(double, 2, run_id="stuck")
@@ -78,7 +78,7 @@ async def test_a_bug_in_the_claim_path_reaches_an_awaiting_caller_and_close(
 async def test_a_store_refusing_a_pass_is_logged_and_tried_again(
     store_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with sw.Runner(store_url, policies=[double], poll_interval=0.05, recover=True) as runner:
+    async with sw.Runner(store_url, policies=[double], poll_interval=0.05, serving=True) as runner:
         calls = _break_claims(runner, CorruptedRecord("run 'x': a bad row"), 2)
         with caplog.at_level(logging.ERROR):
             handle = await runner.enqueue(double, 21, run_id="later")

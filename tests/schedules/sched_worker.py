@@ -37,8 +37,8 @@ def main() -> None:
         store,
         policies=[report, other],
         poll_interval=0.02,
-        schedule_clock=lambda: float(clock_file.read_text()),
     )
+    sw.Schedules(runner, clock=lambda: float(clock_file.read_text()))
     print("serving", flush=True)
     asyncio.run(runner.serve())
 

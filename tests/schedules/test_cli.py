@@ -23,9 +23,10 @@ def invoke(*args: str) -> Result:
 
 async def _define(url: str) -> None:
     async with sw.Runner(url) as r:
-        await r.schedule(report, name="nightly", cron="0 2 * * 1-5", timezone="Europe/Paris")
-        await r.schedule(report, name="quarter", every=900, missed="skip", queue="reports")
-        await r.pause_schedule("quarter")
+        schedules = sw.Schedules(r)
+        await schedules.define(report, name="nightly", cron="0 2 * * 1-5", timezone="Europe/Paris")
+        await schedules.define(report, name="quarter", every=900, missed="skip", queue="reports")
+        await schedules.pause("quarter")
         # A row written by someone else: markup and terminal controls in it
         # are shown as text, never obeyed.
         await r.store.create_schedule(

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 import stalwart as sw
-from stalwart.runner.schedules import ScheduleError, ScheduleNotFound, Timing
+from stalwart import ScheduleError, ScheduleNotFound
+from stalwart.schedules import Timing
 from stalwart.stores import MemoryStore
 from stalwart.stores.base import ScheduleRecord
 
@@ -32,46 +33,49 @@ class Clock:
 
 
 def runner(url: str, clock: Clock, **kw: Any) -> sw.Runner:
-    return sw.Runner(url, schedule_clock=clock, policies=[report, other], **kw)
+    return sw.Runner(url, policies=[report, other], **kw)
 
 
 async def test_a_bad_cron_expression_names_the_field_and_stores_nothing(store_url: str) -> None:
     async with runner(store_url, Clock(T0)) as r:
+        schedules = sw.Schedules(r, clock=Clock(T0))
         with pytest.raises(ScheduleError, match=r"month field '13' is not valid \(allowed: 1-12"):
-            await r.schedule(report, cron="*/15 * * 13 *")
+            await schedules.define(report, cron="*/15 * * 13 *")
         with pytest.raises(ScheduleError, match="the minute field '61'"):
-            await r.schedule(report, cron="61 * * * *")
+            await schedules.define(report, cron="61 * * * *")
         with pytest.raises(ScheduleError, match="the day-of-week field 'FUNDAY'"):
-            await r.schedule(report, cron="0 2 * * FUNDAY")
+            await schedules.define(report, cron="0 2 * * FUNDAY")
         with pytest.raises(ScheduleError, match="it has 3 fields, not 5"):
-            await r.schedule(report, cron="* * *")
+            await schedules.define(report, cron="* * *")
         with pytest.raises(ScheduleError, match="day-of-month field '30'"):
-            await r.schedule(report, cron="0 0 30 2 *")  # 30 February: never
-        assert await r.schedules() == []
+            await schedules.define(report, cron="0 0 30 2 *")  # 30 February: never
+        assert await schedules.all() == []
 
 
 async def test_an_unknown_time_zone_is_refused(store_url: str) -> None:
     async with runner(store_url, Clock(T0)) as r:
+        schedules = sw.Schedules(r, clock=Clock(T0))
         with pytest.raises(ScheduleError, match="unknown time zone 'Mars/Olympus'"):
-            await r.schedule(report, cron="0 2 * * *", timezone="Mars/Olympus")
+            await schedules.define(report, cron="0 2 * * *", timezone="Mars/Olympus")
         with pytest.raises(ScheduleError, match=r"unknown time zone '\.\./\.\./etc/passwd'"):
-            await r.schedule(report, cron="0 2 * * *", timezone="../../etc/passwd")
+            await schedules.define(report, cron="0 2 * * *", timezone="../../etc/passwd")
         with pytest.raises(ScheduleError, match="timezone applies to cron= only"):
-            await r.schedule(report, every=60, timezone="Europe/Paris")
-        assert await r.schedules() == []
+            await schedules.define(report, every=60, timezone="Europe/Paris")
+        assert await schedules.all() == []
 
 
 async def test_inputs_are_checked_against_the_policy_schema_first(store_url: str) -> None:
     async with runner(store_url, Clock(T0)) as r:
+        schedules = sw.Schedules(r, clock=Clock(T0))
         with pytest.raises(sw.ArgumentError, match=r"schedule 'report'.*pages.*integer"):
-            await r.schedule(report, every=60, pages="many")
+            await schedules.define(report, every=60, pages="many")
         with pytest.raises(sw.ArgumentError, match="colour: unexpected argument"):
-            await r.schedule(report, every=60, inputs={"colour": "red"})
+            await schedules.define(report, every=60, inputs={"colour": "red"})
         with pytest.raises(TypeError, match="day given both in inputs= and as keywords"):
-            await r.schedule(report, every=60, inputs={"day": "a"}, day="b")
-        assert await r.schedules() == []
+            await schedules.define(report, every=60, inputs={"day": "a"}, day="b")
+        assert await schedules.all() == []
         # Coerced as a model's arguments are: "3" is 3 in the stored inputs.
-        s = await r.schedule(report, every=60, pages="3")
+        s = await schedules.define(report, every=60, pages="3")
         assert json.loads(s.inputs) == {"args": [], "kwargs": {"pages": 3}}
 
 
@@ -94,70 +98,75 @@ async def test_inputs_are_checked_against_the_policy_schema_first(store_url: str
 )
 async def test_every_field_is_checked(tmp_path: Any, kwargs: dict[str, Any], message: str) -> None:
     async with runner(f"sqlite:///{tmp_path / 's.db'}", Clock(T0)) as r:
+        schedules = sw.Schedules(r, clock=Clock(T0))
         with pytest.raises(ScheduleError, match=message):
-            await r.schedule(report, **kwargs)
-        assert await r.schedules() == []
+            await schedules.define(report, **kwargs)
+        assert await schedules.all() == []
 
 
 async def test_the_same_definition_again_changes_nothing(store_url: str) -> None:
     clock = Clock(T0 + 10)
     async with runner(store_url, clock) as r:
-        first = await r.schedule(report, every=timedelta(minutes=15), day="mon")
+        schedules = sw.Schedules(r, clock=clock)
+        first = await schedules.define(report, every=timedelta(minutes=15), day="mon")
         assert first.name == "report"
         assert first.next_at == T0 + 900  # intervals align to the epoch
         clock.t = T0 + 5000
-        again = await r.schedule(report, every=900, inputs={"day": "mon"})
+        again = await schedules.define(report, every=900, inputs={"day": "mon"})
         assert again == first  # not even updated_at moved
 
 
 async def test_a_new_definition_replaces_the_old_one(store_url: str) -> None:
     clock = Clock(T0 + 10)
     async with runner(store_url, clock) as r:
-        first = await r.schedule(report, name="nightly", cron="0 2 * * *", day="mon")
+        schedules = sw.Schedules(r, clock=clock)
+        first = await schedules.define(report, name="nightly", cron="0 2 * * *", day="mon")
         assert first.next_at == T0 + 2 * 3600
-        await r.pause_schedule("nightly")
+        await schedules.pause("nightly")
         clock.t = T0 + 3 * 3600
         # Other inputs: replaced, the next tick stays, the pause stays.
-        second = await r.schedule(report, name="nightly", cron="0 2 * * *", day="tue")
+        second = await schedules.define(report, name="nightly", cron="0 2 * * *", day="tue")
         assert '"tue"' in second.inputs
         assert second.next_at == first.next_at
         assert second.paused
         assert second.created_at == first.created_at
         # Other timing: the next tick is the new timing's first after now.
-        third = await r.schedule(
+        third = await schedules.define(
             report, name="nightly", cron="0 2 * * *", timezone="Europe/Paris", day="tue"
         )
         assert third.timezone == "Europe/Paris"
         assert third.next_at == T0 + 86400 + 3600  # 02:00 in Paris is 01:00 UTC in January
-        assert [s.name for s in await r.schedules()] == ["nightly"]
+        assert [s.name for s in await schedules.all()] == ["nightly"]
 
 
 async def test_pause_resume_and_delete(store_url: str) -> None:
     clock = Clock(T0 + 10)
     async with runner(store_url, clock) as r:
-        await r.schedule(report, name="a", every=60)
-        await r.schedule(report, name="b", every=60)
-        paused = await r.pause_schedule("a")
+        schedules = sw.Schedules(r, clock=clock)
+        await schedules.define(report, name="a", every=60)
+        await schedules.define(report, name="b", every=60)
+        paused = await schedules.pause("a")
         assert paused.paused
         assert [s.name for s in await r.store.due_schedules(T0 + 10_000, 10)] == ["b"]
         clock.t = T0 + 10_000
-        resumed = await r.resume_schedule("a")
+        resumed = await schedules.resume("a")
         assert not resumed.paused
         assert resumed.next_at == T0 + 10_020  # the ticks it was paused for do not run
-        assert await r.delete_schedule("a") is True
+        assert await schedules.delete("a") is True
         with pytest.raises(ScheduleNotFound, match="no schedule 'a'"):
-            await r.get_schedule("a")
-        for action in (r.pause_schedule, r.resume_schedule, r.delete_schedule):
+            await schedules.get("a")
+        for action in (schedules.pause, schedules.resume, schedules.delete):
             with pytest.raises(ScheduleNotFound, match="no schedule 'a'"):
                 await action("a")
-        assert await r.delete_schedule("a", missing_ok=True) is False
-        assert [s.name for s in await r.schedules()] == ["b"]
+        assert await schedules.delete("a", missing_ok=True) is False
+        assert [s.name for s in await schedules.all()] == ["b"]
 
 
 async def test_a_memory_runner_refuses_schedules() -> None:
     async with sw.Runner() as r:
+        schedules = sw.Schedules(r)
         with pytest.raises(sw.StoreError, match="schedules need a durable store"):
-            await r.schedule(report, every=60)
+            await schedules.define(report, every=60)
 
 
 def _record(name: str, next_at: int) -> ScheduleRecord:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import stalwart as sw
-from stalwart.runner.schedules import Timing, plan, tick_of, tick_run_id
+from stalwart.schedules import Timing, plan, tick_of, tick_run_id
 
 from ._policies import RAN, other, report
 from .test_define import T0, Clock
@@ -35,16 +35,15 @@ async def settled(r: sw.Runner, name: str, n: int) -> list[str]:
 
 
 def serving(url: str, clock: Clock, policies: Any = (report, other)) -> sw.Runner:
-    return sw.Runner(
-        url, recover=True, poll_interval=0.02, schedule_clock=clock, policies=list(policies)
-    )
+    return sw.Runner(url, serving=True, poll_interval=0.02, policies=list(policies))
 
 
 async def test_each_tick_on_time_makes_one_run(store_url: str) -> None:
     RAN.clear()
     clock = Clock(T0 + 1)
     async with serving(store_url, clock) as r:
-        await r.schedule(report, name="quarter", every=900, day="mon")
+        schedules = sw.Schedules(r, clock=clock)
+        await schedules.define(report, name="quarter", every=900, day="mon")
         await asyncio.sleep(0.1)
         assert await settled(r, "quarter", 0) == []  # nothing before the first tick
         clock.t = T0 + 900 + 2
@@ -54,7 +53,7 @@ async def test_each_tick_on_time_makes_one_run(store_url: str) -> None:
         assert ids == [tick_run_id("quarter", T0 + 900), tick_run_id("quarter", T0 + 1800)]
         assert sorted(RAN) == ids  # each executed once
         assert await r.outcome(ids[0]) == "mon: 1 page(s)"
-        s = await r.get_schedule("quarter")
+        s = await schedules.get("quarter")
         assert (s.last_at, s.next_at) == (T0 + 1800, T0 + 2700)
     assert tick_of(ids[1]) is not None and tick_of(ids[1])[0] == "quarter"
     assert tick_of(ids[1])[1].timestamp() == T0 + 1800
@@ -67,16 +66,18 @@ async def test_ticks_missed_while_no_worker_served_follow_the_policy(
 ) -> None:
     RAN.clear()
     clock = Clock(T0 + 1)
-    async with sw.Runner(store_url, schedule_clock=clock) as client:  # defines, never serves
-        await client.schedule(report, name="hourly", every=3600, missed=missed, grace=120)
+    async with sw.Runner(store_url) as client:  # defines, never serves
+        client_schedules = sw.Schedules(client, clock=clock)
+        await client_schedules.define(report, name="hourly", every=3600, missed=missed, grace=120)
     # Every worker was down for five hours and ten minutes: five ticks missed.
     clock.t = T0 + 5 * 3600 + 600
     async with serving(store_url, clock) as r:
+        schedules = sw.Schedules(r, clock=clock)
         if missed == "once":
             assert await settled(r, "hourly", 1) == [tick_run_id("hourly", T0 + 5 * 3600)]
         else:
             assert await settled(r, "hourly", 0) == []
-        s = await r.get_schedule("hourly")
+        s = await schedules.get("hourly")
         assert s.next_at == T0 + 6 * 3600  # the next future tick
         # The next tick, on time, runs under either policy.
         clock.t = T0 + 6 * 3600 + 5
@@ -87,10 +88,12 @@ async def test_ticks_missed_while_no_worker_served_follow_the_policy(
 
 async def test_a_tick_a_little_late_is_not_missed(store_url: str) -> None:
     clock = Clock(T0 + 1)
-    async with sw.Runner(store_url, schedule_clock=clock) as client:
-        await client.schedule(report, name="late", every=3600, missed="skip", grace=120)
+    async with sw.Runner(store_url) as client:
+        client_schedules = sw.Schedules(client, clock=clock)
+        await client_schedules.define(report, name="late", every=3600, missed="skip", grace=120)
     clock.t = T0 + 3600 + 100  # 100 s late, within grace: on time
     async with serving(store_url, clock) as r:
+        sw.Schedules(r, clock=clock)  # ticks while it serves
         assert await settled(r, "late", 1) == [tick_run_id("late", T0 + 3600)]
 
 
@@ -98,38 +101,43 @@ async def test_a_policy_this_worker_lacks_is_logged_once_and_left(
     store_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = Clock(T0 + 1)
-    async with sw.Runner(store_url, schedule_clock=clock) as client:
-        await client.schedule(report, name="needs-report", every=60)
+    async with sw.Runner(store_url) as client:
+        client_schedules = sw.Schedules(client, clock=clock)
+        await client_schedules.define(report, name="needs-report", every=60)
     clock.t = T0 + 61
     with caplog.at_level(logging.ERROR, logger="stalwart.runner"):
         async with serving(store_url, clock, policies=[other]) as r:
+            schedules = sw.Schedules(r, clock=clock)
             await asyncio.sleep(0.3)  # many polls
             assert await r.list_runs() == []
-            assert (await r.get_schedule("needs-report")).next_at == T0 + 60  # left due
+            assert (await schedules.get("needs-report")).next_at == T0 + 60  # left due
     errors = [m for m in caplog.messages if "needs-report" in m]
     assert len(errors) == 1, errors
     assert "policy 'report' is not registered in this worker" in errors[0]
     # A worker that has it takes the tick.
     async with serving(store_url, clock) as r:
+        schedules = sw.Schedules(r, clock=clock)
         assert await settled(r, "needs-report", 1) == [tick_run_id("needs-report", T0 + 60)]
 
 
 async def test_a_paused_schedule_does_not_tick(store_url: str) -> None:
     clock = Clock(T0 + 1)
     async with serving(store_url, clock) as r:
-        await r.schedule(report, name="p", every=60)
-        await r.pause_schedule("p")
+        schedules = sw.Schedules(r, clock=clock)
+        await schedules.define(report, name="p", every=60)
+        await schedules.pause("p")
         clock.t = T0 + 3600
         assert await settled(r, "p", 0) == []
-        await r.resume_schedule("p")
+        await schedules.resume("p")
         clock.t = T0 + 3600 + 61
         assert await settled(r, "p", 1) == [tick_run_id("p", T0 + 3660)]
 
 
 async def test_a_runner_that_does_not_serve_never_ticks(store_url: str) -> None:
     clock = Clock(T0 + 1)
-    async with sw.Runner(store_url, schedule_clock=clock, poll_interval=0.02) as r:
-        await r.schedule(report, name="idle", every=60)
+    async with sw.Runner(store_url, poll_interval=0.02) as r:
+        schedules = sw.Schedules(r, clock=clock)
+        await schedules.define(report, name="idle", every=60)
         await r.run(other, run_id="busy")  # it executes its own runs, nothing else
         clock.t = T0 + 600
         await asyncio.sleep(0.2)

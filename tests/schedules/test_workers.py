@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import stalwart as sw
-from stalwart.runner.schedules import tick_run_id
+from stalwart.schedules import tick_run_id
 
 from ._policies import report
 from .test_define import T0, Clock
@@ -58,8 +58,9 @@ def stop(procs: list[subprocess.Popen[str]]) -> None:
 
 
 async def _define(url: str) -> None:
-    async with sw.Runner(url, schedule_clock=Clock(T0 + 1)) as client:
-        await client.schedule(report, name="tick", every=60, day="x")
+    async with sw.Runner(url) as client:
+        client_schedules = sw.Schedules(client, clock=Clock(T0 + 1))
+        await client_schedules.define(report, name="tick", every=60, day="x")
 
 
 async def _runs(url: str) -> dict[str, str]:
@@ -69,7 +70,8 @@ async def _runs(url: str) -> dict[str, str]:
 
 async def _schedule_next(url: str) -> int:
     async with sw.Runner(url) as client:
-        return (await client.get_schedule("tick")).next_at
+        client_schedules = sw.Schedules(client)
+        return (await client_schedules.get("tick")).next_at
 
 
 def wait_for(url: str, ids: list[str]) -> dict[str, str]:

@@ -36,7 +36,7 @@ async def _backlog(url: str) -> None:
 async def test_a_worker_serving_only_b_takes_its_run_behind_a_backlog_of_a(store_url: str) -> None:
     await _backlog(store_url)
     async with sw.Runner(
-        store_url, policies=[b], recover=True, concurrency=1, poll_interval=0.05
+        store_url, policies=[b], serving=True, concurrency=1, poll_interval=0.05
     ) as worker:
         handle = await worker.enqueue(b, 1, run_id="mine")
         async with asyncio.timeout(30):  # a bound on a hang, not a measurement
@@ -47,7 +47,7 @@ async def test_a_worker_serving_only_b_takes_its_run_behind_a_backlog_of_a(store
 
 async def test_a_policy_registered_after_start_is_served(store_url: str) -> None:
     await _backlog(store_url)
-    async with sw.Runner(store_url, recover=True, concurrency=1, poll_interval=0.05) as worker:
+    async with sw.Runner(store_url, serving=True, concurrency=1, poll_interval=0.05) as worker:
         await asyncio.sleep(0.1)  # the loop has made passes with no policy at all
         worker.register(b)
         async with sw.Runner(store_url) as producer:
@@ -63,7 +63,7 @@ async def test_runs_of_a_policy_no_worker_has_are_still_reported(
     warning that names the missing policy is still given."""
     await _backlog(store_url)
     with caplog.at_level(logging.WARNING, logger="stalwart.runner"):
-        async with sw.Runner(store_url, policies=[b], recover=True, poll_interval=0.05) as worker:
+        async with sw.Runner(store_url, policies=[b], serving=True, poll_interval=0.05) as worker:
             handle = await worker.enqueue(b, 1)
             async with asyncio.timeout(30):
                 assert await handle.result() == 2

@@ -4,7 +4,7 @@ Roles, as everywhere in Stalwart, are explicit. By default the API process
 only enqueues: a start writes a pending run to the store and any worker
 (``stalwart worker --app ...``) executes it, so any number of API processes
 and workers can share one PostgreSQL. With ``execute=True`` the process is
-also a worker (``Runner(recover=True)``) for the policies it serves: one
+also a worker (``Runner(serving=True)``) for the policies it serves: one
 process on one host, with SQLite.
 
 The policies are the ones the program passed in (``stalwart serve --app``
@@ -102,7 +102,7 @@ def create_app(
     runner = Runner(
         store,
         policies=list(table.values()),
-        recover=execute,
+        serving=execute,
         concurrency=concurrency,
         poll_interval=min(poll, 0.5),
     )

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ..conversations import Conversation
 from ..core import codec
 from ..core.errors import InputMismatchError, RunNotFound, SerializationError, StoreError
 from ..core.ledger import TERMINAL, check_run_id
@@ -407,7 +408,7 @@ async def send_message(request: Request) -> Response:
     started if new): 202 with the turn's run id, whose result is the reply
     (``GET /runs/{turn_id}``, or its ``end`` event). Without ``--execute``
     the thread's run and the turn are enqueued (queue ``default``) for a
-    worker serving ``thread_policies(agent)``."""
+    worker serving ``conversation_policies(agent)``."""
     api = _api(request)
     thread_id = unquote(request.path_params["thread_id"])
     try:
@@ -440,8 +441,9 @@ async def send_message(request: Request) -> Response:
         return problem(422, f"invalid message: {_summary(problems)}", problems)
     assert agent is not None
     try:
-        thread = api.runner.thread(agent, thread_id, queue=None if api.execute else "default")
-        handle = await thread.put(body["message"], message_id=message_id)
+        queue = None if api.execute else "default"
+        conversation = Conversation(api.runner, agent, thread_id, queue=queue)
+        handle = await conversation.put(body["message"], message_id=message_id)
     except InputMismatchError as exc:
         return problem(409, str(exc), [FieldProblem(field="thread_id", message=str(exc))])
     except SerializationError as exc:

@@ -2,7 +2,7 @@
 
 Each command opens the store, does one thing through the public
 :class:`~stalwart.runner.Runner` API, and closes it. The runner never
-recovers runs on its own here (``recover=False``): a command that inspects
+recovers runs on its own here (``serving=False``): a command that inspects
 or signals a run must not start executing other people's runs as a side
 effect. Expected failures (unknown run, bad store, bad input) print one line
 on stderr and exit non-zero; only bugs show a traceback.
@@ -245,7 +245,7 @@ def runner_for(url: str, policies: Sequence[Policy[Any, Any]] = ()) -> Runner:
     """A runner on an existing store that executes nothing it was not asked to."""
     from ..runner import Runner
 
-    return Runner(open_store(url), policies=policies, recover=False)
+    return Runner(open_store(url), policies=policies, serving=False)
 
 
 async def get_run(runner: Runner, run_id: str) -> RunRecord:

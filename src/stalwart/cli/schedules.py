@@ -1,6 +1,6 @@
 """``stalwart schedules list | pause | resume | delete``: the store's recurring schedules.
 
-Schedules are defined by the application (``runner.schedule(...)``), which
+Schedules are defined by the application (``Schedules(runner).define(...)``), which
 checks their inputs against the policy's schema; these commands look at them
 and switch them off and on. None of them executes a run: ticks run on
 workers (``stalwart worker --app MODULE``). Everything printed from a
@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.redact import mask_url, printable
+from ..schedules import Schedules
 from .command import (
     DEFAULT_STORE,
     JsonOption,
@@ -85,7 +86,7 @@ def pause_schedule(name: NameArgument, store: StoreOption = DEFAULT_STORE) -> No
 
     async def go() -> None:
         async with runner_for(store) as runner:
-            await runner.pause_schedule(name)
+            await Schedules(runner).pause(name)
         console().print(f"schedule {lit(name)} paused")
 
     execute(go)
@@ -97,7 +98,7 @@ def resume_schedule(name: NameArgument, store: StoreOption = DEFAULT_STORE) -> N
 
     async def go() -> None:
         async with runner_for(store) as runner:
-            s = await runner.resume_schedule(name)
+            s = await Schedules(runner).resume(name)
         console().print(f"schedule {lit(name)} resumed; next tick {lit(when(s.next_at))}")
 
     execute(go)
@@ -108,14 +109,14 @@ def delete_schedule(name: NameArgument, store: StoreOption = DEFAULT_STORE) -> N
 
     async def go() -> None:
         async with runner_for(store) as runner:
-            await runner.delete_schedule(name)
+            await Schedules(runner).delete(name)
         console().print(f"schedule {lit(name)} deleted")
 
     execute(go)
 
 
 def _timing(s: Any) -> str:
-    from ..runner.schedules import Timing
+    from ..schedules import Timing
 
     try:
         return Timing.of_record(s).describe()

@@ -76,6 +76,7 @@ def worker(
 
     async def go() -> None:
         from ..runner import Runner
+        from ..schedules import Schedules
 
         policies = app_policies(app_spec)
         if not policies:
@@ -92,6 +93,7 @@ def worker(
             lease=lease,
             shutdown_timeout=shutdown_timeout,
         )
+        Schedules(runner)  # its loop ticks the store's schedules while it serves
         names = ", ".join(sorted({p.name for p in policies}))
         queues = ", ".join(queue) if queue else "all"
         where = store_url(runner)

@@ -41,7 +41,7 @@ class Announce(Hook):
 
 async def run_child(store: str, run_id: str) -> None:
     """The child's part: run the agent on ``store``, announcing each step, until killed."""
-    async with Runner(store, hooks=[Announce()], recover=False) as runner:
+    async with Runner(store, hooks=[Announce()], serving=False) as runner:
         await runner.run(research, question=QUESTION, run_id=run_id)
 
 

@@ -122,7 +122,7 @@ async def _resume(store: str, report: DemoReport, counter: str, console: Console
     """Act 2: this process resumes the run; the ledger answers for the finished steps."""
     console.print(f"[bold]2.[/] this process (pid {os.getpid()}) resumes run {report.run_id}")
     PROBE.counter = counter
-    async with Runner(store, recover=False) as runner:
+    async with Runner(store, serving=False) as runner:
         status = (await runner.get_run(report.run_id)).status
         recorded = len(await runner.steps(report.run_id))
         console.print(

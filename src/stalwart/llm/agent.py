@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, overload
 from pydantic import ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
+from ..conversations import Followups, taking_followups
 from ..core.context import Context
 from ..core.declared import declare_annotation
 from ..core.errors import MaxTurnsExceeded, OutputValidationError
 from ..core.message import Message, Text, plain
 from ..core.policy import Policy, as_policy
-from ..runner.threads import Followups, taking_followups
 from ._budget import Tally, inherited_budget, passing_down
 from ._compaction import ContextPolicy
 from ._output import OutputType, problems, repair_request
@@ -224,8 +224,8 @@ class _Answer:
             history: Earlier messages of the conversation, placed after the
                 instructions and before the question.
         """
-        # In a thread with followups="inject", turns that arrive meanwhile
-        # join the conversation before each model call (runner/threads.py).
+        # In a conversation with followups="inject", turns that arrive meanwhile
+        # join it before each model call (stalwart/conversations/followups.py).
         with taking_followups() as followups:
             answer, _ = await _Loop(self.agent, ctx, followups).run(question, history)
         return answer

@@ -2,5 +2,6 @@
 
 from .batch import RunCall
 from .runner import RunHandle, Runner
+from .worker import Ticker
 
-__all__ = ["RunCall", "RunHandle", "Runner"]
+__all__ = ["RunCall", "RunHandle", "Runner", "Ticker"]

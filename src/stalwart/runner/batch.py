@@ -1,10 +1,13 @@
-"""Batch enqueue: many runs put on a queue in one transaction.
+"""Enqueueing: runs created on a queue for any worker, executed by none here.
 
-``Runner.enqueue`` costs a transaction (a commit, a round trip) a run, so a
-producer of many small runs is as slow as the workers draining them (issue
-17). :func:`enqueue_many` validates every call first, exactly as ``enqueue``
-does, then creates all the runs with one ``Store.create_runs`` and wakes the
-worker loop once.
+One run (``Runner.enqueue``) is created idempotently by id (S13) and the
+worker loop poked; a runner that does not serve the queue never executes it.
+
+Many runs (``Runner.enqueue_many``): one ``enqueue`` costs a transaction (a
+commit, a round trip) a run, so a producer of many small runs is as slow as
+the workers draining them. :meth:`Enqueuer.many` validates every call first,
+exactly as ``enqueue`` does, then creates all the runs with one
+``Store.create_runs`` and wakes the worker loop once.
 
 Idempotency is the same as ``enqueue``'s: each run id names one run (S13). An
 id that exists, or that appears twice in the batch, must be the same call
@@ -18,35 +21,21 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import fields
-from typing import Any, Protocol
+from typing import Any
 
-from ..core.errors import StoreError
-from ..core.events import Hook
-from ..core.ledger import RunRecord, check_delay, check_priority, check_run_id
+from ..core.ledger import RunRecord, check_run_id
 from ..core.policy import Policy
 from ..stores.base import Store
-from .handle import RunHandle, Runs
 from .identity import check_same_run, code_version, run_inputs
 from .observe import started, trace_for
+from .registry import Registry
+from .table import RunTable, Settings
 
+__all__ = ["Enqueuer", "RunCall"]
 
-class Runner(Runs, Protocol):
-    """What a batch needs of its runner (a :class:`~stalwart.Runner`)."""
-
-    store: Store
-    hooks: tuple[Hook, ...]
-    code_version: str | None
-
-    async def open(self) -> None: ...
-    def register(self, target: Any) -> Policy[Any, Any]: ...
-    def find_policy(self, name: str) -> Policy[Any, Any] | None: ...
-
-
-__all__ = ["RunCall", "enqueue_many"]
-
-# enqueue_many builds each RunRecord by position (keywords and default
+# Enqueuer.many builds each RunRecord by position (keywords and default
 # factories were a tenth of a batch's time, B11): refuse to load if the
 # record's fields move, rather than put values in the wrong fields.
 _BY_POSITION = (
@@ -55,7 +44,7 @@ _BY_POSITION = (
     "priority, parent_id, trace"
 )
 if ", ".join(f.name for f in fields(RunRecord)) != _BY_POSITION:  # pragma: no cover
-    raise ImportError("RunRecord's fields changed: update enqueue_many's record")
+    raise ImportError("RunRecord's fields changed: update Enqueuer.many's record")
 
 
 class RunCall:
@@ -76,86 +65,121 @@ class RunCall:
         return f"<RunCall {name} run_id={self.run_id!r}>"
 
 
-async def enqueue_many(
-    runner: Runner,
-    calls: Iterable[RunCall],
-    *,
-    queue: str = "default",
-    priority: int = 0,
-    delay: float | None = None,
-    wake: Callable[[], None] | None = None,
-) -> list[RunHandle]:
-    """Put every call on ``queue`` as a run, in one transaction; return their
-    handles in the order of ``calls``.
+class Enqueuer:
+    """Creates runs on queues for a runner, one or many at a time."""
 
-    ``wake`` is the runner's worker-loop poke (called once, after the write,
-    so a runner that serves ``queue`` starts on them without waiting for
-    its poll).
-    """
-    if runner.store.ephemeral:
-        raise StoreError("enqueue needs a durable store; in memory, use start()")
-    priority, delay = check_priority(priority), check_delay(delay)
-    await runner.open()
-    wake_at = None if not delay else time.time() + delay
-    hooks = runner.hooks
-    version = runner.code_version
-    # Validate everything before writing anything: a call whose inputs cannot
-    # be recorded fails the batch with no run created.
-    given: list[tuple[Policy[Any, Any], RunRecord]] = []
-    first: dict[str, tuple[Policy[Any, Any], RunRecord]] = {}
-    records: list[RunRecord] = []
-    target: Any = None
-    pol: Policy[Any, Any] | None = None
-    name = pol_version = ""
-    clock = time.time
-    for call in calls:
-        if not isinstance(call, RunCall):
-            raise TypeError(f"enqueue_many takes RunCall(policy, *args, **kwargs), not {call!r}")
-        run_id = uuid.uuid4().hex if call.run_id is None else check_run_id(call.run_id)
-        if pol is None or call.target is not target:  # a batch is mostly one policy
-            target = call.target
-            pol = runner.register(target)
-            name = pol.name
-            pol_version = version if version is not None else code_version(pol)
-        now = clock()
-        # Every field given by position: RunRecord's keywords and default
-        # factories cost more than the rest of a run's record (B11).
+    def __init__(
+        self, store: Store, table: RunTable, registry: Registry, settings: Settings
+    ) -> None:
+        self.store = store
+        self.table = table
+        self.registry = registry
+        self.settings = settings
+
+    async def one(
+        self,
+        target: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        run_id: str,
+        queue: str,
+        priority: int,
+        delay: float | None,
+    ) -> bool:
+        """Create the run ``run_id`` of ``target`` on ``queue`` (checked
+        values), or find it, refusing another call under its id; whether it
+        was created."""
+        pol = self.registry.register(target)
+        inputs = run_inputs(pol, run_id, args, kwargs)
+        hooks = self.settings.hooks
         rec = RunRecord(
             run_id,
-            name,
-            run_inputs(pol, run_id, call.args, call.kwargs),
-            "pending",
-            None,  # result
-            None,  # error
-            now,  # created_at
-            now,  # updated_at
-            pol_version,
-            wake_at,
-            None,  # waiting_for
-            None,  # owner
-            None,  # lease_expires_at
-            0,  # fence
-            False,  # cancel_requested
-            queue,
-            priority,
-            None,  # parent_id
-            trace_for(hooks, run_id, name) if hooks else None,
+            pol.name,
+            inputs,
+            code_version=self.settings.version_of(pol),
+            queue=queue,
+            priority=priority,
+            wake_at=None if not delay else time.time() + delay,
+            trace=trace_for(hooks, run_id, pol.name) if hooks else None,
         )
-        seen = first.get(run_id)
-        if seen is None:
-            first[run_id] = (pol, rec)
-            records.append(rec)
-        else:  # the same id twice in one batch: the same call, or refused
-            check_same_run(pol, seen[1], rec, seen[0] is pol)
-        given.append((pol, rec))
-    existed = {r.id: r for r in await runner.store.create_runs(records)} if records else {}
-    for rec in records:
-        if rec.id not in existed:
+        stored, created = await self.store.create_run(rec)
+        if not created:
+            check_same_run(pol, stored, rec, self.registry.find(stored.policy) is pol)
+        else:
             started(rec)
-    if wake is not None and records:
-        wake()
-    for pol, rec in given:
-        stored = existed.get(rec.id)
-        if stored is not None:
-            check_same_run(pol, stored, rec, runner.find_policy(stored.policy) is pol)
-    return [RunHandle(runner, rec.id) for _, rec in given]
+        self.table.wake_worker()
+        return created
+
+    async def many(
+        self, calls: Iterable[RunCall], queue: str, priority: int, delay: float | None
+    ) -> list[str]:
+        """Put every call on ``queue`` as a run, in one transaction; the run
+        ids in the order of ``calls`` (``queue``, ``priority`` and ``delay``
+        checked by the runner). The worker loop is woken once, after the
+        write, so a runner that serves ``queue`` starts on them at once."""
+        registry = self.registry
+        wake_at = None if not delay else time.time() + delay
+        hooks = self.settings.hooks
+        version = self.settings.code_version
+        # Validate everything before writing anything: a call whose inputs cannot
+        # be recorded fails the batch with no run created.
+        given: list[tuple[Policy[Any, Any], RunRecord]] = []
+        first: dict[str, tuple[Policy[Any, Any], RunRecord]] = {}
+        records: list[RunRecord] = []
+        target: Any = None
+        pol: Policy[Any, Any] | None = None
+        name = pol_version = ""
+        clock = time.time
+        for call in calls:
+            if not isinstance(call, RunCall):
+                raise TypeError(
+                    f"enqueue_many takes RunCall(policy, *args, **kwargs), not {call!r}"
+                )
+            run_id = uuid.uuid4().hex if call.run_id is None else check_run_id(call.run_id)
+            if pol is None or call.target is not target:  # a batch is mostly one policy
+                target = call.target
+                pol = registry.register(target)
+                name = pol.name
+                pol_version = version if version is not None else code_version(pol)
+            now = clock()
+            # Every field given by position: RunRecord's keywords and default
+            # factories cost more than the rest of a run's record (B11).
+            rec = RunRecord(
+                run_id,
+                name,
+                run_inputs(pol, run_id, call.args, call.kwargs),
+                "pending",
+                None,  # result
+                None,  # error
+                now,  # created_at
+                now,  # updated_at
+                pol_version,
+                wake_at,
+                None,  # waiting_for
+                None,  # owner
+                None,  # lease_expires_at
+                0,  # fence
+                False,  # cancel_requested
+                queue,
+                priority,
+                None,  # parent_id
+                trace_for(hooks, run_id, name) if hooks else None,
+            )
+            seen = first.get(run_id)
+            if seen is None:
+                first[run_id] = (pol, rec)
+                records.append(rec)
+            else:  # the same id twice in one batch: the same call, or refused
+                check_same_run(pol, seen[1], rec, seen[0] is pol)
+            given.append((pol, rec))
+        existed = {r.id: r for r in await self.store.create_runs(records)} if records else {}
+        for rec in records:
+            if rec.id not in existed:
+                started(rec)
+        if records:
+            self.table.wake_worker()
+        for pol, rec in given:
+            stored = existed.get(rec.id)
+            if stored is not None:
+                check_same_run(pol, stored, rec, registry.find(stored.policy) is pol)
+        return [rec.id for _, rec in given]

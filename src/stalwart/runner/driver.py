@@ -1,10 +1,18 @@
-"""Executing one claimed run: launch it, drive it to an outcome, write that outcome.
+"""Executing one claimed run: launch it, drive it to an outcome, write that
+outcome; and the child runs an execution spawns.
 
 Every run, in memory or durable, goes through here after its claim. Where an
 error belongs decides what happens to the run (S14): a transient store
 failure or a lost lease leaves it to be resumed (here or by another worker);
 anything the policy's own code raised fails it, once; a suspension parks it
 in the store until its timer, signal or children wake it (S7).
+
+:class:`Children` is the engine's :class:`~stalwart.core.engine.journal.Host`.
+Children are runs like any other, in the parent's store; their ids derive
+from the spawning step's key, so spawning again after a crash finds them
+instead of starting them twice. A child spawned into the parent's queue is
+this runner's own (it executes and resumes it without serving); one spawned
+into another queue is left to the workers that serve that queue.
 """
 
 from __future__ import annotations
@@ -12,14 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 from ..core import codec
 from ..core.engine.control import as_exception, find_halt, find_suspend
 from ..core.engine.execution import Execution
-from ..core.engine.journal import Host
+from ..core.engine.journal import Journal
 from ..core.errors import (
     CancelledRun,
     SerializationError,
@@ -27,17 +34,19 @@ from ..core.errors import (
     StoreError,
     StoreUnavailable,
 )
-from ..core.events import Hook
 from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, RunStatus, child_group
 from ..core.policy import Policy
 from ..core.recorded import error_to_json
 from ..stores.base import Store
 from . import observe
+from .awaiting import Outcomes
 from .handle import Live
-from .identity import read_inputs
-from .table import RunTable
+from .identity import read_inputs, run_inputs
+from .observe import started, trace_for
+from .registry import Registry
+from .table import RunTable, Settings
 
-__all__ = ["Call", "Driver"]
+__all__ = ["Call", "Children", "Driver"]
 
 #: The arguments of a run given as Python values (an ephemeral store's runs,
 #: whose inputs need not be JSON), instead of read back from its row.
@@ -51,19 +60,35 @@ class Driver:
         self,
         store: Store,
         table: RunTable,
-        host: Host,
-        *,
-        hooks: Sequence[Hook],
-        max_parallel: int | None,
-        inline_sleep: float,
+        registry: Registry,
+        outcomes: Outcomes,
+        settings: Settings,
     ) -> None:
         self.store = store
         self.table = table
-        self.host = host
-        self.hooks = tuple(hooks)
-        self.max_parallel = max_parallel
-        self.inline_sleep = inline_sleep
+        self.settings = settings
+        self.hooks = settings.hooks
+        self.max_parallel = settings.max_parallel
+        self.inline_sleep = settings.inline_sleep
         self._cleanups: set[asyncio.Future[None]] = set()
+        #: The host of every execution launched here: its child runs.
+        self.children = Children(store, table, registry, outcomes, self)
+
+    async def claim_here(self, rec: RunRecord, pol: Policy[Any, Any], call: Call | None) -> None:
+        """Claim the run and execute it here, unless it is already taken."""
+        table = self.table
+        if rec.id in table.live or rec.id in table.claiming:
+            return
+        table.claiming.add(rec.id)
+        try:
+            async with table.claims():  # never beside the worker loop's claims
+                if rec.id not in table.live:
+                    settings = self.settings
+                    claimed = await self.store.claim(rec.id, settings.owner, settings.lease)
+                    if claimed is not None:
+                        self.launch(claimed, pol, call, prior=rec)
+        finally:
+            table.claiming.discard(rec.id)
 
     def launch(
         self,
@@ -91,7 +116,7 @@ class Driver:
             max_parallel=self.max_parallel,
             inline_sleep=self.inline_sleep,
         )
-        execution.host = self.host
+        execution.host = self.children
         execution.parent_id = rec.parent_id
         execution.queue = rec.queue
         for q in self.table.listeners.get(rec.id, ()):
@@ -242,3 +267,87 @@ class Driver:
             if await self.store.unfinished_children(parent_id, prefix) == 0:
                 await self.store.wake(parent_id, f"{CHILDREN_WAIT}{prefix}")
                 self.table.wake_worker()
+
+
+class Children:
+    """Spawns child runs into the store and awaits them (in memory, directly)."""
+
+    def __init__(
+        self,
+        store: Store,
+        table: RunTable,
+        registry: Registry,
+        outcomes: Outcomes,
+        driver: Driver,
+    ) -> None:
+        self.store = store
+        self.table = table
+        #: The runner's policies by name: where an option offered by name
+        #: (``options=["web_search"]``) is looked up after the calling step's
+        #: application context.
+        self.registry = registry
+        self.outcomes = outcomes
+        self.driver = driver
+
+    def find_policy(self, name: str) -> Policy[Any, Any] | None:
+        return self.registry.find(name)
+
+    async def spawn_children(
+        self,
+        parent: Journal,
+        pol: Policy[Any, Any],
+        calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
+        ids: list[str],
+        queue: str | None,
+        priority: int,
+    ) -> None:
+        self.registry.register(pol)
+        memory = self.store.ephemeral
+        # Each child keeps the trace context of the step that spawned it, so
+        # it joins that trace on whichever worker runs it.
+        hooks = self.driver.hooks
+        runs = [
+            RunRecord(
+                run_id,
+                pol.name,
+                "" if memory else run_inputs(pol, run_id, args, kwargs),
+                code_version=self.driver.settings.version_of(pol),
+                queue=queue or parent.queue,
+                priority=priority,
+                parent_id=parent.run_id,
+                trace=trace_for(hooks, run_id, pol.name) if hooks else None,
+            )
+            for run_id, (args, kwargs) in zip(ids, calls, strict=True)
+        ]
+        if queue is None:
+            self.table.mine.update(ids)
+        await self.store.create_runs(runs)
+        for rec in runs:
+            started(rec)
+        if memory:  # nobody else could ever execute them
+            for rec, call in zip(runs, calls, strict=True):
+                await self.driver.claim_here(rec, pol, call)
+            return
+        self.table.wake_worker()
+
+    def live_execution(self, run_id: str) -> Journal | None:
+        """The execution of ``run_id`` if this runner executes it now."""
+        live = self.table.live.get(run_id)
+        return None if live is None else live.execution
+
+    def wake_worker(self) -> None:
+        self.table.wake_worker()
+
+    async def await_memory_children(self, ids: list[str]) -> list[dict[str, Any]]:
+        """The children's outcomes, awaited in this process (an ephemeral store)."""
+        outcomes: list[dict[str, Any]] = []
+        for run_id in ids:
+            try:
+                value = await self.outcomes.outcome(run_id)
+            except CancelledRun:
+                outcomes.append({"status": "cancelled"})
+            except Exception as exc:
+                outcomes.append({"status": "failed", "exception": exc})
+            else:
+                outcomes.append({"status": "succeeded", "value": value})
+        return outcomes

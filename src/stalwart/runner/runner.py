@@ -10,7 +10,7 @@ and resumes the runs that wake (S7, S8).
 Roles are explicit. A runner executes the runs it starts (and their
 children), resuming them when they wake. It executes *other* runs only when
 asked to: :meth:`Runner.serve` (a worker, as ``stalwart worker``),
-:meth:`Runner.recover` (one pass, now), or ``Runner(url, recover=True)`` (a
+:meth:`Runner.recover` (one pass, now), or ``Runner(url, serving=True)`` (a
 worker in the background). A process that only enqueues, signals or inspects
 never executes a run.
 """
@@ -19,32 +19,28 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from datetime import timedelta
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, ParamSpec, TypeVar, overload
 
+from ..core import codec
 from ..core.context import SupportsPolicy
-from ..core.errors import RunNotFound, StoreError
+from ..core.errors import CancelledRun, RunNotFound, StoreError
 from ..core.events import Event, Hook
 from ..core.ledger import RunRecord, StepRecord, check_delay, check_priority, check_run_id
 from ..core.policy import Policy
 from ..stores import open_store
 from ..stores.base import Store, this_host
-from .assembly import assemble
-from .awaiting import await_outcome
-from .batch import RunCall, enqueue_many
-from .control import cancel_run, prune_runs, send_signal
-from .enqueue import enqueue_run
+from .awaiting import Outcomes
+from .batch import Enqueuer, RunCall
+from .driver import Driver
 from .handle import EventBuffer, RunHandle
-from .identity import code_version
-from .lifecycle import start_loop, stop_executing
-from .memory_runs import forget_run, stop_with_caller
 from .registry import Registry
-from .schedules import ScheduleRecord
-from .serving import serve
-from .sync import run_blocking
-from .threads import Thread, thread_policy
+from .starting import Starter
+from .table import RunTable, Settings
+from .worker import Ticker, Worker
 
 __all__ = ["RunCall", "RunHandle", "Runner"]
 
@@ -66,13 +62,19 @@ class Runner:
     ``hooks`` observe or veto calls; ``max_parallel`` caps concurrent option
     calls; ``lease`` is how long a claim on a run lasts without a heartbeat;
     ``poll_interval`` bounds how late a timer or a signal from another process
-    is noticed; ``recover=True`` makes the runner a worker in the background:
+    is noticed; ``serving=True`` makes the runner a worker in the background:
     it also claims ready runs it did not start (abandoned, woken, enqueued).
     As a worker: ``queues`` it takes runs from (None: all), ``concurrency``
     (most runs it executes at once), ``shutdown_timeout`` (how long
     :meth:`serve` lets held runs finish on SIGTERM before handing them back).
-    ``schedule_clock``: what time it is for :meth:`schedule` (``time.time``;
-    tests pass one they control).
+    ``tickers``: what its worker loop does on each pass while it serves
+    (:class:`~stalwart.runner.Ticker`; :class:`stalwart.schedules.Schedules`
+    made over the runner joins them).
+
+    It is made of parts, built here in order, each given the objects it
+    uses: the table of runs live here, the outcomes and event streams, the
+    driver that executes a run (and hosts its child runs), the worker loop,
+    the starter and the enqueuer.
     """
 
     def __init__(
@@ -85,12 +87,11 @@ class Runner:
         lease: float = 30.0,
         poll_interval: float = 0.5,
         inline_sleep: float = 1.0,
-        recover: bool = False,
+        serving: bool = False,
         code_version: str | None = None,
         queues: Sequence[str] | None = None,
         concurrency: int | None = None,
         shutdown_timeout: float = 30.0,
-        schedule_clock: Callable[[], float] | None = None,
     ) -> None:
         if concurrency is not None and concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -108,33 +109,28 @@ class Runner:
         self.registry = Registry()
         for p in policies:
             self.registry.register(p)
-        (
-            self._table,
-            self._children,
-            self._driver,
-            self._worker,
-            self._starter,
-            self._streams,
-            self._schedules,
-        ) = assemble(
-            self.store,
-            self.registry,
-            hooks=self.hooks,
+        #: What the worker loop does on each pass while it serves (see Ticker).
+        self.tickers: list[Ticker] = []
+        self.settings = Settings(
             owner=self.owner,
+            hooks=self.hooks,
             lease=lease,
             poll_interval=poll_interval,
             inline_sleep=inline_sleep,
             max_parallel=max_parallel,
-            queues=queues,
+            queues=None if queues is None else tuple(queues),
             concurrency=concurrency,
-            serving=recover,
-            schedule_clock=schedule_clock,
-            register=self.register,
-            version=self._version,
-            start_here=self._start_here,
-            outcome=self.outcome,
-            get_run=self.get_run,
+            code_version=code_version,
         )
+        store, registry, settings = self.store, self.registry, self.settings
+        self._table = table = RunTable(poll_interval)
+        self._outcomes = outcomes = Outcomes(store, table, registry)
+        self._driver = driver = Driver(store, table, registry, outcomes, settings)
+        self._worker = worker = Worker(
+            store, table, registry, driver, settings, self.tickers, serving=serving
+        )
+        self._starter = Starter(store, table, registry, driver, worker, settings)
+        self._enqueuer = Enqueuer(store, table, registry, settings)
         self._opened = False
         self._closed = False
         self._bg: asyncio.Task[None] | None = None
@@ -162,18 +158,43 @@ class Runner:
             return
         self._opened = True
         self._closed = False
-        self._bg = await start_loop(self.store, self._table, self._worker)
+        await self.store.open()
+        if not self.store.ephemeral:  # the worker loop keeps leases, wakes runs (S7, S8)
+            self._table.poke = asyncio.Event()
+            self._bg = asyncio.create_task(self._worker.loop(), name="stalwart-runner")
 
     async def close(self) -> None:
-        """Stop the worker loop, give back runs still held, close the store."""
+        """Stop the worker loop, give back runs still held, close the store.
+
+        The loop stops first, then the runs executing here (their leases run
+        out and another process resumes them), then the store closes; then
+        the bug that ended the loop is raised, if one did (see
+        :meth:`Worker.loop`)."""
         loop, self._bg = self._bg, None
         try:
-            await stop_executing(loop, self._table, self._driver)  # raises a loop's bug
+            await self._stop_executing(loop)  # raises a loop's bug
         finally:
             if self._opened:
                 await self.store.close()
             self._opened = False
             self._closed = not self.store.ephemeral  # in memory there is nothing to leak
+
+    async def _stop_executing(self, loop: asyncio.Task[None] | None) -> None:
+        """Stop the worker loop and every run executing here, and wait for them."""
+        table = self._table
+        if loop is not None:
+            loop.cancel()
+            await asyncio.wait([loop])  # its own error is raised below, after the cleanup
+            if not loop.cancelled():
+                loop.exception()  # retrieved: it is table.failed, raised below
+        for live in list(table.live.values()):
+            if live.task is not None and not live.task.done():
+                live.task.cancel()
+                await asyncio.wait([live.task])  # neither raises nor swallows our own cancel
+        await self._driver.drain()
+        if table.failed is not None:
+            failed, table.failed = table.failed, None  # raised once, by the close that saw it
+            raise failed
 
     def register(self, target: Any) -> Policy[Any, Any]:
         """Make a policy known, so runs of it can be resumed by this runner.
@@ -188,9 +209,6 @@ class Runner:
         """The registered policy a run row names (its ``policy`` field), if
         this runner was given it; never an import (S13)."""
         return self.registry.find(name)
-
-    def _version(self, pol: Policy[Any, Any]) -> str:
-        return self.code_version if self.code_version is not None else code_version(pol)
 
     # -- starting ------------------------------------------------------------
     @overload
@@ -226,16 +244,47 @@ class Runner:
             await self._start(target, args, kwargs, run_id, settle=False)
             return await self.outcome(run_id)
         except asyncio.CancelledError:
-            if memory:  # in memory the run lives only for its caller
-                await stop_with_caller(self._table, run_id)
+            if memory:  # in memory the run lives only for its caller: stop it
+                live = self._table.live.get(run_id)
+                if live is not None and live.task is not None:
+                    live.cancel_requested = True
+                    live.task.cancel()
+                    await asyncio.wait([live.task])  # settled, its option calls cancelled
             raise
         finally:
-            if forget:
-                forget_run(self.store, self._table, run_id)
+            if forget:  # nobody can address it: forgotten, so a loop of run() keeps nothing
+                self._forget(run_id)
+
+    def _forget(self, run_id: str) -> None:
+        """Drop a finished memory run and its children from the store and the table."""
+        forget = getattr(self.store, "forget", None)
+        gone = forget(run_id) if forget is not None else [run_id]
+        for rid in gone:
+            self._table.kept.pop(rid, None)
+            self._table.calls.pop(rid, None)
+            self._table.mine.discard(rid)
 
     def run_sync(self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any) -> Any:
-        """Run ``target`` from synchronous code (a script); closes the runner after."""
-        return run_blocking(lambda: self.run(target, *args, run_id=run_id, **kwargs), self.close)
+        """Run ``target`` from synchronous code (a script), in a new event
+        loop; closes the runner after. Refused inside a running loop, where
+        ``asyncio.run`` would fail with a message that does not say what to
+        do instead."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                "run_sync() cannot be called from a running event loop; use `await runner.run(...)`"
+            )
+
+        async def main() -> Any:
+            try:
+                return await self.run(target, *args, run_id=run_id, **kwargs)
+            finally:
+                await self.close()
+
+        return asyncio.run(main())
 
     async def start(
         self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any
@@ -260,7 +309,7 @@ class Runner:
         run_id = _run_id(run_id)
         queue: asyncio.Queue[Any] = asyncio.Queue()
         await self._start_listened(target, args, kwargs, run_id, queue)
-        async for ev in self._streams.events(run_id, queue):  # the same queue: nothing lost
+        async for ev in self._outcomes.events(run_id, queue):  # the same queue: nothing lost
             yield ev
 
     async def _start_listened(
@@ -290,12 +339,6 @@ class Runner:
         await self.open()
         await self._starter.start(target, args, kwargs, run_id, settle=settle)
 
-    async def _start_here(
-        self, rec: RunRecord, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
-        """Execute a child run of the memory store here (the child host's callback)."""
-        await self._starter.start_child(rec, pol, args, kwargs)
-
     # -- queues and workers ------------------------------------------------------
     async def enqueue(
         self,
@@ -318,18 +361,11 @@ class Runner:
             raise StoreError("enqueue needs a durable store; in memory, use start()")
         priority, delay = check_priority(priority), check_delay(delay)
         await self.open()
-        return await enqueue_run(
-            self,
-            target,
-            args,
-            kwargs,
-            _run_id(run_id),
-            queue=queue,
-            priority=priority,
-            delay=delay,
-            version=self._version,
-            wake=self._table.wake_worker,
-        )
+        run_id = _run_id(run_id)
+        created = await self._enqueuer.one(target, args, kwargs, run_id, queue, priority, delay)
+        handle = RunHandle(self, run_id)
+        handle.created = created
+        return handle
 
     async def enqueue_many(
         self,
@@ -340,10 +376,19 @@ class Runner:
         delay: float | None = None,
     ) -> list[RunHandle]:
         """Put many runs on ``queue`` in one transaction: ``RunCall(policy,
-        *args, run_id=..., **kwargs)`` each (see :mod:`stalwart.runner.batch`)."""
-        return await enqueue_many(
-            self, calls, queue=queue, priority=priority, delay=delay, wake=self._table.wake_worker
-        )
+        *args, run_id=..., **kwargs)`` each (see :mod:`stalwart.runner.batch`).
+
+        Every call is validated first, as ``enqueue`` does; each id names one
+        run (S13): an id that exists, or appears twice in the batch, must be
+        the same call, or :class:`~stalwart.InputMismatchError` is raised
+        (the new runs beside it are enqueued; the corrected batch again
+        returns the same runs)."""
+        if self.store.ephemeral:
+            raise StoreError("enqueue needs a durable store; in memory, use start()")
+        priority, delay = check_priority(priority), check_delay(delay)
+        await self.open()
+        ids = await self._enqueuer.many(calls, queue, priority, delay)
+        return [RunHandle(self, run_id) for run_id in ids]
 
     async def set_queue(
         self, name: str, *, concurrency: int | None = None, rate: float | None = None
@@ -354,100 +399,32 @@ class Runner:
         await self.open()
         await self.store.set_queue(name, concurrency=concurrency, rate=rate)
 
-    # -- schedules (logic in runner/schedules.py) -------------------------------
-    async def schedule(
-        self,
-        target: Any,
-        /,
-        *,
-        cron: str | None = None,
-        every: timedelta | float | None = None,
-        name: str | None = None,
-        inputs: Mapping[str, Any] | None = None,
-        queue: str = "default",
-        priority: int = 0,
-        timezone: str = "UTC",
-        missed: str = "once",
-        grace: timedelta | float = 60.0,
-        **kwargs: Any,
-    ) -> ScheduleRecord:
-        """Start a run of ``target`` on every tick of ``cron`` (read in
-        ``timezone``) or ``every`` (seconds or a timedelta), on ``queue``.
-
-        The runs' arguments are ``inputs`` and ``kwargs`` (keywords only),
-        checked against the policy's schema before anything is stored.
-        Idempotent by ``name`` (the policy's name by default): the same
-        definition again changes nothing (a paused schedule stays paused);
-        another one replaces it, and moves its next tick only if the timing
-        changed. Ticks run on runners that serve (:meth:`serve`, ``stalwart
-        worker``, ``recover=True``) and have the policy. ``missed``: "once"
-        runs one run for ticks no worker reached within ``grace`` seconds,
-        "skip" runs none. See :mod:`stalwart.runner.schedules`.
-        """
-        if self.store.ephemeral:
-            raise StoreError(
-                "schedules need a durable store (nothing ticks in memory): "
-                "Runner('sqlite:///path.db') or 'postgresql://...'"
-            )
-        pol = self.register(target)
-        given = dict(inputs or {})
-        both = sorted(set(given) & set(kwargs))
-        if both:
-            raise TypeError(f"schedule(): {', '.join(both)} given both in inputs= and as keywords")
-        return await self._schedules.define(
-            pol,
-            name=name,
-            cron=cron,
-            every=every,
-            timezone=timezone,
-            missed=missed,
-            grace=grace,
-            queue=queue,
-            priority=priority,
-            inputs={**given, **kwargs},
-            open_store=self.open,
-        )
-
-    async def schedules(self) -> list[ScheduleRecord]:
-        """Every schedule of the store, by name."""
-        await self.open()
-        return await self.store.list_schedules()
-
-    async def get_schedule(self, name: str) -> ScheduleRecord:
-        """The schedule named ``name``, or :class:`ScheduleNotFound`."""
-        await self.open()
-        return await self._schedules.get(name)
-
-    async def pause_schedule(self, name: str) -> ScheduleRecord:
-        """Stop the schedule's ticks until :meth:`resume_schedule`."""
-        await self.open()
-        return await self._schedules.pause(name)
-
-    async def resume_schedule(self, name: str) -> ScheduleRecord:
-        """Tick again, from the next tick after now (ticks while paused do not run)."""
-        await self.open()
-        return await self._schedules.resume(name)
-
-    async def delete_schedule(self, name: str, *, missing_ok: bool = False) -> bool:
-        """Delete the schedule (the runs it started stay); whether it existed."""
-        await self.open()
-        return await self._schedules.delete(name, missing_ok)
-
     async def serve(self, stop: asyncio.Event | None = None) -> None:
         """Work as a worker until ``stop`` is set or SIGTERM/SIGINT arrives.
 
         Claims every ready run it has the policy for (from ``queues``), the
         runs of dead processes included. Then stops claiming, gives held
         runs ``shutdown_timeout`` seconds to finish, and hands the rest back
-        to the store for another worker.
+        to the store for another worker (S8). Not in the main thread, no
+        signal handler can be installed: the caller sets ``stop``.
         """
-        await serve(
-            self._worker,
-            stop,
-            self.shutdown_timeout,
-            open_runner=self.open,
-            close_runner=self.close,
-        )
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        installed = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, stop.set)
+                installed.append(sig)
+            except (RuntimeError, ValueError, NotImplementedError):
+                pass  # not the main thread: the caller sets ``stop``
+        try:
+            await self.open()
+            await self._worker.serve(stop, self.shutdown_timeout)
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            await self.close()
+            self._worker.draining = False
 
     async def recover(self) -> list[RunHandle]:
         """Claim, once and now, every ready run this runner has the policy for
@@ -461,98 +438,94 @@ class Runner:
     async def outcome(self, run_id: str) -> Any:
         """The run's result, or its error raised, waiting as long as needed
         (what :meth:`RunHandle.result` awaits)."""
-        return await await_outcome(
-            run_id,
-            self._table,
-            self.registry,
-            self.get_run,
-            ephemeral=self.store.ephemeral,
-            poll_interval=self.poll_interval,
-            store_url=str(self.store.describe().get("url", "")),
-        )
+        await self.open()
+        return await self._outcomes.outcome(run_id)
 
-    def events(self, run_id: str, queue: asyncio.Queue[Any] | None = None) -> AsyncIterator[Event]:
+    async def events(
+        self, run_id: str, queue: asyncio.Queue[Any] | None = None
+    ) -> AsyncIterator[Event]:
         """The events of run ``run_id`` from now on, ending with RunFinished.
 
         A run executing elsewhere shows only its end. ``queue`` is the buffer
         of a handle from :meth:`start`, listening since the run began.
         """
-        return self._streams.events(run_id, queue)
+        await self.open()
+        async for ev in self._outcomes.events(run_id, queue):
+            yield ev
 
     def unlisten(self, run_id: str, queue: asyncio.Queue[Any]) -> None:
         """Stop feeding ``queue`` the run's events (a handle let go of)."""
         self._table.unlisten(run_id, queue)
 
-    # -- controlling -----------------------------------------------------------
+    # -- acting on runs by id ------------------------------------------------------
+    # None of these executes a run here (a process that only signals or
+    # cancels stays a client); they change what the store says and wake
+    # whoever executes the run: its own runner, or a worker within a
+    # heartbeat (S9).
     async def signal(self, run_id: str, name: str, payload: Any = None) -> None:
         """Deliver ``payload`` to the run's ``wait_for(name)``; queued if not waiting yet.
 
         Signalling never executes the run here: its own runner, or a worker,
-        resumes it.
+        resumes it. In memory the live run is handed it (waits there are inline).
         """
         await self.open()
-        await send_signal(self.store, self._table, run_id, name, payload)
+        if self.store.ephemeral:
+            live = self._table.live.get(run_id)
+            if live is None:
+                raise RunNotFound(f"no live run {run_id!r} in this runner")
+            live.execution.deliver(name, payload)
+            return
+        await self.store.send_signal(run_id, name, codec.dumps(payload, f"signal {name!r}"))
+        self._table.wake_worker()
 
     async def cancel(self, run_id: str) -> None:
         """Cancel the run: at its next await here, within a heartbeat elsewhere."""
         await self.open()
-        await cancel_run(self.store, self._table, run_id)
+        table = self._table
+        live = table.live.get(run_id)
+        rec = await self.store.request_cancel(run_id)
+        if rec is None:
+            raise RunNotFound(f"no run {run_id!r}")
+        if self.store.ephemeral and rec.status == "cancelled" and live is None:
+            err = CancelledRun(f"run {run_id!r} was cancelled")
+            table.kept.setdefault(run_id, ("cancelled", err))
+        watcher = table.watchers.get(run_id)
+        if watcher is not None:
+            watcher.set()
+        if live is not None and live.task is not None:
+            live.cancel_requested = True
+            live.task.cancel()
+            await asyncio.shield(live.done)  # set once the run has settled, never raises
 
-    # -- conversations and turn queues (threads.py) ------------------------------
-    def thread(
-        self, agent: Any, thread_id: str, *, queue: str | None = None, **options: Any
-    ) -> Thread:
-        """A durable conversation with ``agent`` under ``thread_id``: ``await
-        thread.send(message)`` returns the reply; the history lives in the
-        ledger. ``options``: ``max_turns``, ``max_bytes``, ``carry_last`` (when
-        and how much to carry into a fresh generation), ``followups``
-        (``"queue"``, or ``"inject"`` at the agent's next model call), see
-        :mod:`.threads`. ``queue``: this runner only enqueues the thread's
-        run and its turns there, for a worker serving ``thread_policies(agent)``;
-        None executes them here."""
-        return Thread(self, thread_policy(agent, **options), thread_id, queue)
+    # -- what packages above the runner build on (stalwart.conversations) -----
+    def version_of(self, pol: Policy[Any, Any]) -> str:
+        """The code version runs of ``pol`` are recorded with."""
+        return self.settings.version_of(pol)
 
-    async def send(
-        self,
-        thread_id: str,
-        message: Any,
-        *,
-        agent: Any,
-        message_id: str | None = None,
-        queue: str | None = None,
-    ) -> Any:
-        """Send ``message`` to the conversation ``thread_id`` with ``agent``
-        (started if new) and return the agent's reply to it."""
-        thread = self.thread(agent, thread_id, queue=queue)
-        return await thread.send(message, message_id=message_id)
-
-    def turns(
-        self,
-        agent: Any,
-        queue_id: str,
-        *,
-        parallel: int = 1,
-        queue: str | None = None,
-        **options: Any,
-    ) -> Thread:
-        """A turn queue for ``agent`` (no history): callers ``put`` turns, the
-        agent takes them in order, ``parallel`` at a time, and each caller
-        gets its own result (``await handle.result()``) or stream. ``queue``:
-        as for :meth:`thread`."""
-        loop = thread_policy(agent, history=False, parallel=parallel, **options)
-        return Thread(self, loop, queue_id, queue)
-
-    async def _claim_thread(
+    async def execute_here(
         self,
         rec: RunRecord,
         pol: Policy[Any, Any],
         call: tuple[tuple[Any, ...], dict[str, Any]] | None,
     ) -> None:
-        """Execute a thread's run here unless it executes already (threads.py)."""
+        """Execute the stored run ``rec`` here unless it executes already (a
+        conversation's run); ``call`` gives a memory run's arguments."""
         self._worker.executor = not self.store.ephemeral
         self._table.mine.add(rec.id)
         if rec.id not in self._table.live:
-            await self._starter.claim_here(rec, pol, call)
+            await self._driver.claim_here(rec, pol, call)
+
+    async def start_as(
+        self, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], run_id: str
+    ) -> None:
+        """Start ``target`` under ``run_id`` as a package above the runner
+        made it (a conversation's turn, ``<conversation>~turn-<id>``, which
+        :meth:`start` refuses to users), and execute it here."""
+        await self._start(target, args, kwargs, run_id)
+
+    def listen(self, run_id: str, queue: asyncio.Queue[Any]) -> None:
+        """Feed ``queue`` the run's events from now on, while it executes here."""
+        self._table.listen(run_id, queue)
 
     # -- inspecting ------------------------------------------------------------
     async def get_run(self, run_id: str) -> RunRecord:
@@ -579,6 +552,17 @@ class Runner:
         return await self.store.list_runs(status, limit, **filters)
 
     async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
-        """Delete finished runs older than ``older_than`` seconds, or all but ``keep``."""
+        """Delete finished runs older than ``older_than`` seconds, or all but
+        ``keep`` (S12), and the outcomes this process kept of them."""
         await self.open()
-        return await prune_runs(self.store, self._table, older_than, keep)
+        table = self._table
+        cutoff = None if older_than is None else time.time() - older_than
+        if cutoff is None and keep is None and self.store.ephemeral:
+            cutoff = time.time() + 1  # in memory, every finished run
+        gone = await self.store.prune(cutoff, keep)
+        if table.kept:
+            present = {r.id for r in await self.store.get_runs(list(table.kept))}
+            for run_id in [i for i in table.kept if i not in present]:
+                del table.kept[run_id]
+                table.calls.pop(run_id, None)
+        return gone

@@ -11,19 +11,16 @@ runs a dead process left running (S8).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..core.errors import InputMismatchError, SerializationError
-from ..core.events import Hook
 from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord
-from ..core.policy import Policy
 from ..stores.base import Store
 from .driver import Call, Driver
 from .identity import check_same_run, run_inputs
 from .observe import started, trace_for
 from .registry import Registry
-from .table import RunTable
+from .table import RunTable, Settings
 from .worker import Worker
 
 __all__ = ["Starter"]
@@ -42,21 +39,14 @@ class Starter:
         registry: Registry,
         driver: Driver,
         worker: Worker,
-        *,
-        owner: str,
-        lease: float,
-        hooks: Sequence[Hook],
-        version: Callable[[Policy[Any, Any]], str],
+        settings: Settings,
     ) -> None:
         self.store = store
         self.table = table
         self.registry = registry
         self.driver = driver
         self.worker = worker
-        self.owner = owner
-        self.lease = lease
-        self.hooks = tuple(hooks)
-        self.version = version
+        self.settings = settings
 
     async def start(
         self,
@@ -78,8 +68,10 @@ class Starter:
             if not memory:
                 raise
             inputs = ""  # in memory, inputs need not be JSON
-        trace = trace_for(self.hooks, run_id, pol.name) if self.hooks else None
-        rec = RunRecord(run_id, pol.name, inputs, code_version=self.version(pol), trace=trace)
+        hooks = self.settings.hooks
+        trace = trace_for(hooks, run_id, pol.name) if hooks else None
+        version = self.settings.version_of(pol)
+        rec = RunRecord(run_id, pol.name, inputs, code_version=version, trace=trace)
         stored, created = await self.store.create_run(rec)
         if created:
             started(rec)
@@ -95,7 +87,7 @@ class Starter:
         self.table.mine.add(run_id)
         if not created and not memory:
             await self._adopt_children(stored)
-        await self.claim_here(stored, pol, (args, kwargs) if memory else None)
+        await self.driver.claim_here(stored, pol, (args, kwargs) if memory else None)
         if settle:
             # Let the run reach its first await: starting many runs in a loop
             # then holds one at a time, not all of them at once (B7).
@@ -123,24 +115,3 @@ class Starter:
             unfinished = rec.id.startswith(prefix) and rec.status not in TERMINAL
             if unfinished and rec.queue == parent.queue:
                 self.table.mine.add(rec.id)
-
-    async def claim_here(self, rec: RunRecord, pol: Policy[Any, Any], call: Call | None) -> None:
-        """Claim the run and execute it here, unless it is already taken."""
-        table = self.table
-        if rec.id in table.live or rec.id in table.claiming:
-            return
-        table.claiming.add(rec.id)
-        try:
-            async with table.claims():  # never beside the worker loop's claims
-                if rec.id not in table.live:
-                    claimed = await self.store.claim(rec.id, self.owner, self.lease)
-                    if claimed is not None:
-                        self.driver.launch(claimed, pol, call, prior=rec)
-        finally:
-            table.claiming.discard(rec.id)
-
-    async def start_child(
-        self, rec: RunRecord, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
-        """Execute a child run of the memory store here."""
-        await self.claim_here(rec, pol, (args, kwargs))

@@ -1,4 +1,5 @@
-"""The runs of one runner: which it executes now, which are its own, who listens.
+"""The runs of one runner (which it executes now, which are its own, who
+listens), and the settings its parts share.
 
 One object holds this state so that the parts of a runner (the driver that
 executes a run, the worker loop that claims runs, the child-run host, the
@@ -11,14 +12,38 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import StoreUnavailable
-from ..core.events import RunFinished
+from ..core.events import Hook, RunFinished
 from ..core.ledger import TERMINAL
+from ..core.policy import Policy
 from .handle import Live
+from .identity import code_version
 
-__all__ = ["RunTable"]
+__all__ = ["RunTable", "Settings"]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What a :class:`~stalwart.Runner` was made with that its parts read
+    (see its docstring): given to each part at construction, never changed."""
+
+    owner: str
+    hooks: tuple[Hook, ...]
+    lease: float
+    poll_interval: float
+    inline_sleep: float
+    max_parallel: int | None
+    queues: Sequence[str] | None
+    concurrency: int | None
+    code_version: str | None
+
+    def version_of(self, pol: Policy[Any, Any]) -> str:
+        """The code version runs of ``pol`` are recorded with."""
+        return self.code_version if self.code_version is not None else code_version(pol)
 
 
 class RunTable:

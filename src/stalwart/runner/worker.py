@@ -4,7 +4,7 @@ One loop per runner over a durable store. It renews the leases of the runs
 executing here (S8), stops at once the runs another worker took over or that
 were asked to cancel (S8, S9), and claims runs that are ready: its own runs
 whose timer, signal or children woke them (S7), always; and, only when the
-runner serves (``serve()``, ``recover()``, ``Runner(recover=True)``), any
+runner serves (``serve()``, ``recover()``, ``Runner(serving=True)``), any
 ready run it has the policy for, including those a dead process left.
 
 Wake-ups from other processes come from the store (:meth:`Store.watch`:
@@ -21,6 +21,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
+from typing import Protocol
 
 from ..core.errors import StoreError, StoreUnavailable
 from ..core.ledger import TERMINAL, RunRecord
@@ -28,10 +29,19 @@ from ..stores.base import Store, owner_is_dead
 from . import observe
 from .driver import Driver
 from .registry import Registry
-from .schedules import Schedules
-from .table import RunTable
+from .table import RunTable, Settings
 
-__all__ = ["Worker"]
+__all__ = ["Ticker", "Worker"]
+
+
+class Ticker(Protocol):
+    """Work a serving runner's worker loop does on each pass, before it claims
+    (a package above the runner joins ``Runner.tickers``, as
+    :class:`stalwart.schedules.Schedules` does): ``tick`` returns the ids of
+    the runs it created, which the loop then claims like any other."""
+
+    async def tick(self) -> Sequence[str]: ...
+
 
 _log = observe.log
 
@@ -61,23 +71,20 @@ class Worker:
         table: RunTable,
         registry: Registry,
         driver: Driver,
+        settings: Settings,
+        tickers: Sequence[Ticker],
         *,
-        owner: str,
-        lease: float,
-        poll_interval: float,
-        queues: Sequence[str] | None,
-        concurrency: int | None,
         serving: bool,
     ) -> None:
         self.store = store
         self.table = table
         self.registry = registry
         self.driver = driver
-        self.owner = owner
-        self.lease = lease
-        self.poll_interval = poll_interval
-        self.queues = None if queues is None else tuple(queues)
-        self.concurrency = concurrency
+        self.owner = settings.owner
+        self.lease = settings.lease
+        self.poll_interval = settings.poll_interval
+        self.queues = None if settings.queues is None else tuple(settings.queues)
+        self.concurrency = settings.concurrency
         #: Claims any ready run it has the policy for, not only its own.
         self.serving = serving
         #: Executes runs (it has started one): also takes over the runs a
@@ -92,8 +99,9 @@ class Worker:
         #: Awaited outcomes to look at again (a run settled elsewhere).
         self._recheck = False
         self._checking: asyncio.Task[None] | None = None
-        #: Its runner's schedules, ticked while it serves (runner/schedules.py).
-        self.schedules: Schedules | None = None
+        #: Its runner's tickers, ticked while it serves (the runner's own list:
+        #: a ticker made over the runner later joins it).
+        self.tickers = tickers
         #: When it may next look for runs of policies it lacks (monotonic).
         self._next_look = 0.0
         #: What serve() waits for, while it serves: set when the loop fails.
@@ -159,8 +167,10 @@ class Worker:
                     self._beat_now = False
                     await self.beat()
                     next_beat = now + self.lease / 3
-                if self.serving and not self.draining and self.schedules is not None:
-                    await self.schedules.tick()  # due ticks become runs, claimed below
+                if self.serving and not self.draining:
+                    for ticker in self.tickers:
+                        if await ticker.tick():  # due ticks become runs, claimed below
+                            self.table.wake_worker()
                 claimed = await self.claim_ready(everyone=self.serving)
                 _slow("heartbeat and claims", time.time() - now)
                 if self.serving and self._room() > 0:  # after the claims: never delays one

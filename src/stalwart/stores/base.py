@@ -239,7 +239,7 @@ class ScheduleRecord:
     seconds, ticks aligned to the Unix epoch) is set. ``next_at`` and
     ``last_at`` are tick times in whole seconds since the epoch; ``missed``
     ("once" or "skip") says what happens to ticks no worker reached within
-    ``grace`` seconds (see :mod:`stalwart.runner.schedules`).
+    ``grace`` seconds (see :mod:`stalwart.schedules`).
     """
 
     name: str
@@ -317,7 +317,7 @@ def check_schedule(record: ScheduleRecord) -> ScheduleRecord:
 
 
 #: What a schedule does with ticks no worker reached in time (see
-#: :mod:`stalwart.runner.schedules`).
+#: :mod:`stalwart.schedules`).
 SCHEDULE_MISSED = ("once", "skip")
 
 
@@ -632,7 +632,7 @@ class Store(abc.ABC):
         status, owner and fence."""
         raise NotImplementedError(f"{type(self).__name__} cannot import runs")
 
-    # -- schedules (stalwart.runner.schedules) ---------------------------------
+    # -- schedules (stalwart.schedules) ---------------------------------
     # Not abstract: a store that keeps no schedules says so instead of
     # breaking every other store subclass.
     async def create_schedule(self, schedule: ScheduleRecord) -> tuple[ScheduleRecord, bool]:

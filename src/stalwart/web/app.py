@@ -1,7 +1,7 @@
 """The inspector's application: a Starlette app over one store, and ``serve``.
 
 The web process reads through the :class:`~stalwart.stores.Store` interface
-and acts through a :class:`~stalwart.Runner` opened with ``recover=False``:
+and acts through a :class:`~stalwart.Runner` opened with ``serving=False``:
 it signals and cancels, and never executes a run (a worker does). It holds
 no policies, so it could not execute one if it tried.
 """
@@ -63,7 +63,7 @@ def create_app(
     parameters name a run's inputs on its page (never given to the runner:
     the inspector still executes nothing).
     """
-    runner = Runner(store, recover=False, poll_interval=5.0)
+    runner = Runner(store, serving=False, poll_interval=5.0)
     if runner.store.ephemeral:
         raise StoreError("the inspector needs a durable store: sqlite:///… or postgresql://…")
 

@@ -132,7 +132,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # The trace context a run was started under (stalwart[otel]).
     4: ("ALTER TABLE {s}.runs ADD COLUMN trace TEXT",),
-    # Recurring schedules (stalwart.runner.schedules); SQLite's version 5 too.
+    # Recurring schedules (stalwart.schedules); SQLite's version 5 too.
     5: (
         """CREATE TABLE {s}.schedules (
             name TEXT PRIMARY KEY,

@@ -3,7 +3,7 @@
 A ``schedules`` row is data only: the policy by its registered name, the
 runs' inputs as JSON, the timing (a cron expression and its time zone, or an
 interval), the next tick, the paused flag. Ticking is the runner's business
-(:mod:`stalwart.runner.schedules`); the store gives it two guarantees: a
+(:mod:`stalwart.schedules`); the store gives it two guarantees: a
 schedule is created once per name, and moving its next tick is a
 compare-and-set (``advance``), so of the workers that race on one tick
 exactly one moves it.

@@ -103,7 +103,7 @@ MIGRATIONS: dict[int, str] = {
     4: """
     ALTER TABLE runs ADD COLUMN trace TEXT;
     """,
-    # Recurring schedules (stalwart.runner.schedules); due ones by next tick.
+    # Recurring schedules (stalwart.schedules); due ones by next tick.
     5: """
     CREATE TABLE schedules (
         name TEXT PRIMARY KEY,

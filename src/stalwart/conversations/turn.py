@@ -1,10 +1,10 @@
-"""A turn of a thread: the small run a caller's message travels in.
+"""A turn of a conversation: the small run a caller's message travels in.
 
-A turn (:func:`turn`, id ``<thread>~turn-<id>``) sends the user's message to
-its thread's mailbox as a :data:`TURN` and receives the :data:`REPLY`; both
+A turn (:func:`turn`, id ``<conversation>~turn-<id>``) sends the user's message to
+its conversation's mailbox as a :data:`TURN` and receives the :data:`REPLY`; both
 are recorded steps, so a turn killed at any point resumes where it was and a
 caller's ``await`` is ``await`` of a run's outcome, across processes and
-crashes (S10). See :mod:`.threads` for the whole picture.
+crashes (S10). See :mod:`.conversation` for the whole picture.
 """
 
 from __future__ import annotations
@@ -19,23 +19,25 @@ from ..core.policy import policy
 
 __all__ = ["REPLY", "TURN", "message_text", "turn"]
 
-#: The kinds of the messages a turn and its thread exchange.
+#: The kinds of the messages a turn and its conversation exchange.
 TURN = "stalwart.turn"
 REPLY = "stalwart.reply"
 
 
 @policy(name="stalwart.turn")
 async def turn(ctx: Context, thread: str, message: Any) -> Any:
-    """One turn of a thread: send ``message`` to the thread, await its reply.
+    """One turn of a conversation: send ``message`` to the conversation, await its reply.
 
-    Each is a recorded step, so a turn killed at any point resumes where it
-    was: it never sends twice and never misses the reply.
+    ``thread`` is the conversation's id (the parameter's name is in every
+    turn's stored inputs, so it stays). Each is a recorded step, so a turn
+    killed at any point resumes where it was: it never sends twice and never
+    misses the reply.
     """
     await ctx.send(thread, message, kind=TURN)
     got = await ctx.receive(sender=thread, kind=REPLY)
     out = got.payload
     if isinstance(out, dict) and isinstance(out.get("error"), str):
-        raise TurnFailed(f"thread {thread!r}: {out['error']}")
+        raise TurnFailed(f"conversation {thread!r}: {out['error']}")
     return out.get("reply") if isinstance(out, dict) else out
 
 

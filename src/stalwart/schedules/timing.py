@@ -13,18 +13,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
-from ..core.errors import ScheduleError, ScheduleNotFound
+from ..core.errors import ScheduleError
 from ..core.ledger import CHILD_MARK
 from ..core.policy import Policy
+from ..runner.identity import same_inputs
 from ..stores.base import SCHEDULE_MISSED, ScheduleRecord
-from .identity import same_inputs
 
 __all__ = [
     "DUE_BATCH",
     "MISSED",
     "TIMING_FIELDS",
-    "ScheduleError",
-    "ScheduleNotFound",
     "Timing",
     "check_name",
     "check_seconds",

@@ -1,6 +1,6 @@
 """Follow-ups injected into the turn being answered (``followups="inject"``).
 
-While a turn is answered, the agent's loop (``llm.Agent``) asks the thread
+While a turn is answered, the agent's loop (``llm.Agent``) asks the conversation
 before each model call for the turns waiting in its mailbox
 (:func:`taking_followups`, a hook passed in a context variable, so the llm
 layer's contract is unchanged for everyone else); each is taken by a
@@ -30,14 +30,16 @@ T = TypeVar("T")
 #: to get the follow-ups to add to its conversation (``followups="inject"``).
 Followups = Callable[[Context], Awaitable[list[Message]]]
 
-_FOLLOWUPS: ContextVar[Followups | None] = ContextVar("stalwart_thread_followups", default=None)
+_FOLLOWUPS: ContextVar[Followups | None] = ContextVar(
+    "stalwart_conversation_followups", default=None
+)
 
 
 @contextlib.contextmanager
 def taking_followups() -> Iterator[Followups | None]:
-    """The follow-up hook a thread set around this agent call (None if none),
+    """The follow-up hook a conversation set around this agent call (None if none),
     cleared for what runs inside it: a sub-agent or a tool never takes the
-    thread's turns, only the agent the thread called. ``llm.Agent`` calls the
+    conversation's turns, only the agent the conversation called. ``llm.Agent`` calls the
     hook before each model call; any agent loop may do the same."""
     hook = _FOLLOWUPS.get()
     token = _FOLLOWUPS.set(None)
@@ -50,7 +52,7 @@ def taking_followups() -> Iterator[Followups | None]:
 async def offering_followups(
     scope: Context, folded: list[Mail], answer: Callable[[], Awaitable[T]]
 ) -> T:
-    """``answer()`` (the thread's call of its agent, the next step of
+    """``answer()`` (the conversation's call of its agent, the next step of
     ``scope``) with the follow-up hook set: the turns the agent takes are
     appended to ``folded``, in the order taken, executed or replayed."""
     # The agent's step key (the one ``call`` takes next): its direct children

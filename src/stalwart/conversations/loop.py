@@ -1,13 +1,13 @@
-"""The loop a thread's run executes: receive a turn, answer it, reply.
+"""The loop a conversation's run executes: receive a turn, answer it, reply.
 
-:class:`ThreadLoop` takes a turn from its mailbox (``ctx.receive``,
+:class:`ConversationLoop` takes a turn from its mailbox (``ctx.receive``,
 suspended in between, S7), calls the agent with the message and the history
 so far, sends the reply back, and waits for the next. The history is the
-ledger: a resumed thread rebuilds it by replay. Bounded for ever: past
+ledger: a resumed conversation rebuilds it by replay. Bounded for ever: past
 ``max_turns`` or ``max_bytes`` it continues as new with what the agent's
-context policy keeps (see :mod:`.threads`). Without history (a turn queue) it answers up to
+context policy keeps (see :mod:`.conversation`). Without history (a turn queue) it answers up to
 ``parallel`` queued turns at once, as a sliding window: as soon as one is
-answered, the next queued turn starts (see :meth:`ThreadLoop._window`).
+answered, the next queued turn starts (see :meth:`ConversationLoop._window`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..core.policy import Policy, as_policy
 from .followups import offering_followups
 from .turn import REPLY, TURN, message_text
 
-__all__ = ["ThreadLoop"]
+__all__ = ["ConversationLoop"]
 
 #: The longest a turn queue with a free place waits before it looks at its
 #: mailbox on the store again, while other turns run.
@@ -38,11 +38,11 @@ WINDOW = "stalwart.turns.window"
 
 
 def _size(history: list[Message]) -> int:
-    return len(codec.dumps(history, "a thread's history"))
+    return len(codec.dumps(history, "a conversation's history"))
 
 
-class ThreadLoop:
-    """The policy a thread's run executes (see the module's docstring).
+class ConversationLoop:
+    """The policy a conversation's run executes (see the module's docstring).
 
     ``agent`` is any policy taking ``question`` (the user's message) and,
     with ``history``, ``history`` (the earlier messages): ``llm.Agent`` is one.
@@ -62,7 +62,7 @@ class ThreadLoop:
         if max_turns < 1 or max_bytes < 1 or carry_last < 1:
             raise ValueError("max_turns, max_bytes and carry_last must be at least 1")
         if parallel < 1 or (history and parallel > 1):
-            raise ValueError("parallel must be at least 1, and 1 for a thread with history")
+            raise ValueError("parallel must be at least 1, and 1 for a conversation with history")
         if followups not in ("queue", "inject"):
             raise ValueError(f"followups must be 'queue' or 'inject', not {followups!r}")
         if followups == "inject" and not history:
@@ -75,7 +75,7 @@ class ThreadLoop:
         self.max_bytes = max_bytes
         self.carry_last = carry_last
         self.parallel = parallel
-        kind = "thread" if history else "turns"
+        kind = "thread" if history else "turns"  # stored policy names: kept as written
         self.name = f"stalwart.{kind}:{self.pol.name}"
         self.__stalwart_policy__: Policy[Any, Any] = Policy(
             self, name=self.name, description=f"The {kind} of {self.pol.name}."
@@ -84,7 +84,7 @@ class ThreadLoop:
     async def __call__(
         self, ctx: Context, carried: list[Message] | None = None, generation: int = 1
     ) -> None:
-        """Answer turns for ever (a thread ends when it is cancelled)."""
+        """Answer turns for ever (a conversation ends when it is cancelled)."""
         engine = ctx.engine
         durable = engine.durable
         history = list(carried or [])
@@ -245,7 +245,7 @@ class ThreadLoop:
         async def reply() -> dict[str, Any]:
             try:
                 return {"reply": await scope.call(self.agent, **kwargs)}
-            except Exception as exc:  # the agent's recorded failure: this turn's, not the thread's
+            except Exception as exc:  # the agent's recorded failure: the turn's, not the whole's
                 return {"error": f"{type(exc).__name__}: {exc}"}
 
         if folded is None:
@@ -269,4 +269,4 @@ class ThreadLoop:
         return history[-self.carry_last :]
 
     def __repr__(self) -> str:
-        return f"<ThreadLoop {self.name}>"
+        return f"<ConversationLoop {self.name}>"

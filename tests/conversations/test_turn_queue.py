@@ -1,7 +1,7 @@
 """A turn queue answers ``parallel`` turns at once as a sliding window.
 
-``runner.turns(agent, id, parallel=2)``: as soon as one turn is answered the
-next queued turn starts, while the others go on; a slow turn holds only its
+``Conversation(runner, agent, id, history=False, parallel=2)``: as soon as
+one turn is answered the next queued turn starts, while the others go on; a slow turn holds only its
 own place. Proven with events, not timing: turn "one" blocks on an event
 until the test lets it go, and turn "three" must start (after "two" ended)
 while "one" is still blocked. On every store, and again after the queue's
@@ -61,7 +61,7 @@ def _clean() -> Iterator[None]:
 
 async def three_turns(runner: sw.Runner) -> None:
     gate["one"] = asyncio.Event()
-    queue = runner.turns(answer, "answers", parallel=2)
+    queue = sw.Conversation(runner, answer, "answers", history=False, parallel=2)
     handles = [await queue.put(word) for word in ("one", "two", "three")]
     await until("start:three")  # the window slid: "three" did not wait for "one"
     assert log.index("start:three") > log.index("end:two")
@@ -86,7 +86,7 @@ async def test_a_resumed_queue_replays_turns_that_ended_out_of_order(store_url: 
         await three_turns(runner)
     log.clear()
     async with sw.Runner(store_url) as runner:
-        queue = runner.turns(answer, "answers", parallel=2)
+        queue = sw.Conversation(runner, answer, "answers", history=False, parallel=2)
         handle = await queue.put("four")
         async with asyncio.timeout(BOUND):
             assert await handle.result() == "FOUR"
@@ -95,7 +95,7 @@ async def test_a_resumed_queue_replays_turns_that_ended_out_of_order(store_url: 
 
 async def test_a_queue_goes_on_past_max_turns_with_its_window(store_url: str) -> None:
     async with sw.Runner(store_url) as runner:
-        queue = runner.turns(answer, "answers", parallel=2, max_turns=2)
+        queue = sw.Conversation(runner, answer, "answers", history=False, parallel=2, max_turns=2)
         handles = [await queue.put(f"w{i}") for i in range(5)]
         async with asyncio.timeout(BOUND):
             assert [await h.result() for h in handles] == [f"W{i}" for i in range(5)]

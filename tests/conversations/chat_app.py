@@ -36,7 +36,7 @@ async def chat(question: str, history: list[sw.Message] | None = None) -> str:
 
 async def main(url: str, questions: list[str], hold_after: int | None) -> None:
     async with sw.Runner(url, policies=[chat], poll_interval=0.02) as runner:
-        thread = runner.thread(chat, "chat")
+        thread = sw.Conversation(runner, chat, "chat")
         for i, question in enumerate(questions, 1):
             reply = await thread.send(question, message_id=f"m{i}")
             print(f"reply m{i} {reply}", flush=True)

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import stalwart as sw
-from stalwart.runner.threads import REPLY, TURN
+from stalwart.conversations import REPLY, TURN
 
 APP = str(Path(__file__).with_name("chat_app.py"))
 QUESTIONS = ["q1", "q2", "q3"]
@@ -104,7 +104,7 @@ def test_continue_as_new_keeps_a_thread_of_1000_turns_bounded(tmp_path: Path) ->
 
     async def main() -> None:
         async with sw.Runner(url, policies=[user], poll_interval=0.02) as runner:
-            thread = runner.thread(echo, "long", max_turns=per_run, carry_last=carry)
+            thread = sw.Conversation(runner, echo, "long", max_turns=per_run, carry_last=carry)
             await thread.open()
             replies = await runner.run(user, "long", turns, run_id="user")
             assert replies[0] == "q0 (0 before)"

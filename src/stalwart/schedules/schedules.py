@@ -1,11 +1,13 @@
 """Recurring schedules: a policy started on a timetable, once per tick, across all workers.
 
-``runner.schedule(report, cron="0 2 * * *", timezone="Europe/Paris")`` keeps a
-row in the store (:class:`~stalwart.stores.base.ScheduleRecord`): the policy by
-its registered name, the runs' inputs, the timing, the next tick, a paused
-flag. Nothing else: no module path, no code (S13). Every runner that serves
-(``serve()``, ``stalwart worker``, ``Runner(recover=True)``) looks for due
-schedules in its poll loop (:meth:`Schedules.tick`) and starts their runs.
+``Schedules(runner).define(report, cron="0 2 * * *", timezone="Europe/Paris")``
+keeps a row in the store (:class:`~stalwart.stores.base.ScheduleRecord`): the
+policy by its registered name, the runs' inputs, the timing, the next tick, a
+paused flag. Nothing else: no module path, no code (S13). A runner with
+schedules over it (``Schedules(runner)``, as ``stalwart worker`` makes) looks
+for due schedules in its worker loop while it serves (``serve()``,
+``Runner(serving=True)``): :meth:`Schedules.tick`, a
+:class:`~stalwart.runner.Ticker` of the runner, starts their runs.
 
 Exactly one run per tick, however many workers look:
 
@@ -36,75 +38,53 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..core.errors import ArgumentError, StoreUnavailable
-from ..core.events import Hook
+from ..core.errors import (
+    ArgumentError,
+    ScheduleError,
+    ScheduleNotFound,
+    StoreError,
+    StoreUnavailable,
+)
 from ..core.ledger import RunRecord, check_priority
-from ..core.policy import Policy
 from ..core.redact import mask_url
-from ..stores.base import ScheduleRecord, Store, check_schedule
-from . import observe
-from .identity import read_inputs, run_inputs
-from .observe import started, trace_for
-from .registry import Registry
+from ..runner import Runner, observe
+from ..runner.identity import read_inputs, run_inputs
+from ..runner.observe import started, trace_for
+from ..stores.base import ScheduleRecord, check_schedule
 from .timing import (
     DUE_BATCH,
     MISSED,
     TIMING_FIELDS,
-    ScheduleError,
-    ScheduleNotFound,
     Timing,
     check_name,
     check_seconds,
     differences,
     plan,
-    tick_of,
     tick_run_id,
 )
 
-__all__ = [
-    "DUE_BATCH",
-    "MISSED",
-    "ScheduleError",
-    "ScheduleNotFound",
-    "ScheduleRecord",
-    "Schedules",
-    "Timing",
-    "plan",
-    "tick_of",
-    "tick_run_id",
-]
+__all__ = ["Schedules"]
 
 
 class Schedules:
-    """A runner's schedules: defined, listed, paused, and ticked by its worker loop.
+    """The schedules of ``runner``'s store: defined, listed, paused, and
+    ticked by the runner's worker loop while it serves.
 
-    ``clock`` is what time it is for schedules (seconds since the epoch):
-    ``time.time`` unless a test controls it. ``interval`` is how often
-    :meth:`tick` asks the store (the runner's poll interval).
+    Made once per runner: it joins the runner's tickers (its worker loop
+    calls :meth:`tick`). ``clock`` is what time it is for schedules (seconds
+    since the epoch): ``time.time`` unless a test controls it. The store is
+    asked at most once per the runner's ``poll_interval``.
     """
 
-    def __init__(
-        self,
-        store: Store,
-        registry: Registry,
-        *,
-        version: Callable[[Policy[Any, Any]], str],
-        hooks: Sequence[Hook],
-        wake: Callable[[], None],
-        clock: Callable[[], float] | None,
-        interval: float,
-    ) -> None:
-        self.store = store
-        self.registry = registry
-        self.version = version
-        self.hooks = tuple(hooks)
-        self.wake = wake
+    def __init__(self, runner: Runner, *, clock: Callable[[], float] | None = None) -> None:
+        self.runner = runner
+        self.store = runner.store
         self.clock: Callable[[], float] = clock or time.time
-        self.interval = interval
+        self.interval = runner.poll_interval
         self._next_check = 0.0
         # Where the last poll's page of due schedules ended, when it was full:
         # the next poll reads the page after it.
@@ -112,27 +92,94 @@ class Schedules:
         # What was last logged about a schedule that could not tick, so a
         # trouble that lasts is logged once, not once per poll.
         self._trouble: dict[str, str] = {}
+        runner.tickers.append(self)
 
     # -- defining ----------------------------------------------------------------
     async def define(
         self,
-        pol: Policy[Any, Any],
+        target: Any,
+        /,
         *,
-        name: str | None,
-        cron: str | None,
-        every: timedelta | float | None,
-        timezone: str,
-        missed: str,
-        grace: timedelta | float,
-        queue: str,
-        priority: int,
-        inputs: Mapping[str, Any],
-        open_store: Callable[[], Awaitable[None]],
+        cron: str | None = None,
+        every: timedelta | float | None = None,
+        name: str | None = None,
+        inputs: Mapping[str, Any] | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        timezone: str = "UTC",
+        missed: str = "once",
+        grace: timedelta | float = 60.0,
+        **kwargs: Any,
     ) -> ScheduleRecord:
-        """Check everything, then create the schedule, leave it as it is (the
-        same definition), or update it (another one). See ``Runner.schedule``."""
-        rec = self._record(pol, name, cron, every, timezone, missed, grace, queue, priority, inputs)
-        await open_store()
+        """Start a run of ``target`` on every tick of ``cron`` (read in
+        ``timezone``) or ``every`` (seconds or a timedelta), on ``queue``.
+
+        The runs' arguments are ``inputs`` and ``kwargs`` (keywords only),
+        checked against the policy's schema before anything is stored.
+        Idempotent by ``name`` (the policy's name by default): the same
+        definition again changes nothing (a paused schedule stays paused);
+        another one replaces it, and moves its next tick only if the timing
+        changed. Ticks run on runners that serve (``serve()``, ``stalwart
+        worker``, ``Runner(serving=True)``), have schedules over them and have
+        the policy. ``missed``: "once" runs one run for ticks no worker
+        reached within ``grace`` seconds, "skip" runs none.
+        """
+        runner = self.runner
+        if self.store.ephemeral:
+            raise StoreError(
+                "schedules need a durable store (nothing ticks in memory): "
+                "Runner('sqlite:///path.db') or 'postgresql://...'"
+            )
+        pol = runner.register(target)
+        given = dict(inputs or {})
+        both = sorted(set(given) & set(kwargs))
+        if both:
+            raise TypeError(f"schedule(): {', '.join(both)} given both in inputs= and as keywords")
+        given.update(kwargs)
+        name = check_name(pol.name if name is None else name)
+        timing = Timing.of(name, cron, every, timezone)
+        if missed not in MISSED:
+            raise ScheduleError(
+                f"schedule {name!r}: missed must be 'once' (one run for all missed ticks) "
+                f"or 'skip' (none), not {missed!r}"
+            )
+        grace_s = check_seconds(grace, "grace", name)
+        if grace_s < 0:
+            raise ScheduleError(f"schedule {name!r}: grace cannot be negative ({grace_s:g})")
+        if not isinstance(queue, str) or not queue:
+            raise ScheduleError(f"schedule {name!r}: queue is a queue's name, not {queue!r}")
+        try:
+            check_priority(priority)  # the rule every run's priority follows
+        except (TypeError, ValueError) as exc:
+            raise ScheduleError(f"schedule {name!r}: {exc}") from None
+        try:
+            valid = pol.validate(given)
+        except ArgumentError as exc:
+            raise ArgumentError(f"schedule {name!r}: {exc}") from None
+        values = {k: valid.get(k, v) for k, v in given.items()}
+        recorded = run_inputs(pol, f"{name}@(schedule)", (), values)
+        next_at = timing.following(math.floor(self.clock()))
+        try:
+            tick_run_id(name, next_at)
+        except (OverflowError, ValueError, OSError):
+            raise ScheduleError(
+                f"schedule {name!r}: every={timing.every} puts its first tick past the year "
+                "9999, where no tick could be named"
+            ) from None
+        rec = ScheduleRecord(
+            name=name,
+            policy=pol.name,
+            inputs=recorded,
+            cron=timing.cron,
+            every=timing.every,
+            timezone=timing.timezone,
+            missed=missed,
+            grace=grace_s,
+            queue=queue,
+            priority=priority,
+            next_at=next_at,
+        )
+        await runner.open()
         stored, created = await self.store.create_schedule(rec)
         if created:
             observe.emit(
@@ -166,67 +213,16 @@ class Schedules:
         )
         return await self.get(rec.name)
 
-    def _record(
-        self,
-        pol: Policy[Any, Any],
-        name: str | None,
-        cron: str | None,
-        every: timedelta | float | None,
-        timezone: str,
-        missed: str,
-        grace: timedelta | float,
-        queue: str,
-        priority: int,
-        inputs: Mapping[str, Any],
-    ) -> ScheduleRecord:
-        name = check_name(pol.name if name is None else name)
-        timing = Timing.of(name, cron, every, timezone)
-        if missed not in MISSED:
-            raise ScheduleError(
-                f"schedule {name!r}: missed must be 'once' (one run for all missed ticks) "
-                f"or 'skip' (none), not {missed!r}"
-            )
-        grace_s = check_seconds(grace, "grace", name)
-        if grace_s < 0:
-            raise ScheduleError(f"schedule {name!r}: grace cannot be negative ({grace_s:g})")
-        if not isinstance(queue, str) or not queue:
-            raise ScheduleError(f"schedule {name!r}: queue is a queue's name, not {queue!r}")
-        try:
-            check_priority(priority)  # the rule every run's priority follows
-        except (TypeError, ValueError) as exc:
-            raise ScheduleError(f"schedule {name!r}: {exc}") from None
-        given = dict(inputs)
-        try:
-            valid = pol.validate(given)
-        except ArgumentError as exc:
-            raise ArgumentError(f"schedule {name!r}: {exc}") from None
-        kwargs = {k: valid.get(k, v) for k, v in given.items()}
-        recorded = run_inputs(pol, f"{name}@(schedule)", (), kwargs)
-        now = self.clock()
-        next_at = timing.following(math.floor(now))
-        try:
-            tick_run_id(name, next_at)
-        except (OverflowError, ValueError, OSError):
-            raise ScheduleError(
-                f"schedule {name!r}: every={timing.every} puts its first tick past the year "
-                "9999, where no tick could be named"
-            ) from None
-        return ScheduleRecord(
-            name=name,
-            policy=pol.name,
-            inputs=recorded,
-            cron=timing.cron,
-            every=timing.every,
-            timezone=timing.timezone,
-            missed=missed,
-            grace=grace_s,
-            queue=queue,
-            priority=priority,
-            next_at=next_at,
-        )
+    # -- managing ------------------------------------------------------------------
+    async def all(self) -> list[ScheduleRecord]:
+        """Every schedule of the store, by name."""
+        await self.runner.open()
+        return await self.store.list_schedules()
 
     # -- managing ------------------------------------------------------------------
     async def get(self, name: str) -> ScheduleRecord:
+        """The schedule named ``name``, or :class:`~stalwart.ScheduleNotFound`."""
+        await self.runner.open()
         found = await self.store.get_schedule(name)
         if found is None:
             raise ScheduleNotFound(f"no schedule {name[:80]!r} in {mask_url(self.store.url)}")
@@ -234,6 +230,7 @@ class Schedules:
 
     async def pause(self, name: str) -> ScheduleRecord:
         """Stop ticking (a run already started goes on); kept until resumed."""
+        await self.runner.open()
         if not await self.store.pause_schedule(name, True, None):
             raise ScheduleNotFound(f"no schedule {name[:80]!r} in {mask_url(self.store.url)}")
         observe.emit(logging.INFO, "schedule.paused", "schedule %r paused", name, schedule=name)
@@ -242,7 +239,7 @@ class Schedules:
     async def resume(self, name: str) -> ScheduleRecord:
         """Tick again from the next tick after now: ticks that fell while it
         was paused do not run (they were not missed, they were paused)."""
-        s = await self.get(name)
+        s = await self.get(name)  # opens the runner
         upcoming = Timing.of_record(s).following(math.floor(self.clock()))
         if not await self.store.pause_schedule(name, False, upcoming):
             raise ScheduleNotFound(f"no schedule {name[:80]!r} in {mask_url(self.store.url)}")
@@ -256,8 +253,9 @@ class Schedules:
         )
         return await self.get(name)
 
-    async def delete(self, name: str, missing_ok: bool) -> bool:
-        """Delete the schedule; the runs it started stay."""
+    async def delete(self, name: str, *, missing_ok: bool = False) -> bool:
+        """Delete the schedule (the runs it started stay); whether it existed."""
+        await self.runner.open()
         gone = await self.store.delete_schedule(name)
         if not gone and not missing_ok:
             raise ScheduleNotFound(f"no schedule {name[:80]!r} in {mask_url(self.store.url)}")
@@ -270,8 +268,8 @@ class Schedules:
     # -- ticking --------------------------------------------------------------------
     async def tick(self) -> list[str]:
         """Start the runs of the schedules that are due; the ids of the runs
-        created. Called by a serving runner's worker loop, at most once per
-        ``interval``. A schedule that cannot tick (its policy is not
+        created. Called by a serving runner's worker loop (which claims them
+        next), at most once per ``interval``. A schedule that cannot tick (its policy is not
         registered here, its row is corrupted) is logged once and left for
         later; it never stops the loop. Only a store that is down raises
         (the loop reports it once per outage)."""
@@ -299,13 +297,11 @@ class Schedules:
                 continue
             if run_id is not None:
                 created.append(run_id)
-        if created:
-            self.wake()
         return created
 
     async def _tick_one(self, s: ScheduleRecord, now: float) -> str | None:
         check_schedule(s)  # a row edited by hand fails here, by schedule and field
-        pol = self.registry.find(s.policy)
+        pol = self.runner.find_policy(s.policy)
         if pol is None:
             self._report(
                 s.name,
@@ -319,14 +315,15 @@ class Schedules:
         created_id: str | None = None
         if run_tick is not None:
             run_id = tick_run_id(s.name, run_tick)
+            hooks = self.runner.hooks
             rec = RunRecord(
                 run_id,
                 pol.name,
                 s.inputs,
-                code_version=self.version(pol),
+                code_version=self.runner.version_of(pol),
                 queue=s.queue,
                 priority=s.priority,
-                trace=trace_for(self.hooks, run_id, pol.name) if self.hooks else None,
+                trace=trace_for(hooks, run_id, pol.name) if hooks else None,
             )
             # Created before the next tick is recorded: a worker killed in
             # between leaves the tick due, and the next one finds this run.

@@ -2,7 +2,7 @@
 
 The test process is a client: it opens each thread with ``queue=``, so it
 only enqueues the thread's run and the turns and awaits the replies from
-the store; a real worker process (``thread_worker.py``) executes them. The
+the store; a real worker process (``conversation_worker.py``) executes them. The
 worker is killed with SIGKILL in the middle of a turn and a fresh one
 finishes it: nothing answered twice, nothing lost. With
 ``followups="inject"``, a message sent while the agent is in a tool call
@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 
 import stalwart as sw
-from stalwart.runner.threads import TURN
+from stalwart.conversations import TURN
 
-from .thread_worker import chat, helper
+from .conversation_worker import chat, helper
 
-APP = str(Path(__file__).with_name("thread_worker.py"))
+APP = str(Path(__file__).with_name("conversation_worker.py"))
 
 
 class Worker:
@@ -78,7 +78,7 @@ def test_a_client_leaves_the_thread_to_a_worker_killed_mid_turn(
         second = None
         try:
             async with sw.Runner(store_url, poll_interval=0.02) as runner:
-                thread = runner.thread(chat, "chat", queue="default")
+                thread = sw.Conversation(runner, chat, "chat", queue="default")
                 assert await thread.send("q1", message_id="m1") == "q1 after nothing"
 
                 (tmp_path / "hold-q2").touch()
@@ -120,7 +120,9 @@ def test_a_followup_is_injected_at_the_next_model_call_and_again_after_a_kill(
         second = None
         try:
             async with sw.Runner(url, poll_interval=0.02) as runner:
-                thread = runner.thread(helper, "help", queue="default", followups="inject")
+                thread = sw.Conversation(
+                    runner, helper, "help", queue="default", followups="inject"
+                )
                 (tmp_path / "hold").touch()
                 turn1 = await thread.put("book a trip", message_id="m1")
                 await _until(lambda: first.said("looking up flights"), first)
@@ -176,12 +178,13 @@ def test_a_followup_is_injected_at_the_next_model_call_and_again_after_a_kill(
 
 def test_inject_needs_a_conversation_and_a_queue_needs_a_store() -> None:
     with pytest.raises(ValueError, match="followups must be"):
-        sw.Runner().thread(chat, "x", followups="later")
+        sw.Conversation(sw.Runner(), chat, "x", followups="later")
     with pytest.raises(ValueError, match="needs a conversation"):
-        sw.Runner().turns(chat, "x", followups="inject")
+        sw.Conversation(sw.Runner(), chat, "x", history=False, followups="inject")
 
     async def main() -> None:
-        with pytest.raises(sw.StoreError, match="thread 'x': a thread on a queue needs"):
-            await sw.Runner().thread(chat, "x", queue="default").send("hi")
+        needs = "conversation 'x': a conversation on a queue needs"
+        with pytest.raises(sw.StoreError, match=needs):
+            await sw.Conversation(sw.Runner(), chat, "x", queue="default").send("hi")
 
     asyncio.run(main())

@@ -13,7 +13,7 @@ runs and the turns. Files in ``$CHAT_WORKDIR`` steer it:
   Each time the model really runs, it appends ``<pid> <the user messages it
   is shown>`` to ``seen.txt``.
 
-    python thread_worker.py STORE_URL
+    python conversation_worker.py STORE_URL
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 
 import stalwart as sw
+from stalwart.conversations import conversation_policies
 from stalwart.llm import Agent
-from stalwart.runner.threads import thread_policies
 from stalwart.testing import ScriptedLLM
 from stalwart.testing.scripted import call
 
@@ -95,7 +95,7 @@ helper = Agent(
 )
 
 #: What the worker serves (and all it may execute: S13).
-policies = [*thread_policies(chat), *thread_policies(helper, followups="inject")]
+policies = [*conversation_policies(chat), *conversation_policies(helper, followups="inject")]
 
 
 async def main(url: str) -> None:
