@@ -81,17 +81,17 @@ class DeskModel(Policy):
 class AnswerEnquiry(Policy):
     ctx: RailDesk
 
-    async def __call__(self, enquiry: str, max_turns: int = 3) -> list[Message]:
+    async def __call__(self, enquiry: str, max_rounds: int = 3) -> list[Message]:
         """The enquiry's conversation, ending once the model replies in words.
 
         :param enquiry: What the traveller asked.
-        :param max_turns: The most model turns before giving up.
+        :param max_rounds: The most model turns before giving up.
         """
         said = [
             Message(actor="system", type="text", payload={"content": DESK_BRIEF}),
             Message(actor="user", type="text", payload={"content": enquiry}),
         ]
-        for _ in range(max_turns):
+        for _ in range(max_rounds):
             # Each turn is a recorded step; the calls it makes run (as
             # recorded steps too) before it returns, results appended.
             move = await self.ctx.model(observations=said, options=["train_times"])

@@ -73,18 +73,18 @@ async def desk_model(
 
 
 @policy.tool(description="Answers a reader's question about the collection")
-async def answer_reader(question: str, max_turns: int = 3) -> str:
+async def answer_reader(question: str, max_rounds: int = 3) -> str:
     """Let the model consult the catalogue until it answers in words.
 
     Args:
         question: What the reader asked.
-        max_turns: The most model turns before giving up.
+        max_rounds: The most model turns before giving up.
     """
     desk = LibraryDesk.get_ctx()
     rules = MessageBuilder(policy="desk", role_hint_for_llm="system").add_text(HOUSE_RULES)
     asked = MessageBuilder(policy="reader", role_hint_for_llm="user").add_text(question)
     conversation = [rules.to_message(), asked.to_message()]
-    for _ in range(max_turns):
+    for _ in range(max_rounds):
         # The model is offered the catalogue, and nothing else, each turn;
         # the calls it makes are run (as recorded steps) before this returns.
         move = await desk.model(

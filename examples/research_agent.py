@@ -105,7 +105,7 @@ async def read(doc_id: str) -> str:
 def build_agent(model: Any) -> llm.Agent:
     """The research agent on ``model`` (a provider, a model string, or a scripted model)."""
     return llm.Agent(
-        model, instructions=INSTRUCTIONS, tools=[search, read], name="researcher", max_turns=8
+        model, instructions=INSTRUCTIONS, tools=[search, read], name="researcher", max_rounds=8
     )
 
 

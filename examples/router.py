@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 import stalwart as sw
 from stalwart import llm
-from stalwart.journey import Journey, Route, Router, Step, Turn
+from stalwart.journey import Journey, Route, Router, Step, ToolContext
 from stalwart.testing import ScriptedLLM, call
 
 LEDGER: list[str] = []  # what the tools did, in order (a bank's ledger, in memory)
@@ -73,7 +73,7 @@ def billing_agent(account_id: int) -> llm.Agent:
     model = ScriptedLLM(
         [
             call("invoices"),
-            [  # two refunds in one turn: run one at a time, since refund is exclusive
+            [  # two refunds in one round: run one at a time, since refund is exclusive
                 call("refund", amount=30.0, reason="March charged twice"),
                 call("refund", amount=30.0, reason="April charged twice"),
             ],
@@ -101,14 +101,14 @@ class Ticket(BaseModel):
     problem: str = ""
 
 
-async def open_ticket(turn: Turn, problem: str) -> str:
+async def open_ticket(ctx: ToolContext, problem: str) -> str:
     """Open a ticket for a technical problem.
 
     Args:
         problem: What is wrong, in a sentence.
     """
-    turn.state.problem = problem
-    turn.finish()
+    ctx.state.problem = problem
+    ctx.finish()
     return "ticket T-1 opened"
 
 

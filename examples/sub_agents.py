@@ -83,7 +83,7 @@ def build_planner(
             "tool. Reply in one or two sentences with the numbers."
         ),
         tools=[forecast],
-        max_turns=6,
+        max_rounds=6,
     )
     money = llm.Agent(
         money_model if money_model is not None else model,
@@ -93,7 +93,7 @@ def build_planner(
             "convert tool. Reply with the converted amounts."
         ),
         tools=[convert],
-        max_turns=6,
+        max_rounds=6,
     )
     return llm.Agent(
         model,
@@ -104,7 +104,7 @@ def build_planner(
             "plan of a few lines that fits both. Ask them precise, self-contained questions."
         ),
         tools=[weather, money],
-        max_turns=8,
+        max_rounds=8,
         budget=budget,
     )
 

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 import stalwart as sw
-from stalwart.journey import Journey, JourneyReply, Step, Turn
+from stalwart.journey import Journey, JourneyReply, Step, ToolContext
 from stalwart.testing import Reply, ScriptedLLM, call
 
 
@@ -47,14 +47,14 @@ class Ticket(BaseModel):
 
 
 # -- tools -------------------------------------------------------------------------------
-async def identify(turn: Turn, email: str) -> str:
+async def identify(ctx: ToolContext, email: str) -> str:
     """Record who the customer is, once they have said it.
 
     Args:
         email: The customer's email address.
     """
-    turn.state.customer = email
-    turn.goto(Stage.DIAGNOSE)
+    ctx.state.customer = email
+    ctx.goto(Stage.DIAGNOSE)
     return f"customer {email} identified"
 
 
@@ -67,36 +67,36 @@ async def line_test(email: str) -> dict[str, Any]:
     return {"sync": "stable", "noise_margin_db": 9.5, "router_firmware": "1.0.2"}
 
 
-async def diagnose(turn: Turn, problem: str) -> str:
+async def diagnose(ctx: ToolContext, problem: str) -> str:
     """Record the cause of the problem, once found.
 
     Args:
         problem: What is wrong, in a sentence.
     """
-    turn.state.problem = problem
-    turn.goto(Stage.RESOLVE)
+    ctx.state.problem = problem
+    ctx.goto(Stage.RESOLVE)
     return "diagnosis recorded"
 
 
-async def push_firmware(turn: Turn, version: str) -> str:
+async def push_firmware(ctx: ToolContext, version: str) -> str:
     """Update the customer's router to a firmware version (the customer must agree first).
 
     Args:
         version: The firmware version to install.
     """
-    turn.state.fix = f"router firmware updated to {version}"
-    turn.goto(Stage.CONFIRM)
+    ctx.state.fix = f"router firmware updated to {version}"
+    ctx.goto(Stage.CONFIRM)
     return f"router updated to {version}; it restarts in a minute"
 
 
-async def close_ticket(turn: Turn, resolved: bool) -> str:
+async def close_ticket(ctx: ToolContext, resolved: bool) -> str:
     """Close the ticket once the customer has said whether the fix worked.
 
     Args:
         resolved: Whether the customer confirmed the problem is gone.
     """
-    turn.state.resolved = resolved
-    turn.finish()
+    ctx.state.resolved = resolved
+    ctx.finish()
     return "ticket closed"
 
 
@@ -131,7 +131,7 @@ def support_journey(model: Any) -> Journey[Stage, Ticket]:
         start=Stage.IDENTIFY,
         instructions="You are the support agent of an internet provider. Be brief and kind.",
         name="support",
-        max_turns=6,
+        max_rounds=6,
     )
 
 

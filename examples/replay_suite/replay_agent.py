@@ -17,7 +17,7 @@ __all__ = ["AGENT"]
 
 
 @sw.policy(name="research")
-async def changed_research(ctx: sw.Context, question: str, max_turns: int = 8) -> str:
+async def changed_research(ctx: sw.Context, question: str, max_rounds: int = 8) -> str:
     """The research agent after a careless edit: the tools are offered reversed."""
     conversation = [
         replace(
@@ -28,12 +28,12 @@ async def changed_research(ctx: sw.Context, question: str, max_turns: int = 8) -
         ),
         replace(sw.Message.user(question), id=f"{ctx.run_id}:question"),
     ]
-    for _ in range(max_turns):
+    for _ in range(max_rounds):
         reply = await ctx.call(model, conversation, options=list(reversed(TOOLS)))
         conversation.extend(reply)
         if not any(m.is_action_call for m in reply):
             return "\n".join(m.text for m in reply if m.role == "assistant")
-    raise RuntimeError(f"no answer after {max_turns} turns")
+    raise RuntimeError(f"no answer after {max_rounds} turns")
 
 
 AGENT = changed_research if os.environ.get("STALWART_DELIBERATE_CHANGE") else research

@@ -171,7 +171,7 @@ agent = llm.Agent(
     instructions="Use the tools as the task says, then give the total.",
     tools=[measure, weigh],
     name="chaos_agent",
-    max_turns=MAX_TURNS + 1,
+    max_rounds=MAX_TURNS + 1,
 )
 
 

@@ -52,7 +52,7 @@ async def balance(account_id: int, currency: str = "EUR") -> str:
 
 
 def offered(*replies: Any, tools: list[Any]) -> Any:
-    agent = Agent(ScriptedLLM(list(replies)), tools=tools, max_turns=4)
+    agent = Agent(ScriptedLLM(list(replies)), tools=tools, max_rounds=4)
     return sw.Runner().run_sync(agent, question="go")
 
 

@@ -90,7 +90,7 @@ async def test_running_past_the_script_raises_script_exhausted() -> None:
     llm = ScriptedLLM(["only"], name="short")
     history = [Message.user("a")]
     history += await ask(llm, history)
-    with pytest.raises(ScriptExhausted, match=r"short: the script has 1 replies, turn 2 was asked"):
+    with pytest.raises(ScriptExhausted, match=r"short: the script has 1 replies, reply 2 was"):
         await ask(llm, history)
     assert issubclass(ScriptExhausted, RuntimeError)
 

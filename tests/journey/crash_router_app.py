@@ -1,7 +1,7 @@
 """A router that sends the customer to a billing agent with an exclusive tool,
 run on SQLite in a real process, for the crash test to kill.
 
-The router's model picks billing; the billing model asks, in one turn, for two
+The router's model picks billing; the billing model asks, in one round, for two
 ``charge`` calls (an exclusive tool) and one ``lookup``. In ``run`` mode the
 first charge holds still once it has started (and the lookup, which takes no
 lock, is recorded), so the parent's SIGKILL lands while it holds the lock,

@@ -26,7 +26,7 @@ import stalwart as sw
 from stalwart.core.ledger import StepRecord
 from stalwart.core.message import Message
 from stalwart.core.policy import as_policy
-from stalwart.journey import OUT_OF_TURNS, Journey, JourneyReply, Step, Turn
+from stalwart.journey import OUT_OF_ROUNDS, Journey, JourneyReply, Step, ToolContext
 from stalwart.testing import ScriptedLLM, call
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "support_journey.py"
@@ -73,17 +73,17 @@ async def run_journey(
         return reply, await runner.steps(run_id)
 
 
-def support(model: Any, max_turns: int = 6) -> Journey[Any, Any]:
+def support(model: Any, max_rounds: int = 6) -> Journey[Any, Any]:
     example = load_example()
     journey: Journey[Any, Any] = example.support_journey(model)
-    if max_turns != journey.max_turns:
+    if max_rounds != journey.max_rounds:
         journey = Journey(
             model,
             steps=example.STEPS,
             state=example.Ticket,
             start=example.Stage.IDENTIFY,
             name="support",
-            max_turns=max_turns,
+            max_rounds=max_rounds,
         )
     return journey
 
@@ -162,7 +162,7 @@ async def test_at_the_turn_limit_the_user_gets_a_reply_not_a_tool_output(tmp_pat
         seen.reply(call("line_test", email="ada@example.com")),
         seen.reply("I tested your line; it looks stable. I need a moment more to find the cause."),
     ]
-    journey = support(ScriptedLLM(script), max_turns=2)
+    journey = support(ScriptedLLM(script), max_rounds=2)
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     async with sw.Runner(url, policies=[journey], poll_interval=0.02) as runner:
         await runner.start(journey, message="hi", run_id="limit")
@@ -174,14 +174,14 @@ async def test_at_the_turn_limit_the_user_gets_a_reply_not_a_tool_output(tmp_pat
     model_calls = [s for s in steps if s.name == "scripted_llm"]
     assert len(model_calls) == 3
     assert "options" not in json.loads(model_calls[2].args or "{}")
-    assert OUT_OF_TURNS in (model_calls[2].args or "")
+    assert OUT_OF_ROUNDS in (model_calls[2].args or "")
 
 
 async def test_a_model_that_still_calls_a_tool_at_the_limit_gets_words_to_the_user(
     tmp_path: Path,
 ) -> None:
     script = [call("line_test", email="a@b.c"), call("line_test", email="a@b.c")]
-    journey = support(ScriptedLLM(script), max_turns=1)
+    journey = support(ScriptedLLM(script), max_rounds=1)
     async with sw.Runner(f"sqlite:///{tmp_path / 'l.db'}", policies=[journey]) as runner:
         await runner.start(journey, message="hi", run_id="r")
         text = await asyncio.wait_for(load_example().waiting_reply(runner, "r", 1), 30)
@@ -199,15 +199,15 @@ class Lock(BaseModel):
     turns: int = 0
 
 
-async def lock(turn: Turn) -> str:
+async def lock(ctx: ToolContext) -> str:
     """Lock the door."""
-    turn.goto(Door.LOCKED)
+    ctx.goto(Door.LOCKED)
     return "locked"
 
 
-async def close(turn: Turn) -> str:
+async def close(ctx: ToolContext) -> str:
     """Close the door."""
-    turn.state.turns = "many"  # not an int: the tool's error, not the run's
+    ctx.state.turns = "many"  # not an int: the tool's error, not the run's
     return "closed"
 
 

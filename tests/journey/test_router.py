@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 import stalwart as sw
 from stalwart import llm
-from stalwart.journey import Journey, NoRoute, Route, Router, Step, Turn
+from stalwart.journey import Journey, NoRoute, Route, Router, Step, ToolContext
 from stalwart.testing import ScriptedLLM, call
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,14 +37,14 @@ class Ticket(BaseModel):
     problem: str = ""
 
 
-async def open_ticket(turn: Turn, problem: str) -> str:
+async def open_ticket(ctx: ToolContext, problem: str) -> str:
     """Open a ticket.
 
     Args:
         problem: What is wrong.
     """
-    turn.state.problem = problem
-    turn.finish()
+    ctx.state.problem = problem
+    ctx.finish()
     return "ticket opened"
 
 
@@ -175,12 +175,12 @@ def test_a_tool_that_is_not_a_route_is_the_models_error_and_it_chooses_again() -
 
 
 def test_out_of_turns_the_fallback_route_is_taken() -> None:
-    router = desk(call("nothing"), call("nothing"), max_turns=2, fallback="billing")
+    router = desk(call("nothing"), call("nothing"), max_rounds=2, fallback="billing")
     assert sw.Runner().run_sync(router, message="hi") == "Your last invoice was 30 EUR."
 
 
 def test_out_of_turns_without_a_fallback_the_run_fails_saying_why() -> None:
-    router = desk(call("nothing"), call("nothing"), max_turns=2)
+    router = desk(call("nothing"), call("nothing"), max_rounds=2)
     with pytest.raises(NoRoute, match=r"router 'desk'.*chose none of billing, support in 2 calls"):
         sw.Runner().run_sync(router, message="hi")
 

@@ -3,7 +3,7 @@ resumes on the same route, runs the exclusive calls one at a time, and runs
 nothing again that had finished.
 
 The child (``crash_router_app.py``) runs, on SQLite, a router whose model
-picks the billing agent; the billing model asks in one turn for two calls of
+picks the billing agent; the billing model asks in one round for two calls of
 the exclusive ``charge`` and one ``lookup``. The first process is killed while
 the first charge holds the lock: the second charge is waiting for it, the
 lookup has finished. A fresh process recovers the run.

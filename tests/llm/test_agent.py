@@ -22,7 +22,7 @@ from stalwart import llm
 from stalwart.core.engine.execution import Execution
 from stalwart.core.message import Message, Text
 from stalwart.core.policy import as_policy
-from stalwart.llm._common import turns
+from stalwart.llm._common import grouped
 from stalwart.llm._compaction import SUMMARY_HEADER, transcript
 from stalwart.stores import open_store
 from stalwart.testing import ScriptedLLM, call
@@ -138,13 +138,13 @@ async def test_errors_are_results_the_model_reads_and_recovers_from() -> None:
 
 async def test_max_turns_is_a_clear_error() -> None:
     model = Watcher(lambda turn, seen: [call("get_time", timezone="UTC")])
-    agent = llm.Agent(model, tools=[get_time], max_turns=3, name="looper")
-    with pytest.raises(llm.MaxTurnsExceeded) as caught:
+    agent = llm.Agent(model, tools=[get_time], max_rounds=3, name="looper")
+    with pytest.raises(llm.MaxRoundsExceeded) as caught:
         await agent.run("Loop forever.")
     assert len(model.seen) == 3
     assert str(caught.value) == (
-        "agent 'looper' used its 3 turns (max_turns) without giving a final answer; "
-        "its last turns called get_time, get_time, get_time"
+        "agent 'looper' used its 3 rounds (max_rounds) without giving a final answer; "
+        "its last rounds called get_time, get_time, get_time"
     )
 
 
@@ -154,8 +154,8 @@ def test_settings_are_checked_when_the_agent_is_built() -> None:
         llm.Agent(model, name="my agent")
     with pytest.raises(ValueError, match="several tools named get_time"):
         llm.Agent(model, tools=[get_time, get_time])
-    with pytest.raises(ValueError, match="max_turns"):
-        llm.Agent(model, max_turns=0)
+    with pytest.raises(ValueError, match="max_rounds"):
+        llm.Agent(model, max_rounds=0)
     with pytest.raises(ValueError, match="budget"):
         llm.Agent(model, budget=0)
 
@@ -479,8 +479,8 @@ def assert_well_formed(original: list[Message], kept: list[Message]) -> None:
     first_user = next(m for m in original if m.role == "user")
     assert first_user in kept, "the task was dropped"
     non_system = [m for m in kept if m.role != "system"]
-    assert non_system[0].role == "user"  # Anthropic wants a user turn first
-    turns(kept)  # and the providers' grouping accepts it
+    assert non_system[0].role == "user"  # Anthropic wants a user message first
+    grouped(kept)  # and the providers' grouping accepts it
 
 
 @pytest.mark.parametrize("seed", range(200))
@@ -529,7 +529,7 @@ async def test_an_agent_with_a_window_sends_only_the_window() -> None:
     for seen in model.seen:
         assert [m.text for m in seen[:2]] == ["Rules.", "Keep checking the time."]
         assert len(seen) <= 2 + 4
-        turns(seen)
+        grouped(seen)
     assert len(model.seen[-1]) == 6
 
 

@@ -11,7 +11,7 @@ import pytest
 import stalwart as sw
 from stalwart.core.message import Message
 from stalwart.llm import ProviderStreamError, ToolSpec, Usage, tool_specs
-from stalwart.llm._common import turns
+from stalwart.llm._common import grouped
 from stalwart.llm._convert_openai_chat import ChatStreamAccumulator, from_chat_completion
 from stalwart.llm._tools import parse_arguments
 
@@ -89,7 +89,7 @@ def test_turns_group_calls_per_actor_and_results_together() -> None:
     b1 = Message.call("f", id="3", actor="b")
     kinds = [
         (t.kind, len(t.messages))
-        for t in turns(
+        for t in grouped(
             [
                 Message.system("s"),
                 Message.user("u"),
@@ -116,7 +116,7 @@ def test_turns_group_calls_per_actor_and_results_together() -> None:
 
 def test_a_tool_message_without_a_result_is_refused() -> None:
     with pytest.raises(ValueError, match="action result"):
-        turns([Message("tool", "x")])
+        grouped([Message("tool", "x")])
 
 
 def test_chat_reply_cut_off_by_length_says_so() -> None:

@@ -110,7 +110,7 @@ async def test_parallel_calls_are_run_by_the_runtime_and_sent_back(
 ) -> None:
     r = replay(payload_for(kind, "parallel_tool_calls"), payload_for(kind, "text"))
     model = make_model(kind, r)
-    convo = await ask(model, [Message.user("Weather and time in Paris?")], TOOLS, turns=2)
+    convo = await ask(model, [Message.user("Weather and time in Paris?")], TOOLS, rounds=2)
 
     calls = only(convo, lambda m: m.action_call is not None)
     results = only(convo, lambda m: m.action_result is not None)
@@ -386,7 +386,7 @@ async def test_broken_tool_json_becomes_an_error_result_the_model_reads(
 ) -> None:
     r = replay("openai_chat_malformed_arguments.json", "openai_chat_text.json")
     model = make_model("chat", r)
-    convo = await ask(model, [Message.user("Weather and time in Paris?")], TOOLS, turns=2)
+    convo = await ask(model, [Message.user("Weather and time in Paris?")], TOOLS, rounds=2)
 
     bad_call, _, bad_result, good_result, answer = convo
     assert bad_call.action_call is not None and bad_call.action_call.invalid is not None
@@ -415,7 +415,7 @@ async def test_usage_sums_over_the_runs_recorded_steps(
     r = replay("openai_chat_tool_call.json", "openai_chat_text.json")
     model = make_model("chat", r)
     async with sw.Runner(f"sqlite:///{tmp_path / 'ledger.db'}") as runner:
-        convo = await ask(model, [Message.user("Paris?")], TOOLS, runner=runner, turns=2)
+        convo = await ask(model, [Message.user("Paris?")], TOOLS, runner=runner, rounds=2)
         (run,) = await runner.list_runs()
         steps = await runner.steps(run.id)
     expected = llm.Usage(96 + 128, 16 + 15)

@@ -71,14 +71,14 @@ async def ask(
     options: Sequence[Any] = (),
     *,
     runner: sw.Runner | None = None,
-    turns: int = 1,
+    rounds: int = 1,
 ) -> list[Message]:
-    """Run ``turns`` model calls in one run, as an agent loop would; return what they added."""
+    """Run ``rounds`` model calls in one run, as an agent loop would; return what they added."""
 
     @sw.policy
     async def converse(ctx: sw.Context) -> list[Message]:
         messages = list(history)
-        for _ in range(turns):
+        for _ in range(rounds):
             messages += await ctx.call(model, observations=messages, options=list(options))
         return messages[len(history) :]
 

@@ -1,6 +1,6 @@
 """Adversarial review of the router: a model reply with neither a route nor
 any words is not a question to put to the user. The router asks the model
-again (it is one of its ``max_turns``) instead of suspending the run on an
+again (it is one of its ``max_rounds``) instead of suspending the run on an
 empty prompt that a person would have to answer."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_a_model_that_only_ever_says_nothing_runs_out_of_turns() -> None:
         ScriptedLLM([Message.assistant(" ")] * 2, name="r2_mute_model"),
         [r2_billing, r2_support],
         name="r2_mute",
-        max_turns=2,
+        max_rounds=2,
     )
     with pytest.raises(NoRoute, match=r"router 'r2_mute'.*in 2 calls"):
         finish(router, "hello?")

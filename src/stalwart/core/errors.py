@@ -35,7 +35,7 @@ defined here, once, and exported from one public place (shown on the right)::
     ├── ProviderStreamError (RuntimeError)     stalwart.llm
     ├── MissingAPIKey                          stalwart.llm
     ├── MissingDependency (ImportError)        stalwart.llm
-    ├── MaxTurnsExceeded                       stalwart.llm
+    ├── MaxRoundsExceeded                      stalwart.llm
     ├── BudgetExceeded                         stalwart.llm
     ├── OutputValidationError                  stalwart.llm
     ├── ScriptExhausted (RuntimeError)         stalwart.testing
@@ -75,7 +75,7 @@ __all__ = [
     "InputMismatchError",
     "InvalidRequest",
     "MailboxClosed",
-    "MaxTurnsExceeded",
+    "MaxRoundsExceeded",
     "McpError",
     "MissingAPIKey",
     "MissingDependency",
@@ -316,8 +316,9 @@ class MissingDependency(StalwartError, ImportError):
     """A provider's SDK is not installed; the message names the extra to install."""
 
 
-class MaxTurnsExceeded(StalwartError):
-    """An agent used all its turns without giving a final answer."""
+class MaxRoundsExceeded(StalwartError):
+    """An agent used all its rounds (``max_rounds`` model calls) without giving
+    a final answer."""
 
 
 class BudgetExceeded(StalwartError):
@@ -334,7 +335,7 @@ class ScriptExhausted(StalwartError, RuntimeError):
 
 
 class NoRoute(StalwartError):
-    """A journey router's model did not choose a route within ``max_turns``
+    """A journey router's model did not choose a route within ``max_rounds``
     model calls for one message, and the router has no ``fallback``."""
 
 

@@ -140,7 +140,7 @@ BRAIN = ScriptedLLM([_search(0), _read_top_hit, _search(1), _read_top_hit, _answ
 async def model(
     ctx: Context, observations: list[Message], options: Sequence[Any] = ()
 ) -> list[Message]:
-    """One turn of the heuristic model: tool calls, or the final answer."""
+    """One round of the heuristic model: tool calls, or the final answer."""
     PROBE.count(ctx.step_key, "model")
     if ctx.step_key == PROBE.pause_at:
         # The child's cue: the steps before this one are committed; kill me now.
@@ -169,7 +169,7 @@ _INSTRUCTIONS = "Answer from the release notes: search, read the best document, 
 
 
 @policy
-async def research(ctx: Context, question: str, max_turns: int = 8) -> str:
+async def research(ctx: Context, question: str, max_rounds: int = 8) -> str:
     """A tool-calling agent: ask the model, run the calls it makes, until it answers."""
     # Fixed ids: the conversation is the model step's argument, so it must be
     # the same on every execution for replay to recognise the step (S5).
@@ -177,9 +177,9 @@ async def research(ctx: Context, question: str, max_turns: int = 8) -> str:
         replace(Message.system(_INSTRUCTIONS), id=f"{ctx.run_id}:system"),
         replace(Message.user(question), id=f"{ctx.run_id}:question"),
     ]
-    for _ in range(max_turns):
+    for _ in range(max_rounds):
         reply = await ctx.call(model, conversation, options=TOOLS)
         conversation.extend(_stable_ids(reply))
         if not any(m.is_action_call for m in reply):
             return "\n".join(m.text for m in reply if m.role == "assistant")
-    raise RuntimeError(f"no answer after {max_turns} turns")
+    raise RuntimeError(f"no answer after {max_rounds} rounds")

@@ -2,7 +2,7 @@
 
     from enum import Enum
     from pydantic import BaseModel
-    from stalwart.journey import Journey, Step, Turn
+    from stalwart.journey import Journey, Step, ToolContext
 
     class Stage(Enum):
         IDENTIFY = "identify"
@@ -11,14 +11,14 @@
     class Ticket(BaseModel):
         customer: str = ""
 
-    async def identify(turn: Turn, email: str) -> str:
+    async def identify(ctx: ToolContext, email: str) -> str:
         '''Record who the customer is.
 
         Args:
             email: The customer's email address.
         '''
-        turn.state.customer = email
-        turn.goto(Stage.HELP)
+        ctx.state.customer = email
+        ctx.goto(Stage.HELP)
         return "identified"
 
     support = Journey(
@@ -33,7 +33,7 @@
     )
 
 Each step has its own instructions (rendered from the state) and tools; a
-tool that takes a :class:`Turn` changes the state and moves the journey, and
+tool that takes a :class:`ToolContext` changes the state and moves the journey, and
 the next model call of the same turn sees the new step. A
 :class:`Router` lets a model pick which journey (or agent) a conversation
 goes to. See ``docs/journeys.md``.
@@ -42,8 +42,17 @@ goes to. See ``docs/journeys.md``.
 from __future__ import annotations
 
 from ..core.errors import NoRoute
-from .journey import OUT_OF_TURNS, Journey, JourneyReply, Step
+from .journey import OUT_OF_ROUNDS, Journey, JourneyReply, Step
 from .router import Route, Router
-from .turn import Turn
+from .tool_context import ToolContext
 
-__all__ = ["OUT_OF_TURNS", "Journey", "JourneyReply", "NoRoute", "Route", "Router", "Step", "Turn"]
+__all__ = [
+    "OUT_OF_ROUNDS",
+    "Journey",
+    "JourneyReply",
+    "NoRoute",
+    "Route",
+    "Router",
+    "Step",
+    "ToolContext",
+]

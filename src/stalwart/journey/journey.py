@@ -3,7 +3,7 @@
 A support call goes identify, diagnose, resolve, confirm; each step has its
 own instructions and its own tools. A journey is a state machine over those
 steps (an ``Enum``) with a typed state (a pydantic model). Its tools change
-the state and move it to another step (see :mod:`.turn`), and the very next
+the state and move it to another step (see :mod:`.tool_context`), and the very next
 model call, in the same turn, is shown the new step's instructions, rendered
 from the new state, and offered the new step's tools.
 
@@ -32,7 +32,7 @@ from ..core.errors import CorruptedRecord
 from ..core.message import Message, thaw
 from ..core.policy import Policy, as_policy
 from ..llm import Usage, usage_of
-from .turn import EFFECTS, Effects, Scope, offered, scope
+from .tool_context import EFFECTS, Effects, Scope, offered, scope
 
 __all__ = ["Journey", "JourneyReply", "Step"]
 
@@ -41,7 +41,7 @@ S = TypeVar("S", bound=BaseModel)
 
 #: What the model is told when it has used its model calls for a turn and
 #: must answer with what it has, tools withheld.
-OUT_OF_TURNS = (
+OUT_OF_ROUNDS = (
     "You have used every tool call allowed for this message. Do not call tools: "
     "reply to the user now, in plain words, with what you have done and found so far, "
     "and what they can do next."
@@ -57,7 +57,7 @@ class Step:
             placeholders are the state's fields (``"The customer is
             {customer}."``), or a function of the state returning the prompt.
         tools: What the model may call at this step. A tool whose first
-            parameter is a :class:`~stalwart.journey.Turn` reads and changes
+            parameter is a :class:`~stalwart.journey.ToolContext` reads and changes
             the state and moves the journey.
         moves: The steps a tool may move the journey to from here (default:
             any).
@@ -92,7 +92,7 @@ class Journey(Generic[E, S]):
     conversation in one durable run. After each reply it waits for the next
     message, sent with ``runner.signal(run_id, "message", text)``, holding
     no memory or worker while it waits, until a tool calls
-    :meth:`~stalwart.journey.Turn.finish`. Inside a policy of your own,
+    :meth:`~stalwart.journey.ToolContext.finish`. Inside a policy of your own,
     :meth:`reply` answers one message.
 
     Args:
@@ -104,7 +104,7 @@ class Journey(Generic[E, S]):
         start: The first step.
         instructions: What every step's prompt begins with (who the agent is).
         name: The journey's policy name.
-        max_turns: The most model calls for one message. When they are
+        max_rounds: The most model calls for one message. When they are
             spent, one more call with the tools withheld asks the model for a
             reply to the user: the user gets words, never a tool's raw output.
         signal: The signal the journey waits for between messages.
@@ -119,7 +119,7 @@ class Journey(Generic[E, S]):
         start: E,
         instructions: str = "",
         name: str = "journey",
-        max_turns: int = 10,
+        max_rounds: int = 10,
         signal: str = "message",
     ) -> None:
         if start not in steps:
@@ -128,8 +128,8 @@ class Journey(Generic[E, S]):
         missing = [m.name for m in kind if m not in steps]
         if missing:
             raise ValueError(f"journey {name!r}: steps without a Step: {', '.join(missing)}")
-        if max_turns < 1:
-            raise ValueError("max_turns must be at least 1")
+        if max_rounds < 1:
+            raise ValueError("max_rounds must be at least 1")
         fields = set(state.model_fields)
         for member, spec in steps.items():
             if isinstance(spec.instructions, str):
@@ -141,7 +141,7 @@ class Journey(Generic[E, S]):
         self.start = start
         self.instructions = instructions
         self.name = name
-        self.max_turns = max_turns
+        self.max_rounds = max_rounds
         self.signal = signal
         self.options: dict[E, list[Policy[Any, Any]]] = {
             member: [offered(t) for t in spec.tools] for member, spec in steps.items()
@@ -198,14 +198,14 @@ class Journey(Generic[E, S]):
         here = _Here(self, ctx, after, state)
         messages = here.messages
         messages.append(Message.user(message))
-        for _ in range(self.max_turns):
+        for _ in range(self.max_rounds):
             out = await here.call_model(messages, self.options[here.step])
             messages.extend(out)
             await here.apply(out)
             if not any(m.action_call is not None for m in out):
                 return here.reply(_text(out))
         # Out of model calls: one more, tools withheld, for a reply in words.
-        note = Message.system(OUT_OF_TURNS)
+        note = Message.system(OUT_OF_ROUNDS)
         out = await here.call_model([*messages, note], None)
         messages.extend(m for m in out if m.action_call is None)
         text = _text(out) or (

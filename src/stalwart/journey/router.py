@@ -85,11 +85,11 @@ class Router:
         instructions: What the model is told about the routes, after the
             routing rules (who the desk is, how to tell the routes apart).
         name: The router's policy name.
-        max_turns: The most model calls for one user message. A model that
+        max_rounds: The most model calls for one user message. A model that
             keeps calling tools that are not routes, or replies with nothing
             at all, is stopped there.
         fallback: The name of the route taken when the model has not chosen
-            within ``max_turns``; without one, :class:`NoRoute` is raised.
+            within ``max_rounds``; without one, :class:`NoRoute` is raised.
         signal: The signal that carries the user's next message, while the
             router waits for an answer to its question (and, for a journey
             behind a route, afterwards).
@@ -102,18 +102,18 @@ class Router:
         *,
         instructions: str = "",
         name: str = "router",
-        max_turns: int = 3,
+        max_rounds: int = 3,
         fallback: str | None = None,
         signal: str = "message",
     ) -> None:
         if not routes:
             raise ValueError(f"router {name!r} needs at least one route")
-        if max_turns < 1:
-            raise ValueError(f"router {name!r}: max_turns must be at least 1")
+        if max_rounds < 1:
+            raise ValueError(f"router {name!r}: max_rounds must be at least 1")
         self.model = model
         self.instructions = instructions
         self.name = name
-        self.max_turns = max_turns
+        self.max_rounds = max_rounds
         self.signal = signal
         self.routes: dict[str, _Resolved] = {}
         for i, given in enumerate(routes):
@@ -154,7 +154,7 @@ class Router:
         model asks the user something instead. ``conversation`` grows by
         what the model said and the results of its calls."""
         system = Message.system("\n\n".join(p for p in (ROUTING, self.instructions.strip()) if p))
-        for _ in range(self.max_turns):
+        for _ in range(self.max_rounds):
             out = _as_messages(
                 await ctx.call(
                     self.model, observations=[system, *conversation], options=self.tools
@@ -175,7 +175,7 @@ class Router:
             return self.fallback, ""
         raise NoRoute(
             f"router {self.name!r} (run {ctx.run_id!r}, step {ctx.step_key or '(root)'}): "
-            f"the model chose none of {', '.join(self.routes)} in {self.max_turns} calls, "
+            f"the model chose none of {', '.join(self.routes)} in {self.max_rounds} calls, "
             "and the router has no fallback"
         )
 

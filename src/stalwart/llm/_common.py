@@ -1,9 +1,10 @@
-"""What every provider conversion shares: turns, media, results and SDK objects.
+"""What every provider conversion shares: groups, media, results and SDK objects.
 
 Providers differ in shape but agree on structure: a conversation is a list of
-turns, and an assistant turn carries text and any number of tool calls at once.
-:func:`turns` finds those turns in a flat ``Message`` list once, so that each
-provider module only has to render them.
+provider messages, and an assistant's carries text and any number of tool
+calls at once. :func:`grouped` finds those groups of Stalwart messages in a
+flat ``Message`` list once, so that each provider module only has to render
+them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..core.message import ActionCall, ActionResult, Media, Message, Text, plain
 from ._tools import parse_arguments
 
 __all__ = [
-    "Turn",
+    "Group",
     "arguments_json",
     "b64",
     "call_message",
@@ -28,40 +29,40 @@ __all__ = [
     "data_url",
     "filename_for",
     "get",
+    "grouped",
     "only_text",
     "plain_arguments",
     "result_content",
     "result_of",
     "stamped",
     "text_message",
-    "turns",
     "unsupported",
 ]
 
-TurnKind = Literal["system", "user", "assistant", "results"]
+GroupKind = Literal["system", "user", "assistant", "results"]
 
 
 @dataclass(slots=True)
-class Turn:
-    """Consecutive messages that a provider sends as one unit.
+class Group:
+    """Consecutive messages that a provider sends as one of its messages.
 
-    ``assistant`` turns hold the text and call messages of one actor;
-    ``results`` turns hold consecutive action results; ``system`` and
-    ``user`` turns hold one message each.
+    ``assistant`` groups hold the text and call messages of one actor;
+    ``results`` groups hold consecutive action results; ``system`` and
+    ``user`` groups hold one message each.
     """
 
-    kind: TurnKind
+    kind: GroupKind
     messages: list[Message] = field(default_factory=list)
 
 
-def turns(messages: Sequence[Message]) -> list[Turn]:
-    """Group ``messages`` into provider turns.
+def grouped(messages: Sequence[Message]) -> list[Group]:
+    """Group ``messages`` into the messages a provider is sent.
 
     Checks on the way that every result answers a call made earlier: a
     provider would refuse an orphan result with an opaque 400, and this error
     says which call id is missing.
     """
-    out: list[Turn] = []
+    out: list[Group] = []
     called: set[str] = set()
     for m in messages:
         last = out[-1] if out else None
@@ -74,7 +75,7 @@ def turns(messages: Sequence[Message]) -> list[Turn]:
             if last is not None and last.kind == "results":
                 last.messages.append(m)
             else:
-                out.append(Turn("results", [m]))
+                out.append(Group("results", [m]))
             continue
         if m.action_call is not None:
             called.add(m.action_call.id)
@@ -82,11 +83,11 @@ def turns(messages: Sequence[Message]) -> list[Turn]:
             if last is not None and last.kind == "assistant" and last.messages[0].actor == m.actor:
                 last.messages.append(m)
             else:
-                out.append(Turn("assistant", [m]))
+                out.append(Group("assistant", [m]))
         elif m.role == "system":
-            out.append(Turn("system", [m]))
+            out.append(Group("system", [m]))
         elif m.role == "user":
-            out.append(Turn("user", [m]))
+            out.append(Group("user", [m]))
         else:
             raise ValueError(f"a {m.role!r} message must carry an action result (message {m.id})")
     return out

@@ -1,6 +1,6 @@
 """What the model is shown of a long conversation: a window, or a summary.
 
-An agent's conversation grows with every turn; a context policy decides,
+An agent's conversation grows with every round; a context policy decides,
 before each model call, what of it the model reads. :class:`Window` keeps the
 last messages; :class:`Compaction` has the model summarize the older part.
 Both keep each tool call with its results and decide from recorded data only
@@ -180,7 +180,7 @@ class Compaction:
         if max_messages is not None and max_messages <= keep_last + 2:
             raise ValueError(
                 "max_messages must exceed keep_last + 2 (the instructions and the task stay), "
-                "or every turn would compact"
+                "or every round would compact"
             )
         self.max_messages = max_messages
         self.max_input_tokens = max_input_tokens

@@ -2,8 +2,8 @@
 
 Anthropic differs from OpenAI in three ways that shape this module: the system
 prompt is a request parameter, not a message; tool results are ``tool_result``
-blocks inside a *user* turn (all results of one assistant turn in one user
-turn, before any text); and turns alternate, so consecutive turns of one role
+blocks inside a *user* message (all results of one assistant message in one
+user message, before any text); and the roles alternate, so consecutive messages of one role
 are merged into one. Content is always sent as a list of blocks so that merging
 is a list extension.
 """
@@ -20,13 +20,13 @@ from ._common import (
     call_message,
     call_of,
     get,
+    grouped,
     only_text,
     plain_arguments,
     result_content,
     result_of,
     stamped,
     text_message,
-    turns,
     unsupported,
 )
 from ._tools import ToolSpec
@@ -72,19 +72,19 @@ def to_anthropic_messages(
     """
     system: list[str] = []
     out: list[dict[str, Any]] = []
-    for turn in turns(messages):
-        if turn.kind == "system":
-            text = only_text(turn.messages[0], "an Anthropic system prompt")
+    for group in grouped(messages):
+        if group.kind == "system":
+            text = only_text(group.messages[0], "an Anthropic system prompt")
             if not out:
                 system.append(text)
                 continue
             role, blocks = "user", _text_blocks(text)
-        elif turn.kind == "user":
-            role, blocks = "user", _user_blocks(turn.messages[0])
-        elif turn.kind == "assistant":
-            role, blocks = "assistant", _assistant_blocks(turn.messages)
+        elif group.kind == "user":
+            role, blocks = "user", _user_blocks(group.messages[0])
+        elif group.kind == "assistant":
+            role, blocks = "assistant", _assistant_blocks(group.messages)
         else:
-            role, blocks = "user", [_tool_result(m) for m in turn.messages]
+            role, blocks = "user", [_tool_result(m) for m in group.messages]
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
@@ -141,7 +141,7 @@ def _assistant_blocks(messages: list[Message]) -> list[dict[str, Any]]:
             )
         else:
             if m.media:
-                raise unsupported(m.media[0], "an Anthropic assistant turn")
+                raise unsupported(m.media[0], "an Anthropic assistant message")
             for p in m.parts:
                 if isinstance(p, Text):
                     blocks.extend(_text_blocks(p.text))
@@ -179,7 +179,7 @@ def anthropic_usage(usage: Any) -> Usage:
 def from_anthropic_content(
     content: Sequence[Any], *, actor: str = "assistant", truncated: bool = False
 ) -> list[Message]:
-    """The Messages of an assistant turn's blocks, in their order.
+    """The Messages of an assistant message's blocks, in their order.
 
     Adjacent text blocks (Anthropic splits text around citations) become one
     Message with a part each. Blocks Stalwart has no Message for (thinking,

@@ -4,7 +4,7 @@ Requests are built as plain JSON-shaped dicts, which the SDK sends as they are;
 responses are read with :func:`~._common.get`, so SDK objects and recorded
 JSON convert alike and the ``openai`` package is never imported here.
 
-Chat Completions keeps an assistant turn in one message (``content`` plus
+Chat Completions keeps an assistant's group in one message (``content`` plus
 ``tool_calls``), and results as ``tool`` messages, which take no media: the
 media a result carries follows them in a user message. It is also the API
 OpenAI-compatible servers speak, so the reader is lenient where they differ
@@ -25,12 +25,12 @@ from ._common import (
     data_url,
     filename_for,
     get,
+    grouped,
     only_text,
     result_content,
     result_of,
     stamped,
     text_message,
-    turns,
     unsupported,
 )
 from ._tools import ToolSpec
@@ -77,19 +77,19 @@ def to_chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     with the call it came from.
     """
     out: list[dict[str, Any]] = []
-    for turn in turns(messages):
-        if turn.kind == "system":
-            text = only_text(turn.messages[0], "an OpenAI chat system message")
+    for group in grouped(messages):
+        if group.kind == "system":
+            text = only_text(group.messages[0], "an OpenAI chat system message")
             out.append({"role": "system", "content": text})
-        elif turn.kind == "user":
-            out.append({"role": "user", "content": _chat_user_content(turn.messages[0])})
-        elif turn.kind == "assistant":
-            assistant = _chat_assistant(turn.messages)
+        elif group.kind == "user":
+            out.append({"role": "user", "content": _chat_user_content(group.messages[0])})
+        elif group.kind == "assistant":
+            assistant = _chat_assistant(group.messages)
             if assistant is not None:
                 out.append(assistant)
         else:
             media_parts: list[dict[str, Any]] = []
-            for m in turn.messages:
+            for m in group.messages:
                 result = result_of(m)
                 text, media = result_content(m)
                 out.append({"role": "tool", "tool_call_id": result.call_id, "content": text})

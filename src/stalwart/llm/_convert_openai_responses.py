@@ -4,7 +4,7 @@ Requests are built as plain JSON-shaped dicts, which the SDK sends as they are;
 responses are read with :func:`~._common.get`, so SDK objects and recorded
 JSON convert alike and the ``openai`` package is never imported here.
 
-The Responses API has no turns: text, function calls and their outputs are
+The Responses API has no role messages: text, function calls and their outputs are
 separate input items, which is already the shape of a Stalwart conversation.
 The whole conversation is sent each time (no ``previous_response_id``): the
 conversation a run replays is the one in its ledger.
@@ -24,12 +24,12 @@ from ._common import (
     data_url,
     filename_for,
     get,
+    grouped,
     only_text,
     result_content,
     result_of,
     stamped,
     text_message,
-    turns,
     unsupported,
 )
 from ._tools import ToolSpec
@@ -68,14 +68,14 @@ def to_responses_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 def to_responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """``input`` items for the Responses API (the whole conversation, stateless)."""
     out: list[dict[str, Any]] = []
-    for turn in turns(messages):
-        if turn.kind == "system":
-            text = only_text(turn.messages[0], "an OpenAI Responses system message")
+    for group in grouped(messages):
+        if group.kind == "system":
+            text = only_text(group.messages[0], "an OpenAI Responses system message")
             out.append({"role": "system", "content": text})
-        elif turn.kind == "user":
-            out.append({"role": "user", "content": _responses_user_content(turn.messages[0])})
-        elif turn.kind == "assistant":
-            for m in turn.messages:
+        elif group.kind == "user":
+            out.append({"role": "user", "content": _responses_user_content(group.messages[0])})
+        elif group.kind == "assistant":
+            for m in group.messages:
                 if m.action_call is not None:
                     call = call_of(m)
                     out.append(
@@ -91,7 +91,7 @@ def to_responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     if text:
                         out.append({"role": "assistant", "content": text})
         else:
-            for m in turn.messages:
+            for m in group.messages:
                 text, media = result_content(m)
                 output: str | list[dict[str, Any]] = text
                 if media:

@@ -154,7 +154,7 @@ class Provider:
     async def __call__(
         self, ctx: Context, observations: list[Message], options: Sequence[Any] = ()
     ) -> list[Message]:
-        """Ask the model for its next turn: text, action calls, or both.
+        """Ask the model for its next round: text, action calls, or both.
 
         The options become the model's tools; the runtime runs the calls it
         makes. The first message of the reply carries the call's token usage

@@ -33,7 +33,7 @@ from pydantic.json_schema import SkipJsonSchema
 from ..conversations import Followups, taking_followups
 from ..core.context import Context
 from ..core.declared import declare_annotation
-from ..core.errors import MaxTurnsExceeded, OutputValidationError
+from ..core.errors import MaxRoundsExceeded, OutputValidationError
 from ..core.message import Message, Text, plain
 from ..core.policy import Policy, as_policy
 from ._budget import Tally, inherited_budget, passing_down
@@ -72,7 +72,7 @@ class Agent:
             or, bound on an application context class, the attribute's name.
         description: What a model that may call this agent is told it does
             (default: the first paragraph of the instructions).
-        max_turns: The most model calls before :class:`MaxTurnsExceeded`.
+        max_rounds: The most model calls before :class:`MaxRoundsExceeded`.
         output_type: A pydantic model (or any type pydantic validates) the
             final answer must be, as JSON; the agent then returns an instance.
             Define it at module level, so that a durable run can record it.
@@ -93,7 +93,7 @@ class Agent:
         tools: Sequence[Any] = (),
         name: str | None = None,
         description: str | None = None,
-        max_turns: int = 20,
+        max_rounds: int = 20,
         output_type: Any = None,
         max_repairs: int = 2,
         context: ContextPolicy | None = None,
@@ -101,7 +101,7 @@ class Agent:
     ) -> None:
         given = name  # an unnamed agent bound on a context is named after its attribute
         name = name or "agent"
-        _check_limits(name, max_turns, max_repairs, budget)
+        _check_limits(name, max_rounds, max_repairs, budget)
         if isinstance(model, str):
             from ._model import model as from_string
 
@@ -110,7 +110,7 @@ class Agent:
         self.instructions = instructions
         self.name = name
         self.description = description or _first_paragraph(instructions) or f"The {name} agent."
-        self.max_turns = max_turns
+        self.max_rounds = max_rounds
         self.output_type = output_type
         declare_annotation(output_type)  # its answers are read back on replay
         self.max_repairs = max_repairs
@@ -266,7 +266,7 @@ class _AgentTool:
 
 
 class _Loop:
-    """One invocation of an agent: its conversation, turns and tokens."""
+    """One invocation of an agent: its conversation, rounds and tokens."""
 
     def __init__(self, agent: Agent, ctx: Context, followups: Followups | None = None) -> None:
         self.agent = agent
@@ -310,20 +310,20 @@ class _Loop:
 
     # -- the loop ------------------------------------------------------------------------
     async def run(self, question: str, history: Sequence[Message] | None) -> tuple[Any, Usage]:
-        """Turns until the model answers without calling a tool (and the answer
+        """Rounds until the model answers without calling a tool (and the answer
         validates, when the agent has an output type); the answer and the tokens used."""
         agent = self.agent
         messages = self._opening(question, history)
-        turns = repairs = 0
+        rounds = repairs = 0
         while True:
-            if turns >= agent.max_turns:
-                raise MaxTurnsExceeded(self._out_of_turns(messages))
+            if rounds >= agent.max_rounds:
+                raise MaxRoundsExceeded(self._out_of_rounds(messages))
             if self.followups is not None:  # recorded receives: replay adds the same
                 messages.extend(await self.followups(self.ctx))
             if agent.context is not None:
                 messages = list(await agent.context(messages, self.call_model))
             out = await self.call_model(messages, options=agent.options)
-            turns += 1
+            rounds += 1
             messages.extend(out)
             if any(m.action_call is not None for m in out):
                 continue
@@ -352,26 +352,26 @@ class _Loop:
         messages.append(Message.user(question))
         return messages
 
-    def _out_of_turns(self, messages: list[Message]) -> str:
+    def _out_of_rounds(self, messages: list[Message]) -> str:
         last = [m.action_call.name for m in messages[-20:] if m.action_call is not None]
-        called = f"; its last turns called {', '.join(last[-5:])}" if last else ""
+        called = f"; its last rounds called {', '.join(last[-5:])}" if last else ""
         return (
-            f"agent {self.agent.name!r} used its {self.agent.max_turns} turns "
-            f"(max_turns) without giving a final answer{called}"
+            f"agent {self.agent.name!r} used its {self.agent.max_rounds} rounds "
+            f"(max_rounds) without giving a final answer{called}"
         )
 
 
 # -- helpers -------------------------------------------------------------------------
 
 
-def _check_limits(name: str, max_turns: int, max_repairs: int, budget: int | None) -> None:
+def _check_limits(name: str, max_rounds: int, max_repairs: int, budget: int | None) -> None:
     if not _NAME.match(name):
         raise ValueError(
             f"agent name {name!r} must be 1 to 64 letters, digits, '_' or '-' "
             "(it is a tool name when the agent is a sub-agent)"
         )
-    if max_turns < 1:
-        raise ValueError("max_turns must be at least 1")
+    if max_rounds < 1:
+        raise ValueError("max_rounds must be at least 1")
     if max_repairs < 0:
         raise ValueError("max_repairs must be at least 0")
     if budget is not None and budget < 1:

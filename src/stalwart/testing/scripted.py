@@ -1,7 +1,7 @@
 """Offline stand-ins for models, so agent loops are tested without an API key.
 
 :class:`ScriptedLLM` plays a script of replies. Its position in the script is
-the number of turns it has already taken in the conversation it is shown, not
+the number of replies it has already given in the conversation it is shown, not
 a counter in memory: a durable run that replays its first model calls and
 resumes live gets the next reply, exactly as it would from a real model.
 """
@@ -41,7 +41,7 @@ class _BoundScript(Protocol):
 
 
 class ScriptedLLM:
-    """A policy that answers from a script of replies, one per turn.
+    """A policy that answers from a script of replies, one per model call.
 
     Each reply is text, a message (an action call), a list of messages
     (parallel calls, or text with calls), or a function of the observations
@@ -71,28 +71,29 @@ class ScriptedLLM:
     async def __call__(
         self, ctx: Context, observations: list[Message], options: Sequence[Any] = ()
     ) -> list[Message]:
-        """Reply to the conversation with the script's next turn."""
-        turn = self._turns_taken(observations)
-        if turn >= len(self.script):
+        """Reply to the conversation with the script's next reply."""
+        given = self._replies_given(observations)
+        if given >= len(self.script):
             raise ScriptExhausted(
-                f"{self.name}: the script has {len(self.script)} replies, turn {turn + 1} was asked"
+                f"{self.name}: the script has {len(self.script)} replies, "
+                f"reply {given + 1} was asked"
             )
         self.calls += 1
-        reply: Any = self.script[turn]
+        reply: Any = self.script[given]
         if callable(reply) and not isinstance(reply, Message):
             reply = reply(observations, options)
             if inspect.isawaitable(reply):
                 reply = await reply
         return [self._own(m) for m in _as_messages(reply)]
 
-    def _turns_taken(self, observations: Sequence[Message]) -> int:
-        turns, inside = 0, False
+    def _replies_given(self, observations: Sequence[Message]) -> int:
+        given, inside = 0, False
         for m in observations:
             mine = m.role == "assistant" and m.actor == self.name
             if mine and not inside:
-                turns += 1
+                given += 1
             inside = mine
-        return turns
+        return given
 
     def _own(self, m: Message) -> Message:
         if m.role == "assistant" and m.actor != self.name:

@@ -1,4 +1,4 @@
-"""What a journey's tool sees and changes: the :class:`Turn`.
+"""What a journey's tool sees and changes: the :class:`ToolContext`.
 
 A tool moves the journey or updates its state, but a tool step is not run
 again on replay: its recorded result is all a resumed run gets back. So a
@@ -27,7 +27,7 @@ from ..core.context import Context
 from ..core.message import Message, Text, plain
 from ..core.policy import Policy, as_policy
 
-__all__ = ["EFFECTS", "Effects", "Scope", "Turn", "offered", "scope"]
+__all__ = ["EFFECTS", "Effects", "Scope", "ToolContext", "offered", "scope"]
 
 #: The key of a tool result's ``meta`` that carries what the tool changed.
 EFFECTS = "journey"
@@ -85,15 +85,15 @@ class Effects:
         )
 
 
-class Turn(Context):
+class ToolContext(Context):
     """The context of a journey's tool: the state to read and change, and moves.
 
-    Annotate a tool's first parameter with it (``turn: Turn``); the model
-    never sees that parameter. ``turn.state`` is this call's own copy of the
+    Annotate a tool's first parameter with it (``ctx: ToolContext``); the model
+    never sees that parameter. ``ctx.state`` is this call's own copy of the
     journey's state (mutate it); :meth:`goto` moves the journey to another
-    step and :meth:`finish` ends it after this turn's reply. A Turn is a
+    step and :meth:`finish` ends it after this turn's reply. A ToolContext is a
     :class:`~stalwart.core.context.Context`, so the tool can make recorded
-    calls of its own (``await turn.call(...)``).
+    calls of its own (``await ctx.call(...)``).
     """
 
     @property
@@ -101,7 +101,7 @@ class Turn(Context):
         found = _SCOPE.get()
         if found is None:
             raise RuntimeError(
-                "this tool takes a journey Turn, but it was not called by a journey's model"
+                "this tool takes a journey ToolContext, but it was not called by a journey's model"
             )
         return found
 
@@ -167,22 +167,22 @@ class Turn(Context):
 
 def offered(tool: Any) -> Policy[Any, Any]:
     """The policy a journey offers for ``tool``: itself, or, for a tool that
-    takes a :class:`Turn`, a wrapper that returns what it changed with its answer."""
+    takes a :class:`ToolContext`, a wrapper that returns what it changed with its answer."""
     pol = as_policy(tool)
-    if pol.ctx_class is None or not issubclass(pol.ctx_class, Turn):
+    if pol.ctx_class is None or not issubclass(pol.ctx_class, ToolContext):
         return pol
     return Policy(_carrying_effects(pol.fn), name=pol.name, description=pol.description)
 
 
 def _carrying_effects(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` whose result carries the Turn's effects (its signature kept for the schema)."""
+    """``fn`` whose result carries the ToolContext's effects (its signature kept for the schema)."""
 
     @functools.wraps(fn)
-    async def tool(turn: Turn, /, *args: Any, **kwargs: Any) -> Any:
-        value = fn(turn, *args, **kwargs)
+    async def tool(ctx: ToolContext, /, *args: Any, **kwargs: Any) -> Any:
+        value = fn(ctx, *args, **kwargs)
         if inspect.isawaitable(value):
             value = await value
-        effects = turn.effects()
+        effects = ctx.effects()
         if effects is None:
             return value
         if value is None:
@@ -191,6 +191,6 @@ def _carrying_effects(fn: Callable[..., Any]) -> Callable[..., Any]:
             text = value
         else:
             text = json.dumps(plain(value), ensure_ascii=False)
-        return Message("tool", turn.scope.journey, (Text(text),), meta={EFFECTS: effects.to_json()})
+        return Message("tool", ctx.scope.journey, (Text(text),), meta={EFFECTS: effects.to_json()})
 
     return tool
