@@ -5,7 +5,7 @@ chat APIs, so that providers convert it without loss: a ``role`` the APIs know
 (system, user, assistant, tool), the ``actor`` that produced it (a person, or a
 policy's name), content ``parts`` (text and media), and at most one action
 ``call`` or action ``result``. Parallel tool calls are consecutive call
-messages; providers merge them back into one assistant turn.
+messages; providers merge them back into one assistant message of their own.
 
 A message never changes once built, down to its payload: the dicts, lists
 and sets of a call's ``arguments``, a result's ``value`` and ``meta`` are
@@ -56,8 +56,8 @@ def _new_id() -> str:
 # these: they are still a dict, a list, a set to every reader (isinstance,
 # json, pydantic, ==, the codec), but a change raises instead of slipping
 # past the ledger, which trusts a message it has seen not to change (S5).
-# Copying once per message keeps a turn's cost to its new messages; encoding
-# every message again each turn would make a long conversation quadratic.
+# Copying once per message keeps a round's cost to its new messages; encoding
+# every message again each round would make a long conversation quadratic.
 
 
 def _refused(container: object, method: str) -> NoReturn:
