@@ -44,14 +44,14 @@ async def capital_of(country: str) -> dict[str, str]:
 
 
 def ask_tool(observations: list[sw.Message], options: Sequence[Any]) -> sw.Message:
-    """Turn 1: call the tool with the country named in the question."""
+    """Round 1: call the tool with the country named in the question."""
     question = observations[-1].text.rstrip("?").split()
     country = next((w for w in question if w.lower() in CAPITALS), question[-1])
     return call("capital_of", country=country)
 
 
 def answer(observations: list[sw.Message], options: Sequence[Any]) -> str:
-    """Turn 2: answer from the tool's result (its text is the JSON it sent)."""
+    """Round 2: answer from the tool's result (its text is the JSON it sent)."""
     result = observations[-1]
     if result.is_error:
         return f"I could not find out: {result.text}"
