@@ -1,0 +1,106 @@
+"""What a worker claims: a run of its own that woke is taken however many
+other ready runs stand before it, and runs it may not take stay where they
+are. Real Runners on a real SQLite file and real PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+
+import stalwart as sw
+
+BOUND = 30.0  # a hang fails the test
+CROWD = 200  # more ready runs than one claim reads (its batch, twice over)
+
+
+@sw.policy
+async def waits(ctx: sw.Context) -> str:
+    got = await ctx.wait_for("go")
+    return f"got {got}"
+
+
+@sw.policy
+async def other(n: int) -> int:
+    return n
+
+
+async def _until_suspended(runner: sw.Runner, run_id: str) -> None:
+    async with asyncio.timeout(BOUND):
+        while (await runner.get_run(run_id)).status != "suspended":
+            await asyncio.sleep(0.01)
+
+
+async def test_a_run_of_ours_woken_behind_a_crowd_of_others_is_claimed(store_url: str) -> None:
+    """A runner that does not serve executes its own runs only. When one of
+    them wakes while the store holds more ready runs of higher priority than
+    a claim reads, all of them runs it may not take, it is still claimed."""
+    async with sw.Runner(store_url, policies=[waits, other], poll_interval=0.05) as runner:
+        handle = await runner.start(waits, run_id="ours")
+        await _until_suspended(runner, "ours")
+        async with sw.Runner(store_url) as producer:  # enqueues, serves nothing
+            await producer.enqueue_many([sw.RunCall(other, i) for i in range(CROWD)], priority=5)
+            await producer.signal("ours", "go", 1)  # from elsewhere: the store wakes it
+        async with asyncio.timeout(BOUND):
+            assert await handle.result() == "got 1"
+        waiting = await runner.list_runs(status="pending", limit=CROWD + 1)
+    assert len(waiting) == CROWD  # not ours to take: it serves nothing
+
+
+async def test_a_run_of_ours_that_woke_is_claimed_while_others_of_ours_still_wait(
+    store_url: str,
+) -> None:
+    async with sw.Runner(store_url, policies=[waits, other], poll_interval=0.05) as runner:
+        handles = [await runner.start(waits, run_id=f"ours-{i}") for i in range(20)]
+        for h in handles:
+            await _until_suspended(runner, h.run_id)
+        async with sw.Runner(store_url) as producer:
+            await producer.enqueue_many([sw.RunCall(other, i) for i in range(CROWD)], priority=5)
+            await producer.signal("ours-7", "go", 7)
+        async with asyncio.timeout(BOUND):
+            assert await handles[7].result() == "got 7"
+        still = await runner.list_runs(status="suspended", limit=50)
+    assert sorted(r.id for r in still) == sorted(h.run_id for h in handles if h.run_id != "ours-7")
+
+
+RELEASE: dict[str, asyncio.Event] = {}
+ACTIVE = {"now": 0, "max": 0}
+
+
+@sw.policy
+async def blocks() -> str:
+    await RELEASE["blocker"].wait()  # in-process: the run stays live here until released
+    return "released"
+
+
+@sw.policy
+async def waits_then_works(ctx: sw.Context) -> str:
+    got = await ctx.wait_for("go")
+    ACTIVE["now"] += 1
+    ACTIVE["max"] = max(ACTIVE["max"], ACTIVE["now"])
+    await asyncio.sleep(0.05)  # a window in which a second run would show
+    ACTIVE["now"] -= 1
+    return f"got {got}"
+
+
+async def test_runs_of_ours_claimed_behind_a_crowd_respect_concurrency(store_url: str) -> None:
+    """Two runs of ours wake while the one slot is taken: once it is free,
+    they run one at a time, not both at once, however many others crowd
+    the ready list."""
+    RELEASE["blocker"] = asyncio.Event()
+    ACTIVE.update(now=0, max=0)
+    async with sw.Runner(
+        store_url, policies=[waits_then_works, blocks, other], poll_interval=0.05, concurrency=1
+    ) as runner:
+        first = await runner.start(waits_then_works, run_id="a")
+        second = await runner.start(waits_then_works, run_id="b")
+        await _until_suspended(runner, "a")
+        await _until_suspended(runner, "b")
+        blocker = await runner.start(blocks, run_id="blocker")
+        async with sw.Runner(store_url) as producer:
+            await producer.enqueue_many([sw.RunCall(other, i) for i in range(CROWD)], priority=5)
+            await producer.signal("a", "go", 1)
+            await producer.signal("b", "go", 2)
+        RELEASE["blocker"].set()
+        async with asyncio.timeout(BOUND):
+            assert await blocker.result() == "released"
+            assert [await first.result(), await second.result()] == ["got 1", "got 2"]
+    assert ACTIVE["max"] == 1
