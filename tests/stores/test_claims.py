@@ -127,3 +127,26 @@ async def test_claim_due_leaves_runs_of_a_policy_the_caller_lacks(store: Store) 
     for run_id in ("theirs-abandoned", "theirs-ready"):
         rec = await store.get_run(run_id)
         assert rec is not None and rec.owner != ME
+
+
+async def test_claim_due_skips_the_runs_accept_refuses_and_takes_the_next(store: Store) -> None:
+    await _held(store, "refused-abandoned", FAR, -1.0)
+    await _held(store, "abandoned", FAR, -1.0)
+    await store.create_runs(
+        [
+            RunRecord("refused-ready", "p", "{}", priority=9),
+            RunRecord("ready", "p", "{}", priority=1),
+        ]
+    )
+    seen: list[str] = []
+
+    def accept(rec: RunRecord) -> bool:
+        seen.append(rec.id)
+        return _any(rec) and not rec.id.startswith("refused")
+
+    got = await store.claim_due(ME, 30.0, 10, accept)
+    assert sorted(r.id for r in got) == ["abandoned", "ready"]
+    assert {"refused-abandoned", "refused-ready"} <= set(seen)
+    for run_id in ("refused-abandoned", "refused-ready"):
+        rec = await store.get_run(run_id)
+        assert rec is not None and rec.owner != ME

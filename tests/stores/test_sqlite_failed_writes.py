@@ -1,0 +1,240 @@
+"""SQLite: a write that fails fails alone, as the error its caller can act on.
+
+Step records of several runs share the open transaction (group commit, S6).
+A write that fails beside them -- refused by the store's own rules, a value
+SQLite cannot bind, a full file, a commit SQLite interrupts -- must neither
+drop nor fail the records beside it, and its caller sees a StoreError
+(permanent) or StoreUnavailable (retry later) that says what went wrong:
+never a TypeError or an OverflowError from inside the store.
+
+Real files. ``max_page_count`` fills the file for real, and a progress
+handler makes SQLite interrupt statements (SQLITE_INTERRUPT rolls an
+explicit transaction back, as a failing disk would).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from stalwart.core.errors import RunNotFound, StoreError, StoreUnavailable
+from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.stores.sqlite import SQLiteStore
+
+OWNER = "elsewhere:1:me"  # another host: never judged dead here
+
+
+def _step(key: str, output: str = "1") -> StepRecord:
+    now = time.time()
+    return StepRecord(key, "p", "h", "{}", output, None, 1, now, now)
+
+
+async def _running(store: SQLiteStore, run_id: str) -> int:
+    await store.create_run(RunRecord(run_id, "p", "{}"))
+    claimed = await store.claim(run_id, OWNER, 30.0)
+    assert claimed is not None
+    return claimed.fence
+
+
+def _committed_keys(path: Path, run_id: str) -> list[str]:
+    """The step keys another process reads: committed ones only."""
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute("SELECT key FROM steps WHERE run_id = ? ORDER BY key", (run_id,))
+        return [key for (key,) in rows]
+    finally:
+        db.close()
+
+
+def _interrupt(times: int | None) -> Callable[[], int]:
+    """A progress handler interrupting the next ``times`` statements (all if None)."""
+    left = [times]
+
+    def handler() -> int:
+        if left[0] is None:
+            return 1
+        if left[0] == 0:
+            return 0
+        left[0] -= 1
+        return 1
+
+    return handler
+
+
+@pytest.fixture
+async def grouped(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    """``durability=group``: a step is acknowledged before its commit, which
+    waits long enough for a test to act beside it."""
+    store = SQLiteStore(tmp_path / "ledger.db", durability="group", group_delay=0.05)
+    await store.open()
+    try:
+        yield store
+    finally:
+        store.db.set_progress_handler(None, 1)
+        await store.close()
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    """``durability=commit``: a step returns once its record is committed."""
+    store = SQLiteStore(tmp_path / "ledger.db")
+    await store.open()
+    try:
+        yield store
+    finally:
+        store.db.set_progress_handler(None, 1)
+        await store.close()
+
+
+async def test_a_refused_write_keeps_the_acknowledged_steps_beside_it(
+    grouped: SQLiteStore, tmp_path: Path
+) -> None:
+    """x's step is acknowledged, not yet committed; a signal to a run that
+    does not exist is refused in the same transaction. The refusal is the
+    caller's (RunNotFound, naming the run); x's step is committed."""
+    x = await _running(grouped, "x")
+    await grouped.record_step("x", x, _step("1"))
+    with pytest.raises(RunNotFound, match="no run 'nobody'"):
+        await grouped.send_signal("nobody", "go", "1")
+    assert _committed_keys(tmp_path / "ledger.db", "x") == ["1"]
+    await grouped.record_step("x", x, _step("2"))
+    await grouped.finish_run("x", x, "succeeded", "3", None)
+    assert sorted(await grouped.load_steps("x")) == ["1", "2"]
+
+
+@pytest.mark.parametrize("beside", [False, True], ids=["alone", "beside-a-step"])
+async def test_a_value_sqlite_cannot_store_is_a_store_error(
+    grouped: SQLiteStore, tmp_path: Path, beside: bool
+) -> None:
+    """A priority past SQLite's 64-bit integers: a StoreError naming the
+    value's problem, whether the write is alone or shares the transaction
+    with an acknowledged step, which is kept."""
+    x = await _running(grouped, "x")
+    if beside:
+        await grouped.record_step("x", x, _step("1"))
+    with pytest.raises(StoreError, match="cannot store a value") as caught:
+        await grouped.create_run(RunRecord("big", "p", "{}", priority=2**70))
+    assert type(caught.value) is StoreError
+    assert isinstance(caught.value.__cause__, OverflowError)
+    assert await grouped.get_run("big") is None
+    assert _committed_keys(tmp_path / "ledger.db", "x") == (["1"] if beside else [])
+    fence = await _running(grouped, "after")  # the store writes on
+    await grouped.record_step("after", fence, _step("1"))
+
+
+async def test_a_full_file_fails_the_write_that_filled_it_not_the_steps_beside_it(
+    grouped: SQLiteStore, tmp_path: Path
+) -> None:
+    """A run too large for the file, created while x's acknowledged step
+    waits for its commit: SQLite rolls the whole transaction back; the
+    caller gets StoreUnavailable (a full disk may clear), x's step is
+    written again and committed."""
+    x = await _running(grouped, "x")
+    await grouped.record_step("x", x, _step("1"))
+    (pages,) = grouped.db.execute("PRAGMA page_count").fetchone()
+    grouped.db.execute(f"PRAGMA max_page_count = {pages + 20}")
+    with pytest.raises(StoreUnavailable, match="cannot write: database or disk is full"):
+        await grouped.create_run(RunRecord("huge", "p", "x" * 1_000_000))
+    grouped.db.execute("PRAGMA max_page_count = 1073741823")
+    assert _committed_keys(tmp_path / "ledger.db", "x") == ["1"]
+    assert await grouped.get_run("huge") is None
+    await grouped.record_step("x", x, _step("2"))
+    assert sorted(await grouped.load_steps("x")) == ["1", "2"]
+
+
+def _interrupt_the_statement_after(db: sqlite3.Connection, statement: str) -> None:
+    """Make SQLite interrupt the statement after the first one on ``db``
+    that starts with ``statement``, once."""
+    armed = [False]
+
+    def on_statement(sql: str) -> None:
+        if sql.startswith(statement) and not armed[0]:
+            armed[0] = True
+            db.set_progress_handler(_interrupt(1), 1)  # from the next statement on
+
+    db.set_trace_callback(on_statement)
+
+
+async def test_a_step_whose_commit_is_interrupted_is_written_again(
+    store: SQLiteStore, tmp_path: Path
+) -> None:
+    """x's step waits for its commit, which SQLite interrupts (and rolls
+    back). The store writes the record again: x's step returns recorded."""
+    x = await _running(store, "x")
+    _interrupt_the_statement_after(store.db, "INSERT INTO steps")
+    got = await store.record_step("x", x, _step("1", '"one"'))
+    store.db.set_trace_callback(None)
+    assert got.output == '"one"'
+    assert _committed_keys(tmp_path / "ledger.db", "x") == ["1"]
+
+
+async def test_a_step_whose_batch_cannot_be_written_again_fails_and_its_run_replays(
+    store: SQLiteStore,
+) -> None:
+    """x's step waits for its commit; from then on every statement fails (a
+    dying disk): the commit, and the store's attempt to write the record
+    again. x's step fails with a StoreError saying both; once the store
+    answers again, x's execution is refused (StoreUnavailable, replay)
+    rather than write past the record it lost."""
+    x = await _running(store, "x")
+    armed = [False]
+
+    def on_statement(sql: str) -> None:
+        if sql.startswith("INSERT INTO steps") and not armed[0]:
+            armed[0] = True
+            store.db.set_progress_handler(_interrupt(None), 1)
+
+    store.db.set_trace_callback(on_statement)
+    with pytest.raises(StoreError) as caught:
+        await store.record_step("x", x, _step("1"))
+    store.db.set_trace_callback(None)
+    store.db.set_progress_handler(None, 1)
+    assert str(caught.value).endswith(
+        "commit failed: interrupted; writing the batch beside it again failed: interrupted"
+    )
+    assert await store.load_steps("x") == {}
+    with pytest.raises(StoreUnavailable, match="resumes by replay"):
+        await store.record_step("x", x, _step("2"))
+    y = await _running(store, "y")  # the store itself writes on
+    await store.record_step("y", y, _step("1"))
+    await store.record_step("y", y, _step("2"))
+    assert sorted(await store.load_steps("y")) == ["1", "2"]
+
+
+async def test_a_write_sqlite_interrupts_with_nothing_beside_it_fails_whole(
+    store: SQLiteStore,
+) -> None:
+    """A run created while no transaction is open; SQLite interrupts its
+    insert (and rolls the transaction back itself). The caller hears a
+    StoreError saying the write failed and why; nothing of it is kept, and
+    the store writes on."""
+    _interrupt_the_statement_after(store.db, "BEGIN IMMEDIATE")
+    with pytest.raises(StoreError) as caught:
+        await store.create_run(RunRecord("new", "p", "{}"))
+    store.db.set_trace_callback(None)
+    assert type(caught.value) is StoreError
+    assert str(caught.value) == f"SQLite store {store.path!r}: cannot write: interrupted"
+    assert await store.get_run("new") is None
+    x = await _running(store, "x")
+    await store.record_step("x", x, _step("1"))
+    assert list(await store.load_steps("x")) == ["1"]
+
+
+async def test_a_write_whose_commit_is_interrupted_fails_and_keeps_the_steps_beside_it(
+    grouped: SQLiteStore, tmp_path: Path
+) -> None:
+    """A run created while x's acknowledged step shares its transaction; the
+    commit is interrupted. The creator hears a StoreError saying so; x's step is
+    written again, so it is committed, and the run created is not."""
+    x = await _running(grouped, "x")
+    await grouped.record_step("x", x, _step("1"))
+    _interrupt_the_statement_after(grouped.db, "RELEASE stalwart_write")
+    with pytest.raises(StoreError, match="commit failed: interrupted"):
+        await grouped.create_run(RunRecord("new", "p", "{}"))
+    grouped.db.set_trace_callback(None)
+    assert _committed_keys(tmp_path / "ledger.db", "x") == ["1"]
+    assert await grouped.get_run("new") is None
