@@ -3,6 +3,10 @@ and execute (a worker with ``--app tests/api/api_app.py``)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import Field
+
 import stalwart as sw
 from stalwart.conversations import conversation_policies
 
@@ -56,3 +60,16 @@ conversational = [*policies, parrot]
 #: the thread's loop and the turn besides the agent; the API serves
 #: ``conversational`` only, so neither can be started over HTTP.
 thread_worker = [*conversational, *conversation_policies(parrot)]
+
+
+@sw.policy
+async def repeat(word: str, times: Annotated[int, Field(ge=0, le=100)] = 1) -> str:
+    """Say ``word`` ``times`` times: a bounded cost, whatever a client sends."""
+    return " ".join([word] * times)
+
+
+#: What a generator of requests may start, any number of times, with any
+#: inputs the document allows (``--app tests/api/api_app.py:contract``): each
+#: policy's cost is bounded by its inputs' schema (``greet`` would build a
+#: string of ``times`` copies, for any ``times``).
+contract = [repeat, stepper, approval, parrot]

@@ -43,7 +43,7 @@ def c(server: Server) -> Iterator[httpx.Client]:
 
 
 def test_start_then_get_the_result(c: httpx.Client) -> None:
-    r = c.post("/policies/greet/runs", json={"inputs": {"name": "Ada", "times": "2"}})
+    r = c.post("/policies/greet/runs", json={"inputs": {"name": "Ada", "times": 2}})
     assert r.status_code == 201, r.text
     run = r.json()
     assert run["policy"] == "greet" and run["inputs"] == {"name": "Ada", "times": 2}

@@ -40,6 +40,7 @@ import base64
 import contextlib
 import json
 import math
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -49,12 +50,11 @@ from ..core.errors import StoreUnavailable
 from ..core.events import CallStarted, Emitted, Event, TextDelta
 from ..core.ledger import TERMINAL, RunRecord, StepRecord
 from ..core.mail import GENERATION_KEY
-from ..core.stepargs import ArgsTable, as_stored, is_compact, stored_args
 from ..runner import Runner
 from ..stores.base import Store
 from .values import finite, plain, run_json, step_json
 
-__all__ = ["LIVE_BUFFER", "Cursor", "run_events"]
+__all__ = ["CURSOR_PATTERN", "LIVE_BUFFER", "Cursor", "run_events"]
 
 #: Seconds before the newest step read that the next read covers again: a
 #: step committed a little after a newer one is found without reading every
@@ -63,6 +63,16 @@ LATE = 1.0
 KEEPALIVE = 15.0  # seconds of silence before a comment line keeps proxies from closing
 #: Most live events kept for a stream whose client has not read them yet.
 LIVE_BUFFER = 1000
+
+
+#: The form of an event id (``count`` or ``count_time_key``), as a regex
+#: both Python and the OpenAPI document read alike: digits, a time as
+#: ``repr`` writes it (finite, exponent bounded), the key in base64url.
+CURSOR_PATTERN = (
+    r"^[0-9]{1,18}(_-?[0-9]{1,17}(\.[0-9]{1,17})?(e[-+][0-9]{1,2})?"
+    r"_([A-Za-z0-9_-]{4})*([A-Za-z0-9_-]{2}==|[A-Za-z0-9_-]{3}=)?)?$"
+)
+_CURSOR = re.compile(CURSOR_PATTERN.removesuffix("$"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,23 +92,19 @@ class Cursor:
 
     @classmethod
     def parse(cls, text: str) -> Cursor:
-        """A cursor from ``Last-Event-ID``; ValueError if this API did not write it."""
-        try:
-            parts = text.split("_", 2)
-            seen = int(parts[0])
-            if seen < 0:
-                raise ValueError
-            if len(parts) == 1:
-                return cls(seen)
-            when = float(parts[1])
-            if not math.isfinite(when):
-                raise ValueError
-            key = base64.urlsafe_b64decode(parts[2].encode("ascii")).decode()
-        except (ValueError, IndexError, UnicodeError):
-            raise ValueError(
-                f"Last-Event-ID {text[:100]!r} is not an event id this API sent"
-            ) from None
-        return cls(seen, (when, key))
+        """A cursor from ``Last-Event-ID``; ValueError unless it has the form
+        this API writes (:data:`CURSOR_PATTERN`, the OpenAPI document's).
+        Any text of that form is a cursor: one this API never sent (another
+        run's, a forged one) only makes the stream start over from the
+        first step, so the key's bytes need not be text (replaced if not)."""
+        if _CURSOR.fullmatch(text) is None:
+            raise ValueError(f"Last-Event-ID {text[:100]!r} is not an event id this API sent")
+        parts = text.split("_", 2)
+        seen = int(parts[0])
+        if len(parts) == 1:
+            return cls(seen)
+        key = base64.urlsafe_b64decode(parts[2].encode("ascii")).decode(errors="replace")
+        return cls(seen, (float(parts[1]), key))
 
 
 def _order(step: StepRecord) -> tuple[float, str]:
@@ -221,9 +227,9 @@ class _Held:
     make up the count (a step recorded late with an earlier time, another
     worker's clock) are found by reading every step. See
     :meth:`~stalwart.stores.base.Store.steps_since` for why a count, not a
-    time, is what cannot miss a step. The steps are kept as stored (compact
-    arguments refer to earlier steps) and their arguments rebuilt against
-    them by one table, so a new step costs its own rows, not the run's.
+    time, is what cannot miss a step. The steps come whole; the store
+    rebuilds a new step's compact arguments against the ones held, so a
+    new step costs its own rows, not the run's.
 
     Continue-as-new moves a generation's steps away and the next one reuses
     their keys, beginning with the generation's own record (key ``"0"``),
@@ -237,13 +243,11 @@ class _Held:
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         self.steps: dict[str, StepRecord] = {}
-        self.table = ArgsTable(run_id, self.steps)  # grows with ``steps``
         self.since = -math.inf
         self.restarted = False  # the steps were moved away since the caller last looked
 
     def _start_over(self) -> None:
         self.steps = {}
-        self.table = ArgsTable(self.run_id, self.steps)
         self.since = -math.inf
         self.restarted = True
 
@@ -252,7 +256,7 @@ class _Held:
         ``(finished_at, key)`` order."""
         known, since = len(self.steps), self.since
         while True:
-            count, found = await store.steps_since(self.run_id, known, since)
+            count, found = await store.steps_since(self.run_id, known, since, self.steps)
             every = known < 0  # every step of the run was asked for
             if (
                 count < len(self.steps)
@@ -275,10 +279,7 @@ class _Held:
         return sorted(new, key=_order)
 
     def shown(self, step: StepRecord) -> dict[str, Any]:
-        """``step`` as its event's data, with its whole arguments."""
-        if is_compact(stored_args(step)):
-            step = as_stored(step)
-            step.args = self.table.full(step.key)
+        """``step`` as its event's data."""
         return step_json(step).model_dump(mode="json")
 
 

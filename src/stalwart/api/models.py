@@ -7,11 +7,13 @@ schemas from them, so the document cannot drift from what the server does.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import sys
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from ..core.ledger import PRIORITY_MAX, PRIORITY_MIN
+from ..core.ledger import CHILD_MARK, MAX_DELAY, MAX_RUN_ID, PRIORITY_MAX, PRIORITY_MIN
 
 __all__ = [
     "ErrorInfo",
@@ -22,7 +24,136 @@ __all__ = [
     "RunPage",
     "StartRun",
     "Step",
+    "json_type_problems",
+    "printable_pattern",
+    "run_id_schema",
 ]
+
+
+def _a_number(value: Any) -> Any:
+    """JSON ``true`` and ``"7"`` are not numbers: refused where the document says integer."""
+    if isinstance(value, bool | str):
+        raise ValueError(f"an integer, not {type(value).__name__}")
+    return value
+
+
+# Lax int accepts 7.0 (an integer in JSON Schema), and "7" and true (not).
+_Priority = Annotated[int, BeforeValidator(_a_number)]
+
+_SYNTAX = frozenset("\\]-^[")
+
+
+def _char(code: int) -> str:
+    c = chr(code)
+    return f"\\{c}" if c in _SYNTAX else c
+
+
+@functools.cache
+def printable_pattern(exclude: str = "") -> str:
+    """A regex character class of every character Python calls printable
+    (:meth:`str.isprintable`), less ``exclude``: the document's words for
+    the rule the server applies, built from the same rule, so the two agree
+    on every character. Characters are written as themselves (no escape
+    form means an astral character in both Python and ECMA regexes)."""
+    parts: list[str] = []
+    start: int | None = None
+    for code in range(sys.maxunicode + 2):
+        ok = code <= sys.maxunicode and chr(code).isprintable() and chr(code) not in exclude
+        if ok and start is None:
+            start = code
+        elif not ok and start is not None:
+            end = code - 1
+            if end == start:
+                parts.append(_char(start))
+            else:
+                parts.append(f"{_char(start)}-{_char(end)}")
+            start = None
+    return "[" + "".join(parts) + "]"
+
+
+def run_id_schema() -> dict[str, Any]:
+    """A run id a user may choose (:func:`~stalwart.core.ledger.check_run_id`):
+    1 to MAX_RUN_ID printable characters, not ``~``, not only spaces."""
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_RUN_ID,
+        "pattern": f"^ *{printable_pattern(CHILD_MARK + ' ')}{printable_pattern(CHILD_MARK)}*$",
+        "description": f"1 to {MAX_RUN_ID} printable characters, not {CHILD_MARK!r}, "
+        "not only spaces",
+    }
+
+
+_JSON_NAMES = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+def _fits(value: Any, kind: str) -> bool:
+    """Whether a JSON value is of the JSON Schema ``type`` ``kind``."""
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "integer":
+        if isinstance(value, float):
+            return value.is_integer()  # 2.0 is an integer in JSON Schema
+        return isinstance(value, int) and not isinstance(value, bool)
+    return _JSON_NAMES.get(type(value)) == kind
+
+
+def json_type_problems(
+    value: Any, schema: Any, root: dict[str, Any], where: str = "", depth: int = 0
+) -> list[tuple[str, str]]:
+    """Where ``value`` (parsed JSON) is not of the JSON type its schema
+    names, as ``(field, message)``: the ``type`` keywords only, through
+    ``$ref`` (to ``root``'s ``$defs``), ``anyOf``/``oneOf``/``allOf``,
+    properties, items. Pydantic's lax mode reads ``"2"`` and ``true`` as the
+    int 2 and 1, and ``"yes"`` as True: values the document refuses, so the
+    API refuses them before pydantic sees them."""
+    if depth > 100 or not isinstance(schema, dict):
+        return []
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = root.get("$defs", {}).get(ref.rsplit("/", 1)[1])
+        return json_type_problems(value, target, root, where, depth + 1)
+    for word in ("anyOf", "oneOf"):
+        branches = schema.get(word)
+        if isinstance(branches, list) and branches:
+            found = [json_type_problems(value, b, root, where, depth + 1) for b in branches]
+            if all(found):
+                return min(found, key=len)
+    for branch in schema.get("allOf", []) if isinstance(schema.get("allOf"), list) else []:
+        if problems := json_type_problems(value, branch, root, where, depth + 1):
+            return problems
+    kinds = schema.get("type")
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    if isinstance(kinds, list) and kinds and not any(_fits(value, k) for k in kinds):
+        shown = _JSON_NAMES.get(type(value), type(value).__name__)
+        return [(where, f"Input should be of JSON type {' or '.join(kinds)}, not {shown}")]
+    out: list[tuple[str, str]] = []
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        for key, item in value.items():
+            sub = props.get(key, schema.get("additionalProperties"))
+            out += json_type_problems(item, sub, root, _join(where, key), depth + 1)
+    elif isinstance(value, list):
+        prefix = schema.get("prefixItems")
+        prefix = prefix if isinstance(prefix, list) else []
+        for i, item in enumerate(value):
+            sub = prefix[i] if i < len(prefix) else schema.get("items")
+            out += json_type_problems(item, sub, root, _join(where, str(i)), depth + 1)
+    return out
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
 
 
 class ErrorInfo(BaseModel):
@@ -92,12 +223,19 @@ class StartRun(BaseModel):
     queue: str = Field("default", min_length=1, max_length=200)
     # Bounded as the stores keep it (PostgreSQL's INTEGER); a number past
     # that is the request's fault (422), not a store that is down (503).
-    priority: int = Field(
+    priority: _Priority = Field(
         0, ge=PRIORITY_MIN, le=PRIORITY_MAX, description="higher runs are claimed first"
     )
-    # ``1e400`` parses as infinity: a wake time no response could show.
+    # ``1e400`` parses as infinity: a wake time no response could show; a
+    # delay past MAX_DELAY is a run no worker would take. Strict: ``false``
+    # is not 0 seconds.
     delay: float | None = Field(
-        None, ge=0, allow_inf_nan=False, description="seconds before the run may start"
+        None,
+        ge=0,
+        le=MAX_DELAY,
+        allow_inf_nan=False,
+        strict=True,
+        description=f"seconds before the run may start, 0 to {MAX_DELAY} (ten years)",
     )
 
 

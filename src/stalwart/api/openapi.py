@@ -16,18 +16,75 @@ from typing import Any
 from urllib.parse import quote
 
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
+from ..core.message import Media
 from ..core.policy import Policy
-from .models import PolicyInfo, Problem, Run, RunPage, StartRun, Step
+from .events import CURSOR_PATTERN
+from .models import (
+    PolicyInfo,
+    Problem,
+    Run,
+    RunPage,
+    StartRun,
+    Step,
+    printable_pattern,
+    run_id_schema,
+)
+from .routes import LIST_CURSOR_PATTERN, MAX_LIMIT, MAX_SIGNAL_NAME, NUMBER_PATTERN, STATUSES
 
 __all__ = ["openapi_document"]
 
 _REF = "#/components/schemas/{model}"
 
 
+class _AsValidated(GenerateJsonSchema):
+    """Pydantic's schemas, plus what its validation of a dataclass does and
+    its schema leaves out: a plain dataclass refuses fields it lacks
+    (``additionalProperties: false``), and a :class:`Media` part has exactly
+    one of ``data`` and ``url``."""
+
+    def dataclass_schema(self, schema: core_schema.DataclassSchema) -> JsonSchemaValue:
+        out = super().dataclass_schema(schema)
+        cls = schema["cls"]
+        config = getattr(cls, "__pydantic_config__", None)
+        extra = config.get("extra", "ignore") if isinstance(config, dict) else "forbid"
+        if extra == "forbid" and out.get("type") == "object":
+            out.setdefault("additionalProperties", False)
+        if cls is Media and isinstance(out.get("properties"), dict):
+            return _one_of_data_or_url(out)
+        return out
+
+
+def _one_of_data_or_url(media: dict[str, Any]) -> dict[str, Any]:
+    """Media as two shapes: ``data`` given and ``url`` null or absent, or the
+    other way round (each a whole object, which a generator of examples reads
+    as well as a validator)."""
+    props = media["properties"]
+
+    def given(name: str) -> Any:
+        options = props[name].get("anyOf", [props[name]])
+        return next((o for o in options if o.get("type") != "null"), {"type": "string"})
+
+    shapes = []
+    for name, other in (("data", "url"), ("url", "data")):
+        shapes.append(
+            {
+                "type": "object",
+                "required": sorted({*media.get("required", []), name}),
+                "properties": {**props, name: given(name), other: {"type": "null"}},
+                "additionalProperties": False,
+            }
+        )
+    return {"description": media.get("description", ""), "anyOf": shapes}
+
+
 def _schema(model: type[BaseModel], components: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """``model``'s JSON schema, its ``$defs`` moved into ``components``."""
-    schema = model.model_json_schema(ref_template=_REF, mode="validation")
+    schema = model.model_json_schema(
+        ref_template=_REF, mode="validation", schema_generator=_AsValidated
+    )
     defs = schema.pop("$defs", {})
     renames: dict[str, str] = {}
     for name, sub in defs.items():
@@ -65,6 +122,11 @@ def _problem(description: str) -> dict[str, Any]:
     return {"description": description, "content": _json("Problem")}
 
 
+def _agents(policies: Sequence[Policy[Any, Any]]) -> list[str]:
+    """The policies a conversation may name as its agent (they take a question)."""
+    return sorted(p.name for p in policies if "question" in {q.name for q in p.signature.params})
+
+
 def openapi_document(
     policies: Sequence[Policy[Any, Any]], *, title: str, version: str, auth: bool
 ) -> dict[str, Any]:
@@ -72,12 +134,19 @@ def openapi_document(
     components: dict[str, Any] = {}
     for model in (Run, RunPage, Step, Problem, PolicyInfo):
         components[model.__name__] = _schema(model, components)
+    components["RunId"] = run_id_schema()
     start_base = _schema(StartRun, components)
+    start_base["properties"]["run_id"] = {
+        "anyOf": [{"$ref": _REF.format(model="RunId")}, {"type": "null"}],
+        "default": None,
+        "description": start_base["properties"]["run_id"]["description"],
+    }
     paths: dict[str, Any] = {}
     errors = {
         "401": _problem("no bearer token, or not one of the server's"),
         "404": _problem("no such run"),
     }
+    too_large = _problem("the body is larger than the server takes (1 MiB by default)")
     for pol in sorted(policies, key=lambda p: p.name):
         inputs_name = f"{_camel(pol.name)}Inputs"
         try:
@@ -116,6 +185,7 @@ def openapi_document(
                     },
                     "401": errors["401"],
                     "409": _problem("the run_id exists with other inputs or another policy"),
+                    "413": too_large,
                     "422": _problem("the body or an input is invalid: fields names each one"),
                 },
             }
@@ -124,7 +194,8 @@ def openapi_document(
         "name": "run_id",
         "in": "path",
         "required": True,
-        "schema": {"type": "string"},
+        # Any run's id, a child's (``parent~1/0``) too: not only the ids a user may choose.
+        "schema": {"type": "string", "minLength": 1},
         "description": "percent-encoded (a run id may contain /)",
     }
     paths["/policies"] = {
@@ -188,7 +259,18 @@ def openapi_document(
             "tags": ["runs"],
             "parameters": [
                 run_id,
-                {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
+                {
+                    "name": "name",
+                    "in": "path",
+                    "required": True,
+                    "schema": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_SIGNAL_NAME,
+                        "pattern": f"^{printable_pattern()}*$",
+                    },
+                    "description": f"1 to {MAX_SIGNAL_NAME} printable characters",
+                },
             ],
             "requestBody": {
                 "required": False,
@@ -198,6 +280,8 @@ def openapi_document(
                 "202": {"description": "queued for the run", "content": _json("Run")},
                 **errors,
                 "409": _problem("the run has finished"),
+                "413": too_large,
+                "422": _problem("the name, or the body, is invalid"),
             },
         }
     }
@@ -214,7 +298,24 @@ def openapi_document(
             },
         }
     }
-    paths["/threads/{thread_id}/messages"] = {
+    agents = _agents(policies)
+    if agents:  # else no message can be sent: no operation to document
+        paths["/threads/{thread_id}/messages"] = _messages(agents, too_large)
+    doc: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": version},
+        "paths": dict(sorted(paths.items())),
+        "components": {"schemas": dict(sorted(components.items()))},
+    }
+    if auth:
+        doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        doc["security"] = [{"bearer": []}]
+    return doc
+
+
+def _messages(agents: list[str], too_large: dict[str, Any]) -> dict[str, Any]:
+    run_id = {"$ref": _REF.format(model="RunId")}
+    return {
         "post": {
             "operationId": "send_message",
             "summary": "Send a message to a conversation",
@@ -225,9 +326,7 @@ def openapi_document(
                 "Without --execute, a worker serving the thread's policies answers."
             ),
             "tags": ["threads"],
-            "parameters": [
-                {"name": "thread_id", "in": "path", "required": True, "schema": {"type": "string"}}
-            ],
+            "parameters": [{"name": "thread_id", "in": "path", "required": True, "schema": run_id}],
             "requestBody": {
                 "required": True,
                 "content": {
@@ -236,9 +335,9 @@ def openapi_document(
                             "type": "object",
                             "required": ["agent", "message"],
                             "properties": {
-                                "agent": {"type": "string"},
+                                "agent": {"enum": agents},
                                 "message": {},
-                                "message_id": {"type": "string"},
+                                "message_id": {"anyOf": [run_id, {"type": "null"}]},
                             },
                         }
                     }
@@ -259,41 +358,44 @@ def openapi_document(
                         }
                     },
                 },
-                "401": errors["401"],
+                "401": _problem("no bearer token, or not one of the server's"),
                 "409": _problem("the thread has ended, or is a run of another policy"),
+                "413": too_large,
                 "422": _problem("a field is invalid"),
             },
         }
     }
-    doc: dict[str, Any] = {
-        "openapi": "3.1.0",
-        "info": {"title": title, "version": version},
-        "paths": dict(sorted(paths.items())),
-        "components": {"schemas": dict(sorted(components.items()))},
-    }
-    if auth:
-        doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
-        doc["security"] = [{"bearer": []}]
-    return doc
 
 
 def _list_runs(errors: dict[str, Any]) -> dict[str, Any]:
-    def q(name: str, kind: str, description: str) -> dict[str, Any]:
-        return {"name": name, "in": "query", "schema": {"type": kind}, "description": description}
+    # Every parameter, given, has a value: ``?created_after=`` is a 422.
+    def q(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+        return {"name": name, "in": "query", "schema": schema, "description": description}
 
+    text = {"type": "string", "minLength": 1}
+    # A query value is text: the number as JSON writes one (no "inf", "nan", "1_0").
+    seconds = {"type": "number", "pattern": NUMBER_PATTERN}
     return {
         "operationId": "list_runs",
         "summary": "Runs, newest first, a page at a time",
         "tags": ["runs"],
         "parameters": [
-            q("status", "string", "pending, running, suspended, succeeded, failed, cancelled"),
-            q("policy", "string", "the policy's name"),
-            q("queue", "string", "the queue's name"),
-            q("id_contains", "string", "literal text anywhere in the run id"),
-            q("created_after", "number", "seconds since the epoch (inclusive)"),
-            q("created_before", "number", "seconds since the epoch (exclusive)"),
-            q("limit", "integer", "runs per page, 1 to 500 (default 50)"),
-            q("cursor", "string", "the previous page's next"),
+            q("status", {"enum": list(STATUSES)}, "where the runs stand"),
+            q("policy", text, "the policy's name"),
+            q("queue", text, "the queue's name"),
+            q("id_contains", text, "literal text anywhere in the run id"),
+            q("created_after", seconds, "seconds since the epoch (inclusive)"),
+            q("created_before", seconds, "seconds since the epoch (exclusive)"),
+            q(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                f"runs per page, 1 to {MAX_LIMIT} (default 50)",
+            ),
+            q(
+                "cursor",
+                {"type": "string", "pattern": LIST_CURSOR_PATTERN},
+                "the previous page's next",
+            ),
         ],
         "responses": {
             "200": {"description": "a page of runs", "content": _json("RunPage")},
@@ -321,19 +423,20 @@ def _events(run_id: dict[str, Any], errors: dict[str, Any]) -> dict[str, Any]:
                 "name": "Last-Event-ID",
                 "in": "header",
                 "required": False,
-                "schema": {"type": "string"},
+                "schema": {"type": "string", "pattern": CURSOR_PATTERN},
+                "description": "the id of the last event read; wins over last_event_id",
             },
             {
                 "name": "last_event_id",
                 "in": "query",
                 "required": False,
-                "schema": {"type": "string"},
+                "schema": {"type": "string", "pattern": CURSOR_PATTERN},
             },
         ],
         "responses": {
             "200": {
-                "description": "an event stream",
-                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                "description": "an event stream; each event's data is one line of JSON",
+                "content": {"text/event-stream": {"schema": _event_schema()}},
             },
             **errors,
             "400": _problem("Last-Event-ID is not an id this API sent"),
@@ -347,6 +450,73 @@ def _events(run_id: dict[str, Any], errors: dict[str, Any]) -> dict[str, Any]:
                 },
             },
         },
+    }
+
+
+def _event(name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """One kind of event, as a client's SSE parser reads it: ``event``,
+    ``data`` (JSON text, of schema ``data``) and ``id`` (the last id sent:
+    live events carry none of their own)."""
+    return {
+        "type": "object",
+        "required": ["event", "data"],
+        "properties": {
+            "event": {"const": name},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": data,
+            },
+            "id": {"type": "string", "pattern": CURSOR_PATTERN},
+        },
+    }
+
+
+def _event_schema() -> dict[str, Any]:
+    """Each event of a run's stream (OpenAPI 3.1: ``schema`` of an event stream
+    describes one event)."""
+    text = {"type": "string"}
+    status = {
+        "type": "object",
+        "required": ["run_id", "status", "waiting_for", "wake_at"],
+        "properties": {
+            "run_id": text,
+            "status": {"enum": list(STATUSES)},
+            "waiting_for": {"type": ["string", "null"]},
+            "wake_at": {"type": ["number", "null"]},
+        },
+    }
+    pruned = {
+        "type": "object",
+        "required": ["run_id", "status"],
+        "properties": {"run_id": text, "status": {"const": "pruned"}},
+    }
+    return {
+        "oneOf": [
+            _event("status", status),
+            _event("step", {"$ref": _REF.format(model="Step")}),
+            _event("end", {"anyOf": [{"$ref": _REF.format(model="Run")}, pruned]}),
+            _event(
+                "delta",
+                {
+                    "type": "object",
+                    "required": ["key", "text"],
+                    "properties": {"key": text, "text": text},
+                },
+            ),
+            _event(
+                "emit",
+                {"type": "object", "required": ["key", "value"], "properties": {"key": text}},
+            ),
+            _event(
+                "call",
+                {
+                    "type": "object",
+                    "required": ["key", "name"],
+                    "properties": {"key": text, "name": text},
+                },
+            ),
+        ]
     }
 
 

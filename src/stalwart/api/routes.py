@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
@@ -28,12 +29,51 @@ from ..core.ledger import TERMINAL, check_run_id
 from ..core.policy import Policy
 from ..runner import Runner
 from .events import Cursor, run_events
-from .models import FieldProblem, PolicyInfo, Problem
+from .models import FieldProblem, PolicyInfo, Problem, json_type_problems
 from .values import run_json, step_json
 
-__all__ = ["ENQUEUE_WORDS", "MAX_STREAMS", "STREAM_RETRY", "Api", "problem"]
+__all__ = [
+    "ENQUEUE_WORDS",
+    "LIST_CURSOR_PATTERN",
+    "LIST_PARAMETERS",
+    "MAX_LIMIT",
+    "MAX_SIGNAL_NAME",
+    "MAX_STREAMS",
+    "NUMBER_PATTERN",
+    "STATUSES",
+    "STREAM_RETRY",
+    "Api",
+    "problem",
+]
 
 STATUSES = ("pending", "running", "suspended", "succeeded", "failed", "cancelled")
+#: The query parameters of ``GET /runs``, as the OpenAPI document lists them.
+LIST_PARAMETERS = (
+    "status",
+    "policy",
+    "queue",
+    "id_contains",
+    "created_after",
+    "created_before",
+    "limit",
+    "cursor",
+)
+#: Most runs on one page of ``GET /runs``.
+MAX_LIMIT = 500
+#: A JSON number and a JSON integer, as a query value may spell them (the
+#: document's ``number`` and ``integer``).
+NUMBER_PATTERN = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
+_NUMBER = re.compile(NUMBER_PATTERN.removesuffix("$"))
+_INTEGER = re.compile(r"-?[0-9]{1,18}")  # longer: out of range anyway
+#: A listing cursor (``next``): the time as ``repr`` writes it (finite,
+#: exponent bounded), ``_``, the run id in base64url.
+LIST_CURSOR_PATTERN = (
+    r"^-?[0-9]{1,17}(\.[0-9]{1,17})?(e[-+][0-9]{1,2})?"
+    r"_([A-Za-z0-9_-]{4})*([A-Za-z0-9_-]{2}==|[A-Za-z0-9_-]{3}=)?$"
+)
+_LIST_CURSOR = re.compile(LIST_CURSOR_PATTERN.removesuffix("$"))
+#: A signal's name: 1 to 200 printable characters.
+MAX_SIGNAL_NAME = 200
 ENQUEUE_WORDS = frozenset({"run_id", "queue", "priority", "delay"})
 #: Most event streams one API process serves at once (``max_streams=``):
 #: each holds a connection and reads the store every ``poll`` seconds.
@@ -56,6 +96,19 @@ class Api:
     #: Event streams being served now (one event loop: no lock needed, as
     #: long as the check and the count are one step, with no await between).
     streams: int = 0
+    _schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def inputs_schema(self, pol: Policy[Any, Any]) -> dict[str, Any]:
+        """The JSON schema of ``pol``'s inputs (``$defs`` inside), as the
+        document gives it; an empty schema if pydantic cannot describe them."""
+        schema = self._schemas.get(pol.name)
+        if schema is None:
+            try:
+                schema = pol.signature.model.model_json_schema(mode="validation")
+            except Exception:  # a hint pydantic cannot describe: pydantic alone checks
+                schema = {}
+            self._schemas[pol.name] = schema
+        return schema
 
 
 def _api(request: Request) -> Api:
@@ -141,11 +194,20 @@ async def start_run(request: Request) -> Response:
     except ValidationError as exc:
         fields = _fields(exc)
         return problem(422, f"invalid start of {pol.name!r}: {_summary(fields)}", fields)
+    # The JSON types first, as the document names them: pydantic's lax mode
+    # would read "2" and true as 2 and 1.
+    schema = api.inputs_schema(pol)
+    shape = [
+        FieldProblem(field=_join("inputs", where), message=message)
+        for where, message in json_type_problems(start.inputs, schema, schema)
+    ]
     try:
         checked = pol.signature.model.model_validate(start.inputs)
     except ValidationError as exc:
-        fields = _fields(exc, "inputs")
-        return problem(422, f"invalid inputs for {pol.name!r}: {_summary(fields)}", fields)
+        named = {f.field for f in shape}
+        shape += [f for f in _fields(exc, "inputs") if f.field not in named]
+    if shape:
+        return problem(422, f"invalid inputs for {pol.name!r}: {_summary(shape)}", shape)
     run_id = start.run_id
     if run_id is not None:
         try:
@@ -196,6 +258,10 @@ def _unrecordable(
     return out or [FieldProblem(field="inputs", message=str(exc))]
 
 
+def _join(prefix: str, where: str) -> str:
+    return f"{prefix}.{where}" if where else prefix
+
+
 def _summary(fields: list[FieldProblem]) -> str:
     return "; ".join(f"{f.field}: {f.message}" for f in fields)
 
@@ -233,7 +299,13 @@ async def list_runs(request: Request) -> Response:
     """Runs newest first; ``cursor`` pages by ``(created_at, id)`` (keyset)."""
     api = _api(request)
     q = request.query_params
-    problems: list[FieldProblem] = []
+    # A parameter given empty (``?created_after=``) is a mistake, not "any":
+    # refused, as the document's minLength says.
+    problems = [
+        FieldProblem(field=word, message="given empty: leave it out, or give a value")
+        for word in LIST_PARAMETERS
+        if word in q and not q[word]
+    ]
     filters: dict[str, Any] = {}
     status = q.get("status") or None
     if status is not None and status not in STATUSES:
@@ -244,20 +316,18 @@ async def list_runs(request: Request) -> Response:
     for word in ("created_after", "created_before"):
         if q.get(word):
             try:
-                value = float(q[word])
-                if not math.isfinite(value):
-                    raise ValueError
-                filters[word] = value
+                filters[word] = _seconds(q[word])
             except ValueError:
-                problems.append(FieldProblem(field=word, message="seconds since the epoch"))
+                message = "seconds since the epoch: a finite decimal number"
+                problems.append(FieldProblem(field=word, message=message))
     limit = 50
     if q.get("limit"):
-        try:
-            limit = int(q["limit"])
-            if not 1 <= limit <= 500:
-                raise ValueError
-        except ValueError:
-            problems.append(FieldProblem(field="limit", message="an integer from 1 to 500"))
+        text = q["limit"]
+        if _INTEGER.fullmatch(text) is None or not 1 <= int(text) <= MAX_LIMIT:
+            message = f"an integer from 1 to {MAX_LIMIT}"
+            problems.append(FieldProblem(field="limit", message=message))
+        else:
+            limit = int(text)
     if q.get("cursor"):
         try:
             filters["before"] = _decode_cursor(q["cursor"])
@@ -277,19 +347,34 @@ async def list_runs(request: Request) -> Response:
 
 
 def _encode_cursor(created_at: float, run_id: str) -> str:
-    raw = json.dumps([created_at, run_id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    """``time_id``: the last run's creation time and its id in base64url."""
+    key = base64.urlsafe_b64encode(run_id.encode("utf-8", "surrogatepass")).decode()
+    return f"{created_at!r}_{key}"
 
 
 def _decode_cursor(text: str) -> tuple[float, str]:
-    try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        when, run_id = json.loads(raw)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(str(exc)) from None
-    if not isinstance(when, int | float) or not isinstance(run_id, str):
-        raise ValueError("not a (created_at, id) pair")
+    """The ``(created_at, id)`` a cursor holds; ValueError unless it has the
+    form this API writes (:data:`LIST_CURSOR_PATTERN`, the document's): a
+    finite time (not NaN, not infinity: a listing position no run has). Any
+    text of that form is a position in the listing, whoever wrote it; an id
+    that is not UTF-8, or holds NUL (no store keeps one), is read with
+    replacement characters."""
+    if _LIST_CURSOR.fullmatch(text) is None:
+        raise ValueError("not a cursor this API gave")
+    when, key = text.split("_", 1)
+    run_id = base64.urlsafe_b64decode(key).decode(errors="replace").replace("\x00", "\ufffd")
     return float(when), run_id
+
+
+def _seconds(text: str) -> float:
+    """A time given as a query value: a decimal number, finite (ValueError
+    otherwise: Python's float also reads "inf", "nan", " 1 " and "1_0")."""
+    if _NUMBER.fullmatch(text) is None:
+        raise ValueError(text)
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
 
 
 async def stream_events(request: Request) -> Response:
@@ -321,12 +406,20 @@ async def stream_events(request: Request) -> Response:
 
 async def _open_stream(api: Api, request: Request) -> Response:
     """The stream of the run the request names, or why not (404, 400)."""
+    # Either may be given (the header wins); each given is checked, and
+    # given empty is no id this API sent either.
+    cursors: list[Cursor] = []
+    for where, given in (
+        ("Last-Event-ID", request.headers.get("last-event-id")),
+        ("last_event_id", request.query_params.get("last_event_id")),
+    ):
+        if given is not None:
+            try:
+                cursors.append(Cursor.parse(given))
+            except ValueError as exc:
+                return problem(400, str(exc), [FieldProblem(field=where, message=str(exc))])
+    after = cursors[0] if cursors else Cursor()
     rec = await api.runner.get_run(_run_id(request))
-    given = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
-    try:
-        after = Cursor.parse(given) if given else Cursor()
-    except ValueError as exc:
-        return problem(400, str(exc), [FieldProblem(field="Last-Event-ID", message=str(exc))])
     frames = run_events(
         api.runner,
         rec,
@@ -365,8 +458,8 @@ async def send_signal(request: Request) -> Response:
     api = _api(request)
     run_id = _run_id(request)
     name = unquote(request.path_params["name"])
-    if not name or len(name) > 200 or not name.isprintable():
-        message = "a signal name is 1 to 200 printable characters"
+    if not name or len(name) > MAX_SIGNAL_NAME or not name.isprintable():
+        message = f"a signal name is 1 to {MAX_SIGNAL_NAME} printable characters"
         return problem(422, message, [FieldProblem(field="name", message=message)])
     try:
         _, payload = await _body(request, api.max_body)

@@ -17,6 +17,7 @@ __all__ = [
     "ASKED",
     "CHILDREN_WAIT",
     "CHILD_MARK",
+    "MAX_DELAY",
     "MAX_RUN_ID",
     "PRIORITY_MAX",
     "PRIORITY_MIN",
@@ -128,6 +129,8 @@ def check_run_id(run_id: object) -> str:
         raise TypeError(f"a run id is a string, not {type(run_id).__name__}")
     if not run_id:
         raise ValueError("a run id cannot be empty (leave it out to get a random one)")
+    if not run_id.strip(" "):
+        raise ValueError("a run id cannot be only spaces (leave it out to get a random one)")
     if len(run_id) > MAX_RUN_ID:
         raise ValueError(f"a run id has at most {MAX_RUN_ID} characters, not {len(run_id)}")
     if CHILD_MARK in run_id:
@@ -153,16 +156,22 @@ def check_priority(priority: object) -> int:
     return priority
 
 
+#: The longest start delay, in seconds (ten years of 365 days): a later
+#: start is a run no worker would take in its lifetime, with a wake time
+#: no reader can show.
+MAX_DELAY = 10 * 365 * 24 * 3600
+
+
 def check_delay(delay: object) -> float | None:
-    """A start delay in seconds: finite and not negative (None or 0: no delay).
-    An endless delay would be a run no worker ever takes, and a wake time no
-    reader can show."""
+    """A start delay in seconds: from 0 to :data:`MAX_DELAY` (None or 0: no
+    delay). An endless delay would be a run no worker ever takes, and a wake
+    time no reader can show."""
     if delay is None:
         return None
     if isinstance(delay, bool) or not isinstance(delay, int | float):
         raise TypeError(f"delay is a number of seconds, not {type(delay).__name__}")
-    if not math.isfinite(delay) or delay < 0:
-        raise ValueError(f"delay is a finite number of seconds >= 0, not {delay!r}")
+    if not math.isfinite(delay) or not 0 <= delay <= MAX_DELAY:
+        raise ValueError(f"delay is a number of seconds from 0 to {MAX_DELAY}, not {delay!r}")
     return float(delay) or None
 
 
