@@ -5,11 +5,17 @@ are. Real Runners on a real SQLite file and real PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+from pathlib import Path
 
 import stalwart as sw
 
+from .claim_app import left_behind
+
 BOUND = 30.0  # a hang fails the test
 CROWD = 200  # more ready runs than one claim reads (its batch, twice over)
+APP = Path(__file__).with_name("claim_app.py")
 
 
 @sw.policy
@@ -104,3 +110,29 @@ async def test_runs_of_ours_claimed_behind_a_crowd_respect_concurrency(store_url
             assert await blocker.result() == "released"
             assert [await first.result(), await second.result()] == ["got 1", "got 2"]
     assert ACTIVE["max"] == 1
+
+
+def _left_running_by_a_process_killed(url: str, run_id: str) -> None:
+    """A real child process starts the run, and is killed (SIGKILL) while it runs."""
+    proc = subprocess.Popen(
+        [sys.executable, str(APP), url, run_id], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "started"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+async def test_a_runner_executing_runs_takes_over_a_run_a_dead_process_left(
+    store_url: str,
+) -> None:
+    """S8: a runner that executes runs, even one that does not serve, takes
+    over the runs a process on this host left running when it died."""
+    _left_running_by_a_process_killed(store_url, "left")
+    async with sw.Runner(store_url, policies=[left_behind, other], poll_interval=0.05) as runner:
+        assert (await runner.get_run("left")).status == "running"  # its holder is gone
+        assert await runner.run(other, 1) == 1  # it executes runs: it takes over as well
+        async with asyncio.timeout(BOUND):
+            assert await runner.outcome("left") == "finished"
