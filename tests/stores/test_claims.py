@@ -150,3 +150,24 @@ async def test_claim_due_skips_the_runs_accept_refuses_and_takes_the_next(store:
     for run_id in ("refused-abandoned", "refused-ready"):
         rec = await store.get_run(run_id)
         assert rec is not None and rec.owner != ME
+
+
+async def test_claim_due_serves_only_the_queues_it_is_given(store: Store) -> None:
+    await store.create_runs(
+        [RunRecord(f"{q}-run", "p", "{}", queue=q) for q in ("mail", "chat", "batch")]
+    )
+    got = await store.claim_due(ME, 30.0, 10, _any, ["mail", "chat"])
+    assert sorted(r.id for r in got) == ["chat-run", "mail-run"]
+
+
+async def test_an_abandoned_run_of_a_full_queue_is_taken_over(store: Store) -> None:
+    """The queue's one slot is the abandoned run's own: taking it over
+    starts nothing new, so the limit does not hold it back; a pending run of
+    that queue still waits."""
+    await store.set_queue("one", concurrency=1)
+    await _held(store, "abandoned", FAR, -1.0, queue="one")
+    await store.create_run(RunRecord("waiting", "p", "{}", queue="one"))
+    got = await store.claim_due(ME, 30.0, 10, _any, ["one"])
+    assert [r.id for r in got] == ["abandoned"]
+    rec = await store.get_run("waiting")
+    assert rec is not None and rec.status == "pending"

@@ -197,8 +197,9 @@ async def test_a_step_whose_batch_cannot_be_written_again_fails_and_its_run_repl
         "commit failed: interrupted; writing the batch beside it again failed: interrupted"
     )
     assert await store.load_steps("x") == {}
-    with pytest.raises(StoreUnavailable, match="resumes by replay"):
+    with pytest.raises(StoreUnavailable, match="resumes by replay") as refused:
         await store.record_step("x", x, _step("2"))
+    assert "run 'x': step 2 refused: earlier records of this execution" in str(refused.value)
     y = await _running(store, "y")  # the store itself writes on
     await store.record_step("y", y, _step("1"))
     await store.record_step("y", y, _step("2"))
@@ -238,3 +239,31 @@ async def test_a_write_whose_commit_is_interrupted_fails_and_keeps_the_steps_bes
     grouped.db.set_trace_callback(None)
     assert _committed_keys(tmp_path / "ledger.db", "x") == ["1"]
     assert await grouped.get_run("new") is None
+
+
+async def test_a_rewrite_interrupted_at_its_insert_fails_the_waiting_step(
+    store: SQLiteStore,
+) -> None:
+    """The commit of x's step is interrupted, and so is the insert of the
+    store's second attempt (after its BEGIN): x's step fails with a
+    StoreError saying both, nothing of it is kept, and the store writes on."""
+    x = await _running(store, "x")
+    script = ["INSERT INTO steps", "BEGIN IMMEDIATE"]  # then: the COMMIT, the insert again
+
+    def on_statement(sql: str) -> None:
+        if script and sql.startswith(script[0]):
+            script.pop(0)
+            store.db.set_progress_handler(_interrupt(1), 1)  # the next statement
+
+    store.db.set_trace_callback(on_statement)
+    with pytest.raises(StoreError) as caught:
+        await store.record_step("x", x, _step("1"))
+    store.db.set_trace_callback(None)
+    assert type(caught.value) is StoreError
+    assert str(caught.value).endswith(
+        "commit failed: interrupted; writing the batch beside it again failed: interrupted"
+    )
+    assert await store.load_steps("x") == {}
+    y = await _running(store, "y")
+    await store.record_step("y", y, _step("1"))
+    assert list(await store.load_steps("y")) == ["1"]
