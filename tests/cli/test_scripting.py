@@ -299,7 +299,7 @@ def test_a_run_that_waited_before_waits_were_recorded_still_resumes(tmp_path: Pa
     ``stalwart.ask`` record. Today's ``refund`` asks with ``about=``; the
     old run resumes, replays its steps and records no question after the fact."""
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    from stalwart.runner.identity import run_inputs
+    from stalwart.runner.inputs import run_inputs
 
     async def old_ledger() -> None:
         store = SQLiteStore.from_url(url)

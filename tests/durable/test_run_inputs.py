@@ -21,7 +21,7 @@ import pytest
 import stalwart as sw
 from stalwart.core import codec
 from stalwart.core.errors import SerializationError
-from stalwart.runner.identity import run_inputs
+from stalwart.runner.inputs import run_inputs
 
 
 @sw.policy

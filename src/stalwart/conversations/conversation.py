@@ -56,7 +56,7 @@ from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, check_run_id
 from ..core.policy import Policy, as_policy
 from ..runner import RunHandle
 from ..runner.handle import Runs
-from ..runner.identity import check_same_run, run_inputs
+from ..runner.inputs import check_same_run, run_inputs
 from ..stores.base import Store
 from .loop import ConversationLoop
 from .turn import turn

@@ -41,7 +41,7 @@ from ..stores.base import Store
 from . import observe
 from .awaiting import Outcomes
 from .handle import Live
-from .identity import read_inputs, run_inputs
+from .inputs import read_inputs, run_inputs
 from .observe import started, trace_for
 from .registry import Registry
 from .table import RunTable, Settings

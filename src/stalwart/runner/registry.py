@@ -13,7 +13,7 @@ from typing import Any
 from ..core.errors import DuplicatePolicy
 from ..core.ledger import RunRecord
 from ..core.policy import Policy, as_policy, same_policy, where_defined
-from .identity import legacy_ref
+from .inputs import legacy_ref
 
 __all__ = ["Registry"]
 

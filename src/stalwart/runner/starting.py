@@ -17,7 +17,7 @@ from ..core.errors import InputMismatchError, SerializationError
 from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord
 from ..stores.base import Store
 from .driver import Call, Driver
-from .identity import check_same_run, run_inputs
+from .inputs import check_same_run, run_inputs
 from .observe import started, trace_for
 from .registry import Registry
 from .table import RunTable, Settings

@@ -52,7 +52,7 @@ from ..core.errors import (
 from ..core.ledger import RunRecord, check_priority
 from ..core.redact import mask_url
 from ..runner import Runner, observe
-from ..runner.identity import read_inputs, run_inputs
+from ..runner.inputs import read_inputs, run_inputs
 from ..runner.observe import started, trace_for
 from ..stores.base import ScheduleRecord, check_schedule
 from .timing import (

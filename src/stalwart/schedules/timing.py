@@ -16,7 +16,7 @@ from cronsim import CronSim, CronSimError
 from ..core.errors import ScheduleError
 from ..core.ledger import CHILD_MARK
 from ..core.policy import Policy
-from ..runner.identity import same_inputs
+from ..runner.inputs import same_inputs
 from ..stores.base import SCHEDULE_MISSED, ScheduleRecord
 
 __all__ = [

@@ -21,7 +21,7 @@ from typing import Any
 from ..core.engine.control import find_halt, find_suspend
 from ..core.ledger import TERMINAL
 from ..core.policy import as_policy
-from ..runner.identity import read_inputs
+from ..runner.inputs import read_inputs
 from .divergence import Divergence, ReplayReport, first_missing, outcome_divergences
 from .guard import Guard
 from .recording import load_recording

@@ -38,7 +38,7 @@ from ..core.policy import Policy, as_policy
 from ..core.recorded import error_to_json
 from ..core.stepargs import as_stored
 from ..runner.handle import RunHandle
-from ..runner.identity import read_inputs, run_inputs
+from ..runner.inputs import read_inputs, run_inputs
 from ..runner.runner import Runner
 from ..stores.base import RunDump
 from .export import SPAWN_PREFIX, export_runs, spawn_record

@@ -1,4 +1,4 @@
-"""A run's identity: the policy name and inputs it is recorded under.
+"""A run's inputs: the policy name and arguments it is recorded under.
 
 One run id is one run (S13): starting an id again must be the same call,
 compared as values (keyword or positional, defaults, key and set order and
