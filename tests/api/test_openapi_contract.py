@@ -54,11 +54,11 @@ def schemathesis(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
         ],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=270,
     )
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(330)
 @pytest.mark.parametrize("auth", ["token", "no-auth"])
 def test_the_server_does_what_its_openapi_document_says(
     auth: str, sqlite_url: str, tmp_path: Path
