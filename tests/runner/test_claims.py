@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import stalwart as sw
 
 from .claim_app import left_behind
@@ -136,3 +138,21 @@ async def test_a_runner_executing_runs_takes_over_a_run_a_dead_process_left(
         assert await runner.run(other, 1) == 1  # it executes runs: it takes over as well
         async with asyncio.timeout(BOUND):
             assert await runner.outcome("left") == "finished"
+
+
+@pytest.mark.parametrize("serving", [False, True], ids=["executing", "serving"])
+async def test_a_run_of_ours_resumes_whatever_queues_the_runner_takes(
+    store_url: str, serving: bool
+) -> None:
+    """A runner given queues to take from still resumes its own runs that
+    wait in another queue (started here, in the default queue)."""
+    async with sw.Runner(
+        store_url, policies=[waits], queues=["elsewhere"], serving=serving, poll_interval=0.05
+    ) as runner:
+        handle = await runner.start(waits, run_id="ours")
+        await _until_suspended(runner, "ours")
+        assert (await runner.get_run("ours")).queue == "default"
+        async with sw.Runner(store_url) as producer:
+            await producer.signal("ours", "go", 3)
+        async with asyncio.timeout(BOUND):
+            assert await handle.result() == "got 3"
