@@ -56,10 +56,10 @@ async def parrot(question: str, history: list[sw.Message] | None = None) -> str:
 
 conversational = [*policies, parrot]
 
-#: A worker for the conversations (``--app tests/api/api_app.py:thread_worker``):
-#: the thread's loop and the turn besides the agent; the API serves
+#: A worker for the conversations (``--app tests/api/api_app.py:conversation_worker``):
+#: the conversation's loop and the turn besides the agent; the API serves
 #: ``conversational`` only, so neither can be started over HTTP.
-thread_worker = [*conversational, *conversation_policies(parrot)]
+conversation_worker = [*conversational, *conversation_policies(parrot)]
 
 
 @sw.policy

@@ -80,8 +80,8 @@ def test_the_page_chats_in_a_browser(chat: Server) -> None:
         assert c.get("/runs").json()["runs"][0]["status"] == "succeeded"
 
 
-def test_messages_to_a_conversation_thread(tmp_path: Path) -> None:
-    store = f"sqlite:///{tmp_path / 'threads.db'}"
+def test_messages_to_a_conversation(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'conversations.db'}"
     with (
         serving(store, "--execute", app="tests/api/api_app.py:conversational") as srv,
         srv.client() as c,
@@ -89,22 +89,23 @@ def test_messages_to_a_conversation_thread(tmp_path: Path) -> None:
         replies = []
         for i, text in enumerate(["hi", "again"]):
             body = {"agent": "parrot", "message": text, "message_id": f"m{i}"}
-            r = c.post("/threads/t-1/messages", json=body)
+            r = c.post("/conversations/t-1/messages", json=body)
             assert r.status_code == 202, r.text
             turn = r.json()["turn_id"]
             assert r.headers["location"] == f"/runs/{quote(turn, safe='')}"
             replies.append(wait_status(c, quote(turn, safe=""), "succeeded")["result"])
         assert replies == ["hi (after 0 turns)", "again (after 1 turns)"]
-        bad = c.post("/threads/t-1/messages", json={"agent": "greet"})
+        bad = c.post("/conversations/t-1/messages", json={"agent": "greet"})
         assert bad.status_code == 422
         assert {f["field"] for f in bad.json()["fields"]} == {"agent", "message"}
 
 
 def test_messages_without_execute_are_answered_by_a_worker(tmp_path: Path) -> None:
-    """A server that only enqueues: the thread's run and each turn go to the
-    queue, and a ``stalwart worker`` serving the thread's policies answers."""
-    store = f"sqlite:///{tmp_path / 'threads.db'}"
-    worker = spawn(["worker", "--store", store, "--app", "tests/api/api_app.py:thread_worker"])
+    """A server that only enqueues: the conversation's run and each turn go to the
+    queue, and a ``stalwart worker`` serving the conversation's policies answers."""
+    store = f"sqlite:///{tmp_path / 'conversations.db'}"
+    app = "tests/api/api_app.py:conversation_worker"
+    worker = spawn(["worker", "--store", store, "--app", app])
     try:
         with (
             serving(store, app="tests/api/api_app.py:conversational") as srv,
@@ -113,13 +114,13 @@ def test_messages_without_execute_are_answered_by_a_worker(tmp_path: Path) -> No
             replies = []
             for i, text in enumerate(["hi", "again"]):
                 body = {"agent": "parrot", "message": text, "message_id": f"m{i}"}
-                r = c.post("/threads/t-1/messages", json=body)
+                r = c.post("/conversations/t-1/messages", json=body)
                 assert r.status_code == 202, r.text
                 turn = quote(r.json()["turn_id"], safe="")
                 replies.append(wait_status(c, turn, "succeeded")["result"])
             assert replies == ["hi (after 0 turns)", "again (after 1 turns)"]
-            thread = c.get("/runs/t-1").json()
-            assert thread["status"] == "suspended"  # between turns, held by nobody
-            assert thread["policy"] == "stalwart.thread:parrot"
+            conversation = c.get("/runs/t-1").json()
+            assert conversation["status"] == "suspended"  # between turns, held by nobody
+            assert conversation["policy"] == "stalwart.thread:parrot"  # the stored name
     finally:
         print(f"worker output: {stop(worker)}")  # shown when the test fails

@@ -140,7 +140,7 @@ def create_app(
         Route("/runs/{run_id}/events", routes.stream_events),
         Route("/runs/{run_id}/signals/{name}", routes.send_signal, methods=["POST"]),
         Route("/runs/{run_id}/cancel", routes.cancel_run, methods=["POST"]),
-        Route("/threads/{thread_id}/messages", routes.send_message, methods=["POST"]),
+        Route("/conversations/{conversation_id}/messages", routes.send_message, methods=["POST"]),
     ]
     if static is not None:
         folder = Path(static)

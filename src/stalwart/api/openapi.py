@@ -300,7 +300,7 @@ def openapi_document(
     }
     agents = _agents(policies)
     if agents:  # else no message can be sent: no operation to document
-        paths["/threads/{thread_id}/messages"] = _messages(agents, too_large)
+        paths["/conversations/{conversation_id}/messages"] = _messages(agents, too_large)
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": title, "version": version},
@@ -321,12 +321,15 @@ def _messages(agents: list[str], too_large: dict[str, Any]) -> dict[str, Any]:
             "summary": "Send a message to a conversation",
             "description": (
                 "Body: agent (a served policy taking question and history), message (any "
-                "JSON), message_id (optional: the same id is the same turn). The thread is "
-                "started if new. The answer names the turn's run, whose result is the reply. "
-                "Without --execute, a worker serving the thread's policies answers."
+                "JSON), message_id (optional: the same id is the same turn). The "
+                "conversation is started if new. The answer names the turn's run, whose result "
+                "is the reply. "
+                "Without --execute, a worker serving the conversation's policies answers."
             ),
-            "tags": ["threads"],
-            "parameters": [{"name": "thread_id", "in": "path", "required": True, "schema": run_id}],
+            "tags": ["conversations"],
+            "parameters": [
+                {"name": "conversation_id", "in": "path", "required": True, "schema": run_id}
+            ],
             "requestBody": {
                 "required": True,
                 "content": {
@@ -351,7 +354,7 @@ def _messages(agents: list[str], too_large: dict[str, Any]) -> dict[str, Any]:
                             "schema": {
                                 "type": "object",
                                 "properties": {
-                                    "thread_id": {"type": "string"},
+                                    "conversation_id": {"type": "string"},
                                     "turn_id": {"type": "string"},
                                 },
                             }

@@ -497,13 +497,13 @@ async def cancel_run(request: Request) -> Response:
 
 
 async def send_message(request: Request) -> Response:
-    """A turn of the conversation ``thread_id`` with ``agent`` (the thread
-    started if new): 202 with the turn's run id, whose result is the reply
-    (``GET /runs/{turn_id}``, or its ``end`` event). Without ``--execute``
-    the thread's run and the turn are enqueued (queue ``default``) for a
+    """A turn of the conversation ``conversation_id`` with ``agent`` (the
+    conversation started if new): 202 with the turn's run id, whose result is
+    the reply (``GET /runs/{turn_id}``, or its ``end`` event). Without
+    ``--execute`` the conversation's run and the turn are enqueued (queue ``default``) for a
     worker serving ``conversation_policies(agent)``."""
     api = _api(request)
-    thread_id = unquote(request.path_params["thread_id"])
+    conversation_id = unquote(request.path_params["conversation_id"])
     try:
         present, body = await _body(request, api.max_body)
     except OverflowError as exc:
@@ -524,26 +524,27 @@ async def send_message(request: Request) -> Response:
         problems.append(FieldProblem(field="message", message="required"))
     message_id = body.get("message_id")
     try:
-        check_run_id(thread_id)
+        check_run_id(conversation_id)
         if message_id is not None:
             check_run_id(message_id)
     except (ValueError, TypeError) as exc:
-        where = "thread_id" if message_id is None or "message_id" in str(exc) else "message_id"
+        named = message_id is None or "message_id" in str(exc)
+        where = "conversation_id" if named else "message_id"
         problems.append(FieldProblem(field=where, message=str(exc)))
     if problems:
         return problem(422, f"invalid message: {_summary(problems)}", problems)
     assert agent is not None
     try:
         queue = None if api.execute else "default"
-        conversation = Conversation(api.runner, agent, thread_id, queue=queue)
+        conversation = Conversation(api.runner, agent, conversation_id, queue=queue)
         handle = await conversation.put(body["message"], message_id=message_id)
     except InputMismatchError as exc:
-        return problem(409, str(exc), [FieldProblem(field="thread_id", message=str(exc))])
+        return problem(409, str(exc), [FieldProblem(field="conversation_id", message=str(exc))])
     except SerializationError as exc:
         return problem(422, str(exc), [FieldProblem(field="message", message=str(exc))])
     turn = handle.run_id
     return JSONResponse(
-        {"thread_id": thread_id, "turn_id": turn},
+        {"conversation_id": conversation_id, "turn_id": turn},
         202,
         headers={"Location": f"/runs/{quote(turn, safe='')}"},
     )

@@ -32,7 +32,7 @@ from ..core import access
 
 __all__ = ["API_PREFIXES", "Guard"]
 
-API_PREFIXES = ("/runs", "/policies", "/threads", "/openapi.json")
+API_PREFIXES = ("/runs", "/policies", "/conversations", "/openapi.json")
 
 _HEADERS = [(k.lower().encode(), v.encode()) for k, v in access.SECURITY_HEADERS.items()]
 
