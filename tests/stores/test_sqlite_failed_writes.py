@@ -200,6 +200,7 @@ async def test_a_step_whose_batch_cannot_be_written_again_fails_and_its_run_repl
     with pytest.raises(StoreUnavailable, match="resumes by replay") as refused:
         await store.record_step("x", x, _step("2"))
     assert "run 'x': step 2 refused: earlier records of this execution" in str(refused.value)
+    assert str(refused.value).endswith("could not be written again; the run resumes by replay")
     y = await _running(store, "y")  # the store itself writes on
     await store.record_step("y", y, _step("1"))
     await store.record_step("y", y, _step("2"))

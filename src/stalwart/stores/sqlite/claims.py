@@ -113,11 +113,11 @@ class SQLiteClaims(SQLiteBase):
             if len(claimed) >= limit:
                 break
             rec = run_from_row(row)
-            dead = None
-            if rec.status == "running" and rec.owner != owner:
-                if (rec.lease_expires_at or 0) >= now and not owner_is_dead(rec.owner):
-                    continue
-                dead = rec.owner
+            # Another's running run was read as abandoned: its lease ran out
+            # or its holder has exited. The claim checks the lease again (a
+            # holder may renew it meanwhile); only an exited holder is named.
+            running = rec.status == "running" and rec.owner != owner
+            dead = rec.owner if running and owner_is_dead(rec.owner) else None
             if not accept(rec):
                 continue
             got = self._write_now(
