@@ -361,8 +361,9 @@ class Worker:
             if not _ready(rec, now, self.owner) or not self._acceptable(rec):
                 continue
             pol = self.registry.find(rec.policy)
+            assert pol is not None  # _acceptable asked the registry, which forgets no policy
             got = await self.store.claim(run_id, self.owner, self.lease)
-            if got is not None and pol is not None:
+            if got is not None:
                 self.driver.launch(got, pol, prior=rec)
                 claimed.append(run_id)
         return claimed
@@ -395,10 +396,10 @@ class Worker:
             )
             crowded = crowded or refused >= room
             for rec in batch:
+                # The store returns only runs accept() took, after it asked the
+                # registry, which forgets no policy.
                 pol = self.registry.find(rec.policy)
-                if pol is None:
-                    await self.store.release(rec.id, rec.fence)
-                    continue
+                assert pol is not None
                 self.driver.launch(rec, pol, prior=prior.get(rec.id))
                 claimed.append(rec.id)
             if len(batch) < room:
