@@ -1,5 +1,5 @@
 """The API guard's token, host and origin checks, the ones it shares with
-the inspector (``stalwart.core.access``), on the guard alone (in process)."""
+the inspector (``stalwart.http.access``), on the guard alone (in process)."""
 
 from __future__ import annotations
 

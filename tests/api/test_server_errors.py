@@ -14,7 +14,7 @@ import pytest
 from tests.api.api_app import policies
 
 from stalwart.api import create_app
-from stalwart.core.access import SECURITY_HEADERS
+from stalwart.http.access import SECURITY_HEADERS
 from stalwart.stores.sqlite import SQLiteStore
 
 SECRET = "detail-that-must-not-leak"

@@ -1,5 +1,5 @@
 """The inspector's token and host checks, the ones it shares with the API
-(``stalwart.core.access``): what a request that gets them wrong is answered."""
+(``stalwart.http.access``): what a request that gets them wrong is answered."""
 
 from __future__ import annotations
 

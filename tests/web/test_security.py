@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from stalwart.core.access import CSP
+from stalwart.http.access import CSP
 
 from .conftest import client, free_port, start, stop, wait_http
 

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from stalwart.core.access import SECURITY_HEADERS
+from stalwart.http.access import SECURITY_HEADERS
 from stalwart.stores.sqlite import SQLiteStore
 from stalwart.web import create_app
 

@@ -1,5 +1,5 @@
 """``stalwart ui`` holds against slow, silent and too many clients as the API
-does (one mechanism, :mod:`stalwart.core.serving`): each connection that sends
+does (one mechanism, :mod:`stalwart.http.serving`): each connection that sends
 nothing, its headers a line at a time or its body a byte at a time is closed,
 one past ``--max-connections`` is refused, and pages are served meanwhile."""
 

@@ -25,15 +25,15 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..core.access import (
+from ..core.errors import StoreError
+from ..core.policy import Policy, as_policy
+from ..http.access import (
     LOOPBACK_NAMES,
     SECURITY_HEADERS,
     check_tokens,
     is_loopback,
     loopback_hosts,
 )
-from ..core.errors import StoreError
-from ..core.policy import Policy, as_policy
 from ..runner import Runner
 from ..stores import Store
 from . import routes
@@ -41,7 +41,7 @@ from .openapi import openapi_document
 from .security import Guard
 
 if TYPE_CHECKING:
-    from ..core.serving import Limits
+    from ..http.serving import Limits
 
 __all__ = ["ServerErrors", "create_app", "serve"]
 
@@ -224,9 +224,9 @@ def serve(
     may use. The banner names the address, the policies, the role and the
     number of tokens, never a token. ``limits``: the deadlines and the
     connection count that hold against slow clients
-    (:class:`stalwart.core.serving.Limits`; its defaults when None).
+    (:class:`stalwart.http.serving.Limits`; its defaults when None).
     """
-    from ..core.serving import Limits, run
+    from ..http.serving import Limits, run
 
     limits = Limits() if limits is None else limits
     local = is_loopback(host)

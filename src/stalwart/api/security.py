@@ -28,7 +28,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..core import access
+from ..http import access
 
 __all__ = ["API_PREFIXES", "Guard"]
 

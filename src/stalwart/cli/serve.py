@@ -29,7 +29,7 @@ __all__ = [
 TOKENS_ENV = "STALWART_API_TOKENS"
 
 # What a client may hold of a server, shared by ``stalwart serve`` and
-# ``stalwart ui`` (the defaults are those of stalwart.core.serving.Limits).
+# ``stalwart ui`` (the defaults are those of stalwart.http.serving.Limits).
 HeaderTimeoutOption = Annotated[
     float,
     typer.Option(
@@ -102,7 +102,7 @@ def serve(
     """Serve an HTTP API: start, read, list, stream, signal and cancel runs of --app's policies."""
     from ..api import serve as serve_api
     from ..core.errors import StalwartError
-    from ..core.serving import Limits
+    from ..http.serving import Limits
 
     tokens = list(token or [])
     if not tokens and not no_auth:

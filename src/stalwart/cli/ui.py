@@ -41,7 +41,7 @@ def ui(
 ) -> None:
     """Open the web inspector: runs, steps, conversations, approvals waiting for a human."""
     from ..core.errors import StalwartError
-    from ..core.serving import Limits
+    from ..http.serving import Limits
     from ..web import serve
     from .apps import app_policies
 

@@ -21,7 +21,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..core.access import (
+from ..core.errors import StoreError
+from ..http.access import (
     LOOPBACK_NAMES,
     SECURITY_HEADERS,
     check_tokens,
@@ -29,7 +30,6 @@ from ..core.access import (
     loopback_hosts,
     url_host,
 )
-from ..core.errors import StoreError
 from ..runner import Runner
 from ..runner.registry import Registry
 from ..stores import Store
@@ -37,7 +37,7 @@ from . import views
 from .security import Guard, new_token
 
 if TYPE_CHECKING:
-    from ..core.serving import Limits
+    from ..http.serving import Limits
 
 __all__ = ["ServerErrors", "create_app", "serve"]
 
@@ -55,7 +55,7 @@ def create_app(
     """The inspector for ``store`` (a URL or an unopened Store).
 
     ``token``: required on every request when given (at least 16
-    characters, no spaces: :func:`~stalwart.core.access.check_tokens`).
+    characters, no spaces: :func:`~stalwart.http.access.check_tokens`).
     ``hosts``: the host names requests may address (None: any; see
     :class:`.security.Guard`).
     ``refresh``: seconds between live updates of a page.
@@ -163,11 +163,11 @@ def serve(
     anywhere else, a token is required, made up here if not given, and
     printed with the address to open (an address it listens on). ``limits``:
     the deadlines and the connection count that hold against slow clients
-    (:class:`stalwart.core.serving.Limits`; its defaults when None).
+    (:class:`stalwart.http.serving.Limits`; its defaults when None).
     ``policies``: the application's, read for their parameter names only
     (see :func:`create_app`).
     """
-    from ..core.serving import Limits, run
+    from ..http.serving import Limits, run
 
     limits = Limits() if limits is None else limits
     local = is_loopback(host)

@@ -29,7 +29,7 @@ from urllib.parse import quote, urlencode
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-from ..core import access
+from ..http import access
 
 __all__ = ["Guard", "local_target", "new_token"]
 

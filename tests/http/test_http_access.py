@@ -1,8 +1,8 @@
-"""The checks the API and the inspector share (``stalwart.core.access``)."""
+"""The checks the API and the inspector share (``stalwart.http.access``)."""
 
 from __future__ import annotations
 
-from stalwart.core.access import Tokens, bearer, host_names, host_of, is_loopback, same_origin
+from stalwart.http.access import Tokens, bearer, host_names, host_of, is_loopback, same_origin
 
 TOKEN = "a-token-of-some-length-0123"
 
