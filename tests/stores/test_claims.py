@@ -171,3 +171,38 @@ async def test_an_abandoned_run_of_a_full_queue_is_taken_over(store: Store) -> N
     assert [r.id for r in got] == ["abandoned"]
     rec = await store.get_run("waiting")
     assert rec is not None and rec.status == "pending"
+
+
+async def test_a_holder_renewing_its_lease_during_a_claim_pass_keeps_its_run(
+    sqlite_url: str,
+) -> None:
+    """SQLite: the pass reads the run as abandoned (its lease ran out); its
+    holder, another process, renews the lease before the pass claims it.
+    The claim checks the lease again: the holder keeps its run."""
+    import sqlite3
+    import time
+
+    store = open_store(sqlite_url)
+    assert store is not None
+    await store.open()
+    try:
+        await _held(store, "r", FAR, -1.0)
+        path = sqlite_url.removeprefix("sqlite:///")
+
+        def renewed_meanwhile(rec: RunRecord) -> bool:
+            other = sqlite3.connect(path, timeout=10)
+            try:
+                with other:
+                    other.execute(
+                        "UPDATE runs SET lease_expires_at = ? WHERE id = ?",
+                        (time.time() + 60, rec.id),
+                    )
+            finally:
+                other.close()
+            return True
+
+        assert await store.claim_due(ME, 30.0, 10, renewed_meanwhile) == []
+        rec = await store.get_run("r")
+        assert rec is not None and rec.owner == FAR
+    finally:
+        await store.close()
