@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
 from .errors import SerializationError, StalwartError
-from .ledger import StepRecord
+from .ledger import StoredStep
 from .recorded import recorded_outcome
 
 __all__ = ["Child", "Context", "Engine", "SupportsPolicy", "arguments_of", "check_keywords"]
@@ -49,7 +49,7 @@ class Engine(Protocol):
 
     run_id: str
     listeners: list[Any]
-    replay: dict[str, StepRecord]
+    replay: dict[str, StoredStep]
 
     @property
     def durable(self) -> bool:

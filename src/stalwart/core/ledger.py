@@ -1,7 +1,9 @@
 """The ledger's record format: what a run and a step look like once recorded.
 
-The engine writes :class:`StepRecord`s and reads :class:`RunRecord`s through
-the small :class:`Ledger` protocol; a store (``stalwart.stores``) keeps them.
+The engine writes steps (as stored: ``core/stepargs.py``) and reads
+:class:`RunRecord`s through the small :class:`Ledger` protocol; a store
+(``stalwart.stores``) keeps them and gives readers whole :class:`StepRecord`
+records.
 Values are JSON text already, so every store keeps the same bytes.
 """
 
@@ -26,6 +28,7 @@ __all__ = [
     "RunRecord",
     "RunStatus",
     "StepRecord",
+    "StoredStep",
     "asked_key",
     "check_delay",
     "check_priority",
@@ -45,6 +48,26 @@ class StepRecord:
     ``output`` and ``error`` are JSON text; exactly one is set. ``kind`` tells
     a policy call from the runtime's own records (sleep, signal, now, ...).
     """
+
+    key: str
+    name: str
+    args_hash: str
+    args: str | None
+    output: str | None
+    error: str | None
+    attempts: int = 1
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    kind: str = "call"
+
+
+@dataclass(slots=True)
+class StoredStep:
+    """One step as a store keeps it: the fields of a
+    :class:`StepRecord`, but ``args`` may be compact (refer to an
+    earlier step's). What the engine writes and replays, and what an export,
+    an import or a fork copies; never handed to a reader, which gets the
+    record whole (``core/stepargs.py``: ``whole_steps``)."""
 
     key: str
     name: str
@@ -182,7 +205,7 @@ class Ledger(Protocol):
     stale one (S8). :class:`~stalwart.stores.base.Store` is the full interface.
     """
 
-    async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
+    async def record_step(self, run_id: str, fence: int, step: StoredStep) -> StoredStep:
         """Record ``step`` unless its key is taken; return the record that won (S3)."""
         ...
 

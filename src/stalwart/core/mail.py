@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .ledger import CHILD_MARK, Ledger, StepRecord
+from .ledger import CHILD_MARK, Ledger, StoredStep
 
 __all__ = [
     "GENERATION_KEY",
@@ -81,7 +81,7 @@ class MailLedger(Ledger, Protocol):
         ...
 
     async def continue_run(
-        self, run_id: str, fence: int, inputs: str, archive_id: str, first: StepRecord
+        self, run_id: str, fence: int, inputs: str, archive_id: str, first: StoredStep
     ) -> None:
         """Move the run's steps and read messages to ``archive_id``, give it
         ``inputs``, and record ``first``: all or nothing."""

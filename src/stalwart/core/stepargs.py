@@ -1,4 +1,4 @@
-"""What a step records of its arguments, and how a reader gets them whole.
+r"""What a step records of its arguments, and how a reader gets them whole.
 
 A model call's arguments hold the whole conversation so far, so an agent of
 N turns would record O(N²) bytes if every step kept a full copy. Instead a
@@ -23,41 +23,39 @@ references ends, and a prefix of a run's steps (what a fork or an export
 copies) holds every step its records refer to.
 
 The identity hash (``args_hash``) is still the hash of the *whole* arguments'
-JSON, so replay compares calls exactly as before (S5) and ledgers written
-before this format replay unchanged. The engine writes the compact form
-(``core/engine/identity.py: ArgsLog``); readers get the whole text back:
-:func:`expanding` turns a store's compact rows into :class:`LoadedStep`
-records whose ``args`` rebuild the full JSON when read (iteratively, each
-list rebuilt once per table, checked against ``args_hash``), so the CLI, the
-inspector, exports and replay reports show what they always showed. A
-reference that does not resolve is a :class:`CorruptedRecord` naming the run,
-the step and the argument, never a crash or an unbounded walk.
+JSON, so replay compares calls exactly as before (S5). The compact form stays
+behind the store boundary, typed apart: a :class:`StoredStep` is a step as a
+store keeps it, which only the engine's writer and replay and the moves of
+whole runs (export, import, fork) handle; every reader gets
+:class:`~.ledger.StepRecord`\ s whose ``args`` are whole, rebuilt once at
+load by :func:`whole_steps` (iteratively, each list rebuilt once per table,
+checked against ``args_hash``). A reference that does not resolve is a
+:class:`CorruptedRecord` naming the run, the step and the argument, raised by
+the load, never a crash or an unbounded walk.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections import ChainMap
 from collections.abc import Mapping
-from dataclasses import fields
 from typing import Any
 
 from .errors import CorruptedRecord
 from .keys import key_parts
-from .ledger import StepRecord
+from .ledger import StepRecord, StoredStep
 
 __all__ = [
     "ArgsTable",
-    "LoadedStep",
     "args_digest",
-    "as_stored",
     "check_references",
-    "expanding",
     "ext_node",
     "full_args",
     "is_compact",
     "out_node",
-    "stored_args",
+    "stored",
+    "whole_steps",
 ]
 
 EXT = "ext"
@@ -66,9 +64,26 @@ OUT = "out"
 # record may hold one (a user's string cannot contain it unescaped).
 _MARK = '"$t":"ext"'
 _OUT_MARK = '"$t":"out"'
-# The slot that keeps what the store holds, under LoadedStep's ``args``.
-_ARGS: Any = StepRecord.__dict__["args"]
-_FIELDS = tuple(f.name for f in fields(StepRecord))
+
+
+# A record whose arguments a table reads: stored, or already whole (a reader's).
+_Record = StoredStep | StepRecord
+
+
+def stored(step: StepRecord) -> StoredStep:
+    """A whole record as a store keeps it (whole arguments are a stored form)."""
+    return StoredStep(
+        step.key,
+        step.name,
+        step.args_hash,
+        step.args,
+        step.output,
+        step.error,
+        step.attempts,
+        step.started_at,
+        step.finished_at,
+        step.kind,
+    )
 
 
 def args_digest(text: str) -> str:
@@ -92,19 +107,6 @@ def is_compact(args: str | None) -> bool:
     return args is not None and (_MARK in args or _OUT_MARK in args)
 
 
-def stored_args(step: StepRecord) -> str | None:
-    """The arguments as the store keeps them (compact or whole)."""
-    text: str | None = _ARGS.__get__(step, StepRecord)
-    return text
-
-
-def as_stored(step: StepRecord) -> StepRecord:
-    """A plain copy of ``step`` with its arguments as stored: what to write
-    into another store (an import, a fork), so a copy stays compact."""
-    values = {name: getattr(step, name) for name in _FIELDS if name != "args"}
-    return StepRecord(args=stored_args(step), **values)
-
-
 # An argument of a step's record: a keyword argument's name, or the index of
 # a positional one (an int, so that a keyword named "*5" is never taken for
 # the sixth positional argument, nor the other way round).
@@ -115,23 +117,6 @@ def _shown(field: Field) -> str:
     return f"*[{field}]" if isinstance(field, int) else field
 
 
-def _old_spelling(tree: dict[str, Any], field: Field) -> Any:
-    """The node ``field`` named before positional fields were ints: writers
-    then shared one name, ``"*i"``, between the positional argument ``i``
-    and a keyword argument of that name, and readers took it as positional.
-    Looked up only when ``field`` itself is missing, so a ledger of that time
-    reads as it did (the whole-arguments hash checks the result)."""
-    if isinstance(field, int):
-        return tree.get(f"*{field}")
-    digits = field[1:]
-    if field.startswith("*") and digits.isdigit() and digits.isascii():
-        positional = tree.get("*")
-        i = int(digits)
-        if isinstance(positional, list) and i < len(positional):
-            return positional[i]
-    return None
-
-
 class ArgsTable:
     """The recorded arguments of one run's steps, rebuilt whole on demand.
 
@@ -140,7 +125,7 @@ class ArgsTable:
     order, so the walk ends) and kept for the next step that extends it.
     """
 
-    def __init__(self, run_id: str, steps: Mapping[str, StepRecord]) -> None:
+    def __init__(self, run_id: str, steps: Mapping[str, _Record]) -> None:
         self.run_id = run_id
         self.steps = steps
         self._trees: dict[str, dict[str, Any]] = {}
@@ -162,7 +147,7 @@ class ArgsTable:
         """Step ``key``'s arguments as their whole JSON text (what the engine
         hashed); a CorruptedRecord if a reference does not resolve."""
         step = self.steps[key]
-        text = stored_args(step)
+        text = step.args
         if not is_compact(text):
             return text
         tree = dict(self._tree(key, None))
@@ -197,7 +182,7 @@ class ArgsTable:
         """Check every reference's shape and target without rebuilding (what
         an import checks before it writes anything)."""
         for key, step in self.steps.items():
-            if is_compact(stored_args(step)):
+            if is_compact(step.args):
                 tree = self._tree(key, None)
                 for field, node in _ext_fields(tree):
                     self._reference(key, field, node)
@@ -213,7 +198,7 @@ class ArgsTable:
         if tree is not None:
             return tree
         step = self.steps.get(key)
-        text = None if step is None else stored_args(step)
+        text = None if step is None else step.args
         if text is None:
             if referrer is None:
                 raise self._bad(key, None, "it records no arguments")
@@ -235,8 +220,6 @@ class ArgsTable:
             node = positional[field] if has else None  # type: ignore[index]
         else:
             node = tree.get(field)
-        if not (isinstance(node, list) or _is_ext(node)) and referrer is not None:
-            node = _old_spelling(tree, field)
         if isinstance(node, list) or _is_ext(node):
             return node
         if referrer is None:
@@ -375,75 +358,50 @@ def _ext_fields(tree: dict[str, Any]) -> list[tuple[Field, dict[str, Any]]]:
     return out
 
 
-class LoadedStep(StepRecord):
-    """A step read from a store whose arguments refer to earlier steps':
-    ``args`` gives the whole JSON text, rebuilt when read (and each time: a
-    long conversation is not kept twice in memory); :func:`stored_args`
-    gives what the store keeps. Replay never reads ``args`` (it compares the
-    hash), so resuming a long run costs what the ledger holds, not its
-    square. Compares equal to a record of the same step with whole arguments.
-    """
-
-    __slots__ = ("_table",)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._table: ArgsTable | None = None
-
-    @property
-    def args(self) -> str | None:
-        table = self._table
-        if table is None:
-            return stored_args(self)
-        return table.full(self.key)
-
-    @args.setter
-    def args(self, value: str | None) -> None:
-        _ARGS.__set__(self, value)
-        self._table = None  # set by hand: it is what it says
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StepRecord):
-            return NotImplemented
-        return all(getattr(self, n) == getattr(other, n) for n in _FIELDS)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        values = {n: getattr(self, n) for n in _FIELDS if n != "args"}
-        values["args"] = stored_args(self)
-        return f"LoadedStep({', '.join(f'{k}={v!r}' for k, v in values.items())})"
-
-
-def expanding(run_id: str, steps: dict[str, StepRecord]) -> dict[str, StepRecord]:
-    """``steps`` (one run's, by key, as a store read them) with each compact
-    record replaced by a :class:`LoadedStep` that rebuilds its arguments
-    when read. Records in the whole form are left as they are, so a ledger
-    with none costs one substring test a row."""
-    compact = [k for k, s in steps.items() if is_compact(stored_args(s))]
-    if not compact:
-        return steps
-    table = ArgsTable(run_id, steps)
-    for key in compact:
-        step = steps[key]
-        loaded = LoadedStep(
-            **{n: getattr(step, n) for n in _FIELDS if n != "args"}, args=stored_args(step)
+def whole_steps(
+    run_id: str, steps: Mapping[str, StoredStep], refs: Mapping[str, _Record] | None = None
+) -> dict[str, StepRecord]:
+    """``steps`` (one run's, by key, as a store keeps them) as records with
+    whole arguments, every reference resolved now: a record that cannot be
+    rebuilt is a CorruptedRecord naming the run and the step, raised here.
+    ``refs``: more of the run's steps the references may point to (the
+    whole records a reader already holds: a stream reads a run's steps a
+    few at a time), looked up after ``steps``."""
+    table = ArgsTable(run_id, steps if not refs else ChainMap(steps, refs))  # type: ignore[arg-type]
+    whole: dict[str, StepRecord] = {}
+    try:
+        texts = {k: table.full(k) for k, s in steps.items() if is_compact(s.args)}
+    except CorruptedRecord:  # the first unreadable record in S1 order is the one named
+        for k in sorted(steps, key=key_parts):
+            if is_compact(steps[k].args):
+                table.full(k)
+        raise
+    for key, s in steps.items():
+        args = texts.get(key, s.args)
+        whole[key] = StepRecord(
+            s.key,
+            s.name,
+            s.args_hash,
+            args,
+            s.output,
+            s.error,
+            s.attempts,
+            s.started_at,
+            s.finished_at,
+            s.kind,
         )
-        loaded._table = table
-        steps[key] = loaded
-    return steps
+    return whole
 
 
-def full_args(run_id: str, step: StepRecord, steps: Mapping[str, StepRecord]) -> str | None:
+def full_args(run_id: str, step: StoredStep, steps: Mapping[str, StoredStep]) -> str | None:
     """``step``'s whole arguments, its references resolved among ``steps``
-    (and ``step`` itself): for a record not read through :func:`expanding`."""
-    text = step.args
-    if not is_compact(text):
-        return text
+    (and ``step`` itself): what a nondeterminism error shows."""
+    if not is_compact(step.args):
+        return step.args
     return ArgsTable(run_id, {**steps, step.key: step}).full(step.key)
 
 
-def check_references(run_id: str, steps: Mapping[str, StepRecord]) -> None:
+def check_references(run_id: str, steps: Mapping[str, StoredStep]) -> None:
     """A CorruptedRecord if a compact record of ``steps`` refers to a step
     they lack, or to one that does not come before it."""
     ArgsTable(run_id, steps).check()

@@ -200,7 +200,7 @@ class Driver:
             data = read_inputs(x.run_id, rec.inputs)  # a bad row fails this run, not the worker
             call = (tuple(data["args"]), data["kwargs"])
         if x.fence > 1 and x.store is not None:  # a first claim has nothing to replay
-            x.replay = await self.store.load_steps(x.run_id)
+            x.replay = await self.store.load_stored_steps(x.run_id)
         try:
             result = await x.run_root(pol, call[0], call[1])
         except asyncio.CancelledError:

@@ -15,7 +15,7 @@ import math
 import os
 import socket
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,8 +27,10 @@ from ..core.ledger import (
     RunRecord,
     RunStatus,
     StepRecord,
+    StoredStep,
 )
 from ..core.mail import GENERATION_KEY, Delivery
+from ..core.stepargs import whole_steps
 
 __all__ = [
     "SCHEDULE_MISSED",
@@ -177,7 +179,7 @@ def archived_run(run: RunRecord, archive_id: str, now: float) -> RunRecord:
     )
 
 
-def step_row(run_id: str, step: StepRecord) -> tuple[Any, ...]:
+def step_row(run_id: str, step: StoredStep) -> tuple[Any, ...]:
     """The parameters of ``Statements.insert_step`` for a small step."""
     return (
         run_id,
@@ -221,11 +223,17 @@ class SignalRecord:
 class RunDump:
     """One run as a store keeps it, spilled payloads merged back: what
     :meth:`Store.export_run` reads and :meth:`Store.import_run` writes, so a
-    run moves between stores (``stalwart.timetravel``) byte for byte."""
+    run moves between stores (``stalwart.timetravel``) byte for byte: its
+    steps as stored (compact arguments stay compact)."""
 
     run: RunRecord
-    steps: list[StepRecord]
+    steps: list[StoredStep]
     signals: list[SignalRecord]
+
+    def records(self) -> dict[str, StepRecord]:
+        """The steps by key, whole, as a reader gets them (a CorruptedRecord
+        naming the run and the step if one cannot be rebuilt)."""
+        return whole_steps(self.run.id, {s.key: s for s in self.steps})
 
 
 @dataclass(slots=True)
@@ -520,11 +528,31 @@ class Store(abc.ABC):
         beyond the ``keep`` most recent; return how many went (S12)."""
 
     # -- steps -------------------------------------------------------------
+    async def load_steps(self, run_id: str) -> dict[str, StepRecord]:
+        """The run's steps by key, whole (compact arguments rebuilt): what
+        readers get. An unreadable record is a
+        :class:`~stalwart.core.errors.CorruptedRecord` naming the run and the step."""
+        return whole_steps(run_id, await self.load_stored_steps(run_id))
+
+    async def load_step(self, run_id: str, key: str) -> StepRecord | None:
+        """One step of the run, whole (None if it has none at ``key``): the
+        memory it takes is linear in its own arguments, where the whole
+        run's records (:meth:`load_steps`) hold every step's conversation."""
+        steps = await self.load_stored_steps(run_id)
+        step = steps.get(key)
+        return None if step is None else whole_steps(run_id, {key: step}, steps)[key]
+
     @abc.abstractmethod
-    async def load_steps(self, run_id: str) -> dict[str, StepRecord]: ...
+    async def load_stored_steps(self, run_id: str) -> dict[str, StoredStep]:
+        """The run's steps by key as stored (compact arguments stay compact):
+        what the engine replays, never a reader's."""
 
     async def steps_since(
-        self, run_id: str, known: int, since: float
+        self,
+        run_id: str,
+        known: int,
+        since: float,
+        held: Mapping[str, StepRecord] | None = None,
     ) -> tuple[int, dict[str, StepRecord]]:
         """How many steps the run has, and, unless that is ``known``, those
         of its steps finished at or after ``since``: what a reader that holds
@@ -551,12 +579,26 @@ class Store(abc.ABC):
         writes first) is returned whatever the count, when the run has one:
         the reader compares it with the one it holds.
 
-        Records are as stored: compact arguments stay compact
-        (:mod:`stalwart.core.stepargs`); rebuild them against the steps the
-        reader holds. This default reads the whole ledger; the SQL stores
-        and the memory store answer from the count.
+        Records are whole: ``held`` (the steps the reader holds) are what
+        the new ones' compact arguments (:mod:`stalwart.core.stepargs`) may
+        refer to, so a new step costs its own rows, not the run's; a
+        reference to a step neither read now nor held reads the run's steps.
+        An unreadable record is a :class:`~stalwart.core.errors.CorruptedRecord`
+        naming the run and the step.
         """
-        steps = await self.load_steps(run_id)
+        count, found = await self.stored_steps_since(run_id, known, since)
+        try:
+            return count, whole_steps(run_id, found, held)
+        except CorruptedRecord:  # refers to a step not read now nor held: read them all
+            return count, whole_steps(run_id, found, await self.load_stored_steps(run_id))
+
+    async def stored_steps_since(
+        self, run_id: str, known: int, since: float
+    ) -> tuple[int, dict[str, StoredStep]]:
+        """:meth:`steps_since`'s read, the records as stored. This default
+        reads the whole ledger; the SQL stores and the memory store answer
+        from the count."""
+        steps = await self.load_stored_steps(run_id)
         generation = steps.get(GENERATION_KEY)
         mark = {} if generation is None else {GENERATION_KEY: generation}
         if len(steps) == known:
@@ -564,7 +606,7 @@ class Store(abc.ABC):
         return len(steps), mark | {k: s for k, s in steps.items() if s.finished_at >= since}
 
     @abc.abstractmethod
-    async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
+    async def record_step(self, run_id: str, fence: int, step: StoredStep) -> StoredStep:
         """Record ``step`` unless its key has a record; return the record that won (S3).
 
         Every call checks the fence, the no-op case included: a writer whose
@@ -610,7 +652,7 @@ class Store(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} has no mailboxes")
 
     async def continue_run(
-        self, run_id: str, fence: int, inputs: str, archive_id: str, first: StepRecord
+        self, run_id: str, fence: int, inputs: str, archive_id: str, first: StoredStep
     ) -> None:
         """Continue-as-new, all or nothing: a finished run ``archive_id``
         (:func:`archived_run`) takes the run's steps and the messages it read;

@@ -17,9 +17,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.errors import RunNotFound, StaleLeaseError, StoreError
-from ..core.ledger import TERMINAL, RunRecord, RunStatus, StepRecord
+from ..core.ledger import TERMINAL, RunRecord, RunStatus, StoredStep
 from ..core.mail import MAIL, Delivery, mail_filter, mail_matches
-from ..core.stepargs import as_stored, expanding
 from .base import (
     CANCELLED_ERROR,
     Beat,
@@ -48,7 +47,7 @@ class MemoryStore(MemoryReads, MemorySchedules, Store):
 
     def __init__(self) -> None:
         self._runs: dict[str, RunRecord] = {}
-        self._steps: dict[str, dict[str, StepRecord]] = {}
+        self._steps: dict[str, dict[str, StoredStep]] = {}
         self._signals: dict[str, list[SignalRecord]] = {}
         # Delivery id -> the run whose mailbox holds it: a delivery checks its
         # id in one look, however much mail the store holds (ids are unique
@@ -337,10 +336,10 @@ class MemoryStore(MemoryReads, MemorySchedules, Store):
         return len(gone)
 
     # -- steps -------------------------------------------------------------
-    async def load_steps(self, run_id: str) -> dict[str, StepRecord]:
-        return expanding(run_id, {k: replace(s) for k, s in self._steps.get(run_id, {}).items()})
+    async def load_stored_steps(self, run_id: str) -> dict[str, StoredStep]:
+        return {k: replace(s) for k, s in self._steps.get(run_id, {}).items()}
 
-    async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
+    async def record_step(self, run_id: str, fence: int, step: StoredStep) -> StoredStep:
         self._fenced(run_id, fence, running_only=True)
         steps = self._steps.setdefault(run_id, {})
         winner = steps.setdefault(step.key, replace(step))
@@ -415,15 +414,14 @@ class MemoryStore(MemoryReads, MemorySchedules, Store):
         rec = self._runs.get(run_id)
         if rec is None:
             return None
-        kept = {k: replace(s) for k, s in self._steps.get(run_id, {}).items()}
-        steps = list(expanding(run_id, kept).values())  # whole arguments when read
+        steps = [replace(s) for s in self._steps.get(run_id, {}).values()]
         return RunDump(replace(rec), steps, [replace(s) for s in self._signals.get(run_id, [])])
 
     async def import_run(self, dump: RunDump) -> bool:
         if dump.run.id in self._runs:
             return False
         self._runs[dump.run.id] = replace(dump.run)
-        self._steps[dump.run.id] = {s.key: as_stored(s) for s in dump.steps}
+        self._steps[dump.run.id] = {s.key: replace(s) for s in dump.steps}
         self._signals[dump.run.id] = [replace(s) for s in dump.signals]
         for sig in dump.signals:
             if sig.uid is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..core.ledger import RunRecord, StepRecord
+from ..core.ledger import RunRecord, StoredStep
 from ..core.mail import GENERATION_KEY
 from .base import children_prefix
 
@@ -23,11 +23,11 @@ class MemoryReads:
     -> key -> record, as stored), mixed into the memory store."""
 
     _runs: dict[str, RunRecord]
-    _steps: dict[str, dict[str, StepRecord]]
+    _steps: dict[str, dict[str, StoredStep]]
 
-    async def steps_since(
+    async def stored_steps_since(
         self, run_id: str, known: int, since: float
-    ) -> tuple[int, dict[str, StepRecord]]:
+    ) -> tuple[int, dict[str, StoredStep]]:
         steps = self._steps.get(run_id, {})
         generation = steps.get(GENERATION_KEY)
         mark = {} if generation is None else {GENERATION_KEY: replace(generation)}

@@ -23,8 +23,9 @@ from ..core.engine.execution import Execution
 from ..core.engine.journal import Journal
 from ..core.errors import NonDeterminismError, StalwartError
 from ..core.events import CallInfo, Hook
-from ..core.ledger import TERMINAL, RunRecord, StepRecord
+from ..core.ledger import TERMINAL, RunRecord, StoredStep
 from ..core.policy import Policy
+from ..core.stepargs import stored
 from ..timetravel.fork import LINEAGE_KEY
 from ..timetravel.keys import key_parts
 from .divergence import Divergence, ReplayReport, call_text, mismatch, same_value
@@ -47,10 +48,10 @@ class _Stop(StalwartError):
         self.divergence = divergence
 
 
-class _Observed(dict[str, StepRecord]):
+class _Observed(dict[str, StoredStep]):
     """The replay map: notes each key the engine asks for."""
 
-    def __init__(self, steps: dict[str, StepRecord], guard: Guard) -> None:
+    def __init__(self, steps: dict[str, StoredStep], guard: Guard) -> None:
         super().__init__(steps)
         self.guard = guard
 
@@ -87,7 +88,8 @@ class Guard(Hook):
         run = self.recording.run
         x = Execution(run.id, store=self, fence=1, hooks=[self], inline_sleep=0.0)
         steps = self.recording.steps
-        x.replay = _Observed({k: v for k, v in steps.items() if v.kind not in REWALKED}, self)
+        kept = {k: stored(v) for k, v in steps.items() if v.kind not in REWALKED}
+        x.replay = _Observed(kept, self)
         x.host = self
         x.parent_id = run.parent_id
         x.queue = run.queue
@@ -139,7 +141,7 @@ class Guard(Hook):
             raise self.extra(call.key, call_text(call.name, _json(call.arguments)))
 
     # -- the ledger: nothing is written ----------------------------------------
-    async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
+    async def record_step(self, run_id: str, fence: int, step: StoredStep) -> StoredStep:
         was = self.recording.steps.get(step.key)
         if was is not None and was.kind in REWALKED:
             # A flow's journal entry, written again by the re-walk: it must

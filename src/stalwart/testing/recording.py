@@ -39,7 +39,7 @@ class Recording:
             raise LookupError(f"{source}: no run {run_id!r}" if run_id else f"{source}: no run")
         main = top[0]
         rest = [d for d in dumps if d is not main]
-        return cls(main.run, {s.key: s for s in main.steps}, rest, source)
+        return cls(main.run, main.records(), rest, source)
 
 
 async def load_recording(source: Any, run_id: str | None = None) -> Recording:

@@ -7,8 +7,10 @@ run as ``{"type": "run", "run": {...}}`` followed by its steps
 (``{"type": "signal", "run": ID, "signal": {...}}``). Recorded values
 (inputs, results, arguments, outputs, errors, payloads) stay the JSON text
 the store keeps, so a run moves between SQLite and PostgreSQL byte for byte,
-spilled values included; arguments that refer to an earlier step's
-(``core/stepargs.py``) stay compact in the file and are read back whole.
+spilled values included; a run's steps move as stored (``StoredStep``):
+arguments that refer to an earlier step's (``core/stepargs.py``) stay
+compact in the file, and a reader gets them whole from the store the run is
+imported into (or :meth:`RunDump.records`).
 
 Reading a file is data, never code (S13): each field is checked for its type
 and a line that does not fit is a :class:`CorruptedRecord` naming the line
@@ -32,10 +34,10 @@ from ..core.ledger import (
     TERMINAL,
     RunRecord,
     RunStatus,
-    StepRecord,
+    StoredStep,
     check_run_id,
 )
-from ..core.stepargs import check_references, expanding, stored_args
+from ..core.stepargs import check_references
 from ..stores.base import RunDump, SignalRecord, Store, run_from_row
 from .keys import key_parts
 
@@ -108,7 +110,7 @@ _SIGNAL_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def spawn_record(run_id: str, step: StepRecord) -> list[str]:
+def spawn_record(run_id: str, step: StoredStep) -> list[str]:
     """The child run ids a spawn step of run ``run_id`` recorded (none when
     it recorded no output, or is not a spawn).
 
@@ -177,11 +179,9 @@ def write_export(dumps: Iterable[RunDump], out: IO[str]) -> int:
     return len(dumps)
 
 
-def _stored(step: StepRecord) -> dict[str, Any]:
+def _stored(step: StoredStep) -> dict[str, Any]:
     """A step's fields as its store keeps them: compact arguments stay compact."""
-    return {
-        name: stored_args(step) if name == "args" else getattr(step, name) for name in _STEP_TYPES
-    }
+    return {name: getattr(step, name) for name in _STEP_TYPES}
 
 
 def _line(obj: dict[str, Any]) -> str:
@@ -236,7 +236,7 @@ def _read(lines: Iterable[str], where: str) -> list[RunDump]:
         if owner is None:
             raise CorruptedRecord(f"{at}: field 'run' names no run listed before it")
         if kind == "step":
-            step = StepRecord(**_checked(obj.get("step"), _STEP_TYPES, _STEP_TIMES, f"{at}: step"))
+            step = StoredStep(**_checked(obj.get("step"), _STEP_TYPES, _STEP_TIMES, f"{at}: step"))
             if step.key in keys[owner.run.id]:
                 raise CorruptedRecord(
                     f"{at}: step: field 'key' {step.key[:80]!r} appears twice "
@@ -255,7 +255,6 @@ def _read(lines: Iterable[str], where: str) -> list[RunDump]:
             check_references(dump.run.id, steps)
         except CorruptedRecord as exc:
             raise CorruptedRecord(f"{where}: {exc}") from None
-        dump.steps = list(expanding(dump.run.id, steps).values())
     return list(dumps.values())
 
 

@@ -33,10 +33,10 @@ from typing import Any
 from ..core import codec
 from ..core.engine.execution import Execution
 from ..core.errors import CorruptedRecord, ForkError, RunNotFound, StoreError
-from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, StepRecord, check_run_id
+from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, StepRecord, StoredStep, check_run_id
 from ..core.policy import Policy, as_policy
 from ..core.recorded import error_to_json
-from ..core.stepargs import as_stored
+from ..core.stepargs import full_args
 from ..runner.handle import RunHandle
 from ..runner.inputs import read_inputs, run_inputs
 from ..runner.runner import Runner
@@ -160,7 +160,7 @@ async def fork(
     prefix = [s for s in original.steps if at is not None and s.key in steps and before(s.key, at)]
     changed = replace.changes()
     if at is not None and {"result", "error", "args"} & set(changed):
-        prefix.append(await _replaced(run_id, steps[at], replace, runner, new_id))
+        prefix.append(await _replaced(run_id, steps, at, replace, runner, new_id))
     inputs = original.run.inputs
     data = read_inputs(run_id, inputs)
     args, kwargs = list(data["args"]), dict(data["kwargs"])
@@ -172,7 +172,7 @@ async def fork(
     now = time.time()
     record = {"from": run_id, "at": at, "replaced": changed, "forked_at": now}
     mark = json.dumps(record, separators=(",", ":"))
-    origin = StepRecord(LINEAGE_KEY, LINEAGE_NAME, "", None, mark, None, 1, now, now, "fork")
+    origin = StoredStep(LINEAGE_KEY, LINEAGE_NAME, "", None, mark, None, 1, now, now, "fork")
     run = RunRecord(
         new_id,
         original.run.policy,
@@ -245,7 +245,7 @@ def _same_shape(recorded: Any, new: Any) -> bool:
     return _kind(recorded) == _kind(new)
 
 
-def _check_shape(run_id: str, target: StepRecord, output: str) -> None:
+def _check_shape(run_id: str, target: StoredStep, output: str) -> None:
     """A replacement result of another shape than the step recorded would
     only fail later, deep in the code that reads it (a model step's reply is
     a list of messages, not a string): refused here, with the recorded
@@ -268,11 +268,17 @@ def _check_shape(run_id: str, target: StepRecord, output: str) -> None:
 
 
 async def _replaced(
-    run_id: str, target: StepRecord, replace: Replace, runner: Runner, new_id: str
-) -> StepRecord:
-    """Step ``at``'s record as ``replace`` sets it, under its recorded identity."""
+    run_id: str,
+    steps: dict[str, StoredStep],
+    at: str,
+    replace: Replace,
+    runner: Runner,
+    new_id: str,
+) -> StoredStep:
+    """Step ``at``'s record as ``replace`` sets it, under its recorded
+    identity, its arguments as recorded (compact stays compact)."""
     now = time.time()
-    stored = as_stored(target)  # its arguments as recorded: compact stays compact
+    target = stored = steps[at]
     if replace.args is None:
         if replace.error is not None:
             return copy(stored, output=None, error=error_to_json(replace.error), attempts=1)
@@ -289,7 +295,8 @@ async def _replaced(
             "pass Replace(policy=...) to call it again"
         )
     pol.declare_types()
-    recorded = codec.loads(target.args or "{}", f"arguments of step {target.key}")
+    whole = full_args(run_id, target, steps)
+    recorded = codec.loads(whole or "{}", f"arguments of step {target.key}")
     if not isinstance(recorded, dict):
         raise CorruptedRecord(f"arguments of step {target.key} are not a record of arguments")
     kwargs = {**_by_name(pol, list(recorded.pop("*", [])), recorded), **replace.args}
@@ -335,7 +342,7 @@ def _options(names: Any, given: Sequence[Any], runner: Runner) -> list[Policy[An
     return out
 
 
-def _children(children: list[RunDump], prefix: list[StepRecord], run_id: str) -> list[RunDump]:
+def _children(children: list[RunDump], prefix: list[StoredStep], run_id: str) -> list[RunDump]:
     """The child runs the copied prefix spawned, and theirs, deepest first."""
     roots: set[str] = set()
     for step in prefix:
@@ -358,13 +365,13 @@ class _Renamer:
     def id(self, run_id: str) -> str:
         return self.new + run_id[len(self.old) :] if run_id.startswith(self.old) else run_id
 
-    def step(self, step: StepRecord, owner: str) -> StepRecord:
-        """``step`` of run ``owner`` (its original id), its spawned ids renamed."""
-        stored = as_stored(step)  # compact arguments are copied as they are
+    def step(self, step: StoredStep, owner: str) -> StoredStep:
+        """``step`` of run ``owner`` (its original id), its spawned ids
+        renamed; compact arguments are copied as they are."""
         if not (step.name.startswith(SPAWN_PREFIX) and step.output):
-            return stored
+            return copy(step)
         renamed = [self.id(i) for i in spawn_record(owner, step)]
-        return copy(stored, output=json.dumps(renamed, separators=(",", ":")))
+        return copy(step, output=json.dumps(renamed, separators=(",", ":")))
 
     def child(self, dump: RunDump) -> RunDump:
         run = copy(dump.run, id=self.id(dump.run.id), created_at=time.time())

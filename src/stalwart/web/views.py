@@ -26,7 +26,6 @@ from ..core.errors import RunNotFound, SerializationError, StoreUnavailable
 from ..core.inputs import inputs_by_name
 from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord
 from ..core.policy import Policy
-from ..core.stepargs import expanding
 from ..runner import Runner
 from ..runner.registry import Registry
 from ..stores import Store
@@ -347,7 +346,7 @@ async def run_live(request: Request) -> Response:
             if await _still_shown(request, run, count, token):
                 return Response(status_code=204)
         elif len(found) == count:  # every step, in the snapshot that counted them
-            steps = expanding(run.id, found)
+            steps = found
     if steps is None:
         steps = await store.load_steps(run.id)
     return _page(request, "run_live.html", **await _run_context(request, run, steps))
@@ -414,7 +413,7 @@ async def value_page(request: Request) -> Response:
         text = getattr(run, field)
         what = f"run {run.id[:200]!r}"
     else:
-        step = (await _store(request).load_steps(run.id)).get(key)
+        step = await _store(request).load_step(run.id, key)
         if step is None:
             return _problem(request, 404, f"run {run.id[:200]!r} has no step {key[:80]!r}")
         text = getattr(step, field)

@@ -23,10 +23,10 @@ from .. import codec
 from ..context import Context
 from ..errors import CorruptedRecord, StoreError, Veto
 from ..events import CallFailed, CallFinished, CallInfo, CallStarted
-from ..ledger import StepRecord
+from ..ledger import StoredStep
 from ..policy import Policy, as_policy, current_step, on_detached_call
 from ..recorded import error_from_json, error_to_json, warn_rebuilt
-from ..stepargs import as_stored, full_args, is_compact, stored_args
+from ..stepargs import full_args, is_compact
 from .control import NOT_STEP_ERRORS, Halt, as_exception, is_step_failure
 from .dispatch import Dispatch
 from .identity import OPTIONS, args_for_record, identity_json, step_hash
@@ -223,25 +223,25 @@ class Execution(Dispatch, Waits, Mailbox):
             await self._finished(step, result)
         return result
 
-    async def _readable(self, won: StepRecord) -> StepRecord:
+    async def _readable(self, won: StoredStep) -> StoredStep:
         """The record another worker won a race with, its arguments whole: a
         compact record may refer to steps recorded after this execution read
         the ledger, so they are read again. Only ever for a nondeterminism
         error, whose message shows both calls; arguments that still cannot
         be rebuilt are shown as why, never as a CorruptedRecord in its place."""
-        if not is_compact(stored_args(won)):
+        if not is_compact(won.args):
             return won
-        load = getattr(self.store, "load_steps", None)
+        load = getattr(self.store, "load_stored_steps", None)
         try:
             steps = dict(await load(self.run_id)) if load is not None else {}
             text = full_args(self.run_id, won, {**steps, **self.replay})
         except (StoreError, CorruptedRecord) as exc:
             text = f"<arguments not readable: {exc}>"
-        return dataclasses.replace(as_stored(won), args=text)
+        return dataclasses.replace(won, args=text)
 
     def _identify(
         self, step: _Step, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> StepRecord | None:
+    ) -> StoredStep | None:
         """The step's identity as recorded (S1, S5), and its record if replayed."""
         pol = step.pol
         if not pol.declared:  # its values are read back as the types it declares (S13)
@@ -253,7 +253,7 @@ class Execution(Dispatch, Waits, Mailbox):
         return rec
 
     async def _replayed(
-        self, step: _Step, rec: StepRecord, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, step: _Step, rec: StoredStep, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """A recorded step answered for hooks that watch replays (a tracer
         marks it replayed and, for a model call, emits no model-call span)."""
@@ -278,8 +278,8 @@ class Execution(Dispatch, Waits, Mailbox):
         if self.listeners:
             self.publish(CallStarted(self.run_id, step.key, step.pol.name, info.arguments))
 
-    def _record_of(self, step: _Step, output: str | None, error: str | None) -> StepRecord:
-        return StepRecord(
+    def _record_of(self, step: _Step, output: str | None, error: str | None) -> StoredStep:
+        return StoredStep(
             key=step.key,
             name=step.pol.name,
             args_hash=step.args_hash,

@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 from .. import codec
 from ..errors import CorruptedRecord, NonDeterminismError, StalwartError, StoreError
 from ..events import CallFailed, CallFinished, Emitted, Hook, TextDelta
-from ..ledger import Ledger, StepRecord
+from ..ledger import Ledger, StoredStep
 from ..policy import Policy
 from ..recorded import error_from_json
 from ..stepargs import full_args
@@ -69,7 +69,7 @@ class Journal:
         *,
         store: Ledger | None = None,
         fence: int = 0,
-        replay: dict[str, StepRecord] | None = None,
+        replay: dict[str, StoredStep] | None = None,
         hooks: Sequence[Hook] = (),
         max_parallel: int | None = None,
         inline_sleep: float = 1.0,
@@ -160,7 +160,7 @@ class Journal:
         if self.listeners:  # only a live call streams text: a replayed one has its result
             self.publish(TextDelta(self.run_id, key, text))
 
-    async def record_step(self, rec: StepRecord) -> StepRecord:
+    async def record_step(self, rec: StoredStep) -> StoredStep:
         """Record a step's outcome; the first refused write halts the run.
 
         :meth:`write`, inlined: this is on every durable step's path.
@@ -200,7 +200,7 @@ class Journal:
 
     def replayed_value(
         self,
-        rec: StepRecord,
+        rec: StoredStep,
         key: str,
         name: str,
         args_json: str,
@@ -244,7 +244,7 @@ class Journal:
             self.publish(CallFinished(self.run_id, key, name, value, 0.0, True))
         return value
 
-    def decode_output(self, rec: StepRecord, key: str) -> Any:
+    def decode_output(self, rec: StoredStep, key: str) -> Any:
         """A record's output as a value; one that cannot be read halts the run."""
         where = f"step {key} of run {self.run_id!r}: the recorded output cannot be read back"
         try:
@@ -283,7 +283,7 @@ class Journal:
         records that stand in for a call with arguments."""
         assert self.store is not None
         now = time.time()
-        rec = StepRecord(
+        rec = StoredStep(
             key=key,
             name=f"stalwart.{kind}",
             args_hash=args_hash,

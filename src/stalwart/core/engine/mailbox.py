@@ -40,7 +40,7 @@ from typing import Any, NoReturn, cast
 
 from .. import codec
 from ..errors import MailboxClosed, RunNotFound, StoreError
-from ..ledger import StepRecord
+from ..ledger import StoredStep
 from ..mail import (
     GENERATION_KEY,
     MAIL,
@@ -138,7 +138,7 @@ class Mailbox(Journal):
                     "it reads no more messages"
                 )
             )
-        rec = StepRecord(
+        rec = StoredStep(
             key,
             "stalwart.send",
             args_hash,
@@ -209,7 +209,7 @@ class Mailbox(Journal):
             value = codec.loads(text, f"{where}: the message received")
             mail = _mail_of(value, where)
             await self.record_step(
-                StepRecord(
+                StoredStep(
                     key,
                     "stalwart.receive",
                     args_hash,
@@ -226,7 +226,7 @@ class Mailbox(Journal):
         if deadline is not None and now >= deadline:
             exc = TimeoutError(f"{where}: no message{_filters(sender, kind)} within {timeout} s")
             await self.record_step(
-                StepRecord(
+                StoredStep(
                     key,
                     "stalwart.receive",
                     args_hash,
@@ -299,7 +299,7 @@ class Mailbox(Journal):
             {"args": list(args), "kwargs": kwargs}, f"inputs of run {self.run_id!r}"
         )
         now = time.time()
-        first = StepRecord(
+        first = StoredStep(
             GENERATION_KEY,
             "stalwart.generation",
             "",

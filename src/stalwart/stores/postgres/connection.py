@@ -22,7 +22,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ...core.errors import StoreError, StoreUnavailable
-from ...core.ledger import StepRecord
+from ...core.ledger import StoredStep
 from ..base import Store
 from ..sql import fence_refusal, quoted
 from .schema import (
@@ -72,12 +72,12 @@ class Pending:
 
     run_id: str
     fence: int
-    step: StepRecord
+    step: StoredStep
     args: str | None
     output: str | None
     error: str | None
     spilled: int
-    future: asyncio.Future[StepRecord] = field(repr=False)
+    future: asyncio.Future[StoredStep] = field(repr=False)
     rounds: int = 0  # batches it went out in without a verdict
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from ...core.ledger import StepRecord
-from ...core.stepargs import expanding
+from ...core.ledger import StoredStep
 from ..base import RunDump, run_from_row, run_to_row
 from ..sql import merge_payloads, quoted, step_from_row
 from ..sql.dump import DumpStatements, payload_rows, signal_from_row, step_row
@@ -34,7 +33,7 @@ class PostgresDump(PostgresBase):
                 row = await (await conn.execute(sql.get_run, (run_id,))).fetchone()
                 if row is None:
                     return None
-                steps: dict[str, StepRecord] = {}
+                steps: dict[str, StoredStep] = {}
                 for r in await (await conn.execute(sql.steps_of_run, (run_id,))).fetchall():
                     step = step_from_row(r)
                     steps[step.key] = step
@@ -42,7 +41,6 @@ class PostgresDump(PostgresBase):
                 merge_payloads(steps, payloads)
                 cur = await conn.execute(dump.signals_of_run, (run_id,))
                 signals = [signal_from_row(run_id, r) for r in await cur.fetchall()]
-            steps = expanding(run_id, steps)  # compact arguments read back whole
             return RunDump(run_from_row(row), list(steps.values()), signals)
 
         return await self._with_conn(f"exporting run {quoted(run_id)}", fn)

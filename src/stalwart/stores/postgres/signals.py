@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 
 from ...core.errors import RunNotFound, StoreError
-from ...core.ledger import TERMINAL, RunRecord, StepRecord
+from ...core.ledger import TERMINAL, RunRecord, StoredStep
 from ...core.mail import MAIL, Delivery, mail_matches
 from ..base import archived_run, run_from_row, run_to_row, step_row
 from ..sql import RUN, Statements, quoted
@@ -155,7 +155,7 @@ class PostgresSignals(PostgresBase):
         return await self._with_conn(f"reading a message of run {quoted(run_id)}", fn)
 
     async def continue_run(
-        self, run_id: str, fence: int, inputs: str, archive_id: str, first: StepRecord
+        self, run_id: str, fence: int, inputs: str, archive_id: str, first: StoredStep
     ) -> None:
         now = time.time()
         sql = self._sql

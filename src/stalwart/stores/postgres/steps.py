@@ -19,8 +19,7 @@ from typing import Any
 import psycopg
 
 from ...core.errors import StaleLeaseError, StoreError, StoreUnavailable
-from ...core.ledger import StepRecord
-from ...core.stepargs import expanding
+from ...core.ledger import StoredStep
 from ..sql import STEP, merge_payloads, quoted, spilled_values, split_spill, step_from_row
 from ..sql.columns import count_and_steps, since_args
 from .connection import Conn, Pending, PostgresBase
@@ -64,19 +63,18 @@ def _row(p: Pending) -> tuple[Any, ...]:
 class PostgresSteps(PostgresBase):
     """Step records: written by their caller or batched by the writer task."""
 
-    async def load_steps(self, run_id: str) -> dict[str, StepRecord]:
-        async def fn(conn: Conn, n: int) -> dict[str, StepRecord]:
-            # Compact arguments (core/stepargs.py) read back whole.
-            return expanding(run_id, await self._load_steps(conn, run_id, None))
+    async def load_stored_steps(self, run_id: str) -> dict[str, StoredStep]:
+        async def fn(conn: Conn, n: int) -> dict[str, StoredStep]:
+            return await self._load_steps(conn, run_id, None)
 
         return await self._with_conn(f"reading the steps of run {quoted(run_id)}", fn)
 
-    async def steps_since(
+    async def stored_steps_since(
         self, run_id: str, known: int, since: float
-    ) -> tuple[int, dict[str, StepRecord]]:
+    ) -> tuple[int, dict[str, StoredStep]]:
         sql = self._sql
 
-        async def fn(conn: Conn, n: int) -> tuple[int, dict[str, StepRecord]]:
+        async def fn(conn: Conn, n: int) -> tuple[int, dict[str, StoredStep]]:
             cur = await conn.execute(sql.steps_since, since_args(run_id, known, since))
             count, steps, spilled = count_and_steps(await cur.fetchall())
             if spilled and since == -math.inf:  # every step: the run's payloads at once
@@ -90,13 +88,13 @@ class PostgresSteps(PostgresBase):
 
         return await self._with_conn(f"reading the new steps of run {quoted(run_id)}", fn)
 
-    async def _load_steps(self, conn: Conn, run_id: str, key: str | None) -> dict[str, StepRecord]:
+    async def _load_steps(self, conn: Conn, run_id: str, key: str | None) -> dict[str, StoredStep]:
         sql = self._sql
         if key is None:
             cur = await conn.execute(sql.steps_of_run, (run_id,))
         else:
             cur = await conn.execute(sql.step_by_key, (run_id, key))
-        steps: dict[str, StepRecord] = {}
+        steps: dict[str, StoredStep] = {}
         spilled = False
         for row in await cur.fetchall():
             step = step_from_row(row)
@@ -110,12 +108,12 @@ class PostgresSteps(PostgresBase):
             merge_payloads(steps, await cur.fetchall())
         return steps
 
-    async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
+    async def record_step(self, run_id: str, fence: int, step: StoredStep) -> StoredStep:
         if self._pool is None:
             raise StoreError("the PostgreSQL store is not open")
         args, output, error, spilled = split_spill(step)
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[StepRecord] = loop.create_future()
+        fut: asyncio.Future[StoredStep] = loop.create_future()
         self._pending.append(Pending(run_id, fence, step, args, output, error, spilled, fut))
         if self._writer is None and not self._leading:
             # Nothing in flight: write at once, in this task (no hop through
@@ -369,7 +367,7 @@ class PostgresSteps(PostgresBase):
             self._step_conn = conn
         return conn
 
-    async def _settle(self, p: Pending) -> StepRecord | None:
+    async def _settle(self, p: Pending) -> StoredStep | None:
         """What a record the statement did not insert gets: the error that
         refused it (a stale fence, a run no longer running), or else the
         record that holds its key (S3); None if its key is still free (it
@@ -382,7 +380,7 @@ class PostgresSteps(PostgresBase):
         if self._lost.get(p.run_id) == p.fence:
             raise self._lost_error(p.run_id, f"step {p.step.key}")
 
-        async def fn(conn: Conn, n: int) -> StepRecord | None:
+        async def fn(conn: Conn, n: int) -> StoredStep | None:
             cur = await conn.execute(self._sql.fence_status, (p.run_id,))
             self._check_step_fence(p, await cur.fetchone())
             existing = (await self._load_steps(conn, p.run_id, p.step.key)).get(p.step.key)

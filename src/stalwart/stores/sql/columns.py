@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from typing import Any
 
-from ...core.ledger import RunRecord, StepRecord
+from ...core.ledger import RunRecord, StoredStep
 from ...core.mail import GENERATION_KEY
 from ..base import RUN_COLUMNS
 
@@ -35,7 +35,7 @@ RUN_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RunRecord))
 if tuple(c.strip() for c in RUN_COLUMNS.split(",")) != RUN_FIELDS:  # pragma: no cover
     raise ImportError("stores.base.RUN_COLUMNS no longer matches RunRecord's fields")
 
-STEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(StepRecord))
+STEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(StoredStep))
 # A step's row: its record's fields, then which of them were spilled.
 STEP_COLUMNS = ", ".join((*STEP_FIELDS, "spilled"))
 
@@ -45,12 +45,12 @@ _STEP_WIDTH = len(STEP_FIELDS)
 _SPILLED = STEP["spilled"]
 
 
-def step_from_row(row: Sequence[Any]) -> StepRecord:
-    """The StepRecord of a row selected with :data:`STEP_COLUMNS`."""
-    return StepRecord(*row[:_STEP_WIDTH])
+def step_from_row(row: Sequence[Any]) -> StoredStep:
+    """The step of a row selected with :data:`STEP_COLUMNS`, as stored."""
+    return StoredStep(*row[:_STEP_WIDTH])
 
 
-def count_and_steps(rows: Iterable[Sequence[Any]]) -> tuple[int, dict[str, StepRecord], list[str]]:
+def count_and_steps(rows: Iterable[Sequence[Any]]) -> tuple[int, dict[str, StoredStep], list[str]]:
     """The rows of ``Statements.steps_since`` taken apart: the run's step
     count, its steps by key, and the keys of those whose values were spilled.
 
@@ -60,7 +60,7 @@ def count_and_steps(rows: Iterable[Sequence[Any]]) -> tuple[int, dict[str, StepR
     its own way, sync or async).
     """
     count = 0
-    steps: dict[str, StepRecord] = {}
+    steps: dict[str, StoredStep] = {}
     spilled: list[str] = []
     for row in rows:
         if row[0] is not None:  # the count's row

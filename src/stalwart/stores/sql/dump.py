@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...core.ledger import StepRecord
-from ...core.stepargs import as_stored
+from ...core.ledger import StoredStep
 from ..base import RUN_COLUMNS, SignalRecord
 from .rules import spilled_values, split_spill
 from .statements import Dialect
@@ -46,13 +45,12 @@ class DumpStatements:
         )
 
 
-def step_row(run_id: str, step: StepRecord) -> tuple[tuple[Any, ...], int]:
+def step_row(run_id: str, step: StoredStep) -> tuple[tuple[Any, ...], int]:
     """The values of ``insert_step`` for ``step``, and its spill bits.
 
     The arguments as the source store kept them (compact: core/stepargs.py),
     so an imported run is no larger than the run it copies.
     """
-    step = as_stored(step) if type(step) is not StepRecord else step
     args, output, error, spilled = split_spill(step)
     row = (
         run_id,
@@ -71,9 +69,8 @@ def step_row(run_id: str, step: StepRecord) -> tuple[tuple[Any, ...], int]:
     return row, spilled
 
 
-def payload_rows(run_id: str, step: StepRecord, spilled: int) -> list[tuple[str, str, str, str]]:
+def payload_rows(run_id: str, step: StoredStep, spilled: int) -> list[tuple[str, str, str, str]]:
     """The ``payloads`` rows of a step whose large values left its row."""
-    step = as_stored(step) if type(step) is not StepRecord else step
     return [(run_id, step.key, fld, data) for fld, data in spilled_values(step, spilled)]
 
 

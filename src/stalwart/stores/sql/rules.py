@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import StaleLeaseError, StoreError
-from ...core.ledger import TERMINAL, StepRecord
+from ...core.ledger import TERMINAL, StoredStep
 from ..base import SPILL_BYTES, SPILL_FIELDS
 
 __all__ = [
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-def split_spill(step: StepRecord) -> tuple[str | None, str | None, str | None, int]:
+def split_spill(step: StoredStep) -> tuple[str | None, str | None, str | None, int]:
     """``step``'s args, output and error as kept in its row, and the spill bits.
 
     A value larger than ``SPILL_BYTES`` leaves the hot row for the
@@ -45,12 +45,12 @@ def split_spill(step: StepRecord) -> tuple[str | None, str | None, str | None, i
     return args, output, error, spilled
 
 
-def spilled_values(step: StepRecord, spilled: int) -> list[tuple[str, str]]:
+def spilled_values(step: StoredStep, spilled: int) -> list[tuple[str, str]]:
     """The ``(field, value)`` pairs of ``step`` that go to ``payloads``."""
     return [(fld, getattr(step, fld)) for fld, bit in SPILL_FIELDS if spilled & bit]
 
 
-def merge_payloads(steps: dict[str, StepRecord], rows: Iterable[Sequence[Any]]) -> None:
+def merge_payloads(steps: dict[str, StoredStep], rows: Iterable[Sequence[Any]]) -> None:
     """Put spilled values (rows of ``key, field, data``) back into ``steps``."""
     for key, fld, data in rows:
         step = steps.get(key)

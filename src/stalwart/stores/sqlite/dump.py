@@ -5,8 +5,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 
-from ...core.ledger import StepRecord
-from ...core.stepargs import expanding
+from ...core.ledger import StoredStep
 from ..base import RunDump, run_from_row, run_to_row
 from ..sql import merge_payloads, step_from_row
 from ..sql.dump import DumpStatements, payload_rows, signal_from_row, step_row
@@ -29,7 +28,7 @@ class SQLiteDump(SQLiteBase):
         rows = self._read(self.sql.get_run, (run_id,))
         if not rows:
             return None
-        steps: dict[str, StepRecord] = {}
+        steps: dict[str, StoredStep] = {}
         for row in self._read(self.sql.steps_of_run, (run_id,)):
             step = step_from_row(row)
             steps[step.key] = step
@@ -37,7 +36,6 @@ class SQLiteDump(SQLiteBase):
         signals = [
             signal_from_row(run_id, r) for r in self._read(self._dump_sql.signals_of_run, (run_id,))
         ]
-        steps = expanding(run_id, steps)  # compact arguments read back whole
         return RunDump(run_from_row(rows[0]), list(steps.values()), signals)
 
     async def import_run(self, dump: RunDump) -> bool:

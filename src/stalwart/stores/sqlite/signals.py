@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...core.errors import RunNotFound, StoreError
-from ...core.ledger import TERMINAL, RunRecord, StepRecord
+from ...core.ledger import TERMINAL, RunRecord, StoredStep
 from ...core.mail import MAIL, Delivery, mail_matches
 from ..base import archived_run, run_from_row, run_to_row, step_row
 from ..sql import Statements, fence_refusal
@@ -116,7 +116,7 @@ class SQLiteSignals(SQLiteBase):
         return payload
 
     async def continue_run(
-        self, run_id: str, fence: int, inputs: str, archive_id: str, first: StepRecord
+        self, run_id: str, fence: int, inputs: str, archive_id: str, first: StoredStep
     ) -> None:
         self._refuse_lost(run_id, fence, "continuing as new")
         now = time.time()

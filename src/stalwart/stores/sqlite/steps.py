@@ -6,8 +6,7 @@ import math
 import sqlite3
 
 from ...core.errors import StaleLeaseError, StoreError
-from ...core.ledger import StepRecord
-from ...core.stepargs import expanding
+from ...core.ledger import StoredStep
 from ..sql import STEP, merge_payloads, step_from_row
 from ..sql.columns import count_and_steps, since_args
 from .schema import UNBINDABLE
@@ -21,8 +20,8 @@ _SPILLED = STEP["spilled"]
 class SQLiteSteps(SQLiteBase):
     """Step records: inserted into the open transaction, committed in groups."""
 
-    async def load_steps(self, run_id: str) -> dict[str, StepRecord]:
-        steps: dict[str, StepRecord] = {}
+    async def load_stored_steps(self, run_id: str) -> dict[str, StoredStep]:
+        steps: dict[str, StoredStep] = {}
         spilled = False
         for row in self._read(self.sql.steps_of_run, (run_id,)):
             step = step_from_row(row)
@@ -30,11 +29,11 @@ class SQLiteSteps(SQLiteBase):
             spilled = spilled or bool(row[_SPILLED])
         if spilled:
             merge_payloads(steps, self._read(self.sql.payloads_of_run, (run_id,)))
-        return expanding(run_id, steps)  # compact arguments read back whole
+        return steps
 
-    async def steps_since(
+    async def stored_steps_since(
         self, run_id: str, known: int, since: float
-    ) -> tuple[int, dict[str, StepRecord]]:
+    ) -> tuple[int, dict[str, StoredStep]]:
         rows = self._read(self.sql.steps_since, since_args(run_id, known, since))
         count, steps, spilled = count_and_steps(rows)
         if spilled and since == -math.inf:  # every step: the run's payloads at once
@@ -44,7 +43,7 @@ class SQLiteSteps(SQLiteBase):
                 merge_payloads(steps, self._read(self.sql.payloads_by_key, (run_id, key)))
         return count, steps
 
-    async def record_step(self, run_id: str, fence: int, step: StepRecord) -> StepRecord:
+    async def record_step(self, run_id: str, fence: int, step: StoredStep) -> StoredStep:
         if self._lost:
             self._refuse_lost(run_id, fence, f"step {step.key}")
         db = self._begin()
@@ -72,7 +71,7 @@ class SQLiteSteps(SQLiteBase):
         self._end_unless_batched()
         return winner
 
-    def _winner(self, db: sqlite3.Connection, run_id: str, fence: int, key: str) -> StepRecord:
+    def _winner(self, db: sqlite3.Connection, run_id: str, fence: int, key: str) -> StoredStep:
         """The record already kept for ``key``, if ``fence`` still holds the run.
 
         A stale writer must not learn the new owner's results (it would go on

@@ -19,7 +19,7 @@ from typing import Any, Self, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
 from ...core.errors import StoreError, StoreUnavailable
-from ...core.ledger import StepRecord
+from ...core.ledger import StoredStep
 from ..base import Store
 from ..sql import SQLITE, Statements, spilled_values, split_spill
 from .paths import why_unopenable
@@ -80,7 +80,7 @@ class SQLiteBase(Store):
         # The step records in the open transaction (run, fence, record), to
         # write again if a neighbour's failure rolls it back (see _abort);
         # and per run, the fence of an execution whose records were lost.
-        self._batch: list[tuple[str, int, StepRecord]] = []
+        self._batch: list[tuple[str, int, StoredStep]] = []
         self._lost: dict[str, int] = {}
 
     @classmethod
@@ -292,7 +292,7 @@ class SQLiteBase(Store):
                     fut.set_exception(failure)
 
     def _rewrite(
-        self, batch: list[tuple[str, int, StepRecord]], cause: StoreError
+        self, batch: list[tuple[str, int, StoredStep]], cause: StoreError
     ) -> StoreError | None:
         """Write ``batch`` again, all of it or none; the error if none."""
         if not batch:
@@ -308,7 +308,7 @@ class SQLiteBase(Store):
             "a run in it changed hands meanwhile"
         )
 
-    def _insert_all(self, batch: list[tuple[str, int, StepRecord]]) -> bool:
+    def _insert_all(self, batch: list[tuple[str, int, StoredStep]]) -> bool:
         """Insert every record of ``batch`` in one transaction and commit it,
         or roll it back if any is refused; whether it was committed."""
         db = self.db
@@ -322,7 +322,7 @@ class SQLiteBase(Store):
             raise
         return kept
 
-    def _insert(self, db: sqlite3.Connection, run_id: str, fence: int, step: StepRecord) -> bool:
+    def _insert(self, db: sqlite3.Connection, run_id: str, fence: int, step: StoredStep) -> bool:
         """Insert ``step`` (its large values apart) unless ``fence`` no longer
         holds the run or its key has a record; whether it went in."""
         args, output, error, spilled = split_spill(step)

@@ -1,0 +1,97 @@
+"""What a store's readers get of a run's steps: whole, plain records.
+
+A step may be stored compact (its list argument recorded as a reference to
+an earlier step's plus the new items, ``core/stepargs.py``). Readers
+(``load_steps``, ``load_step``, ``steps_since``) get every record as a plain
+``StepRecord`` with its arguments whole, rebuilt when the store reads them;
+a record that cannot be rebuilt is a ``CorruptedRecord`` raised by the read
+itself, naming the run and the step, never later from an attribute. Only
+``load_stored_steps`` (the engine's replay) returns the stored form.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator
+
+import pytest
+
+import stalwart as sw
+from stalwart.core.ledger import RunRecord, StepRecord, StoredStep
+from stalwart.core.stepargs import args_digest, ext_node
+from stalwart.stores import open_store
+from stalwart.stores.base import Store
+
+ITEMS = [json.dumps("first " * 40), json.dumps("second " * 40)]
+WHOLE_1 = '{"history":[' + ",".join(ITEMS) + "]}"
+WHOLE_2 = '{"history":[' + ",".join([*ITEMS, '"third"']) + "]}"
+COMPACT_2 = '{"history":' + ext_node("1", 2, ['"third"']) + "}"
+
+
+@pytest.fixture
+async def store(any_store_url: str) -> AsyncIterator[Store]:
+    s = open_store(any_store_url)
+    await s.open()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+async def _claimed(store: Store, run_id: str) -> int:
+    await store.create_run(RunRecord(run_id, "p", "{}"))
+    claim = await store.claim(run_id, "host:1:a", 60.0)
+    assert claim is not None
+    return claim.fence
+
+
+def _step(key: str, whole: str, stored: str, at: float) -> StoredStep:
+    return StoredStep(key, "chat", args_digest(whole), stored, '"ok"', None, 1, at, at)
+
+
+async def test_readers_get_plain_records_with_whole_arguments(store: Store) -> None:
+    fence = await _claimed(store, "r")
+    await store.record_step("r", fence, _step("1", WHOLE_1, WHOLE_1, 1.0))
+    await store.record_step("r", fence, _step("2", WHOLE_2, COMPACT_2, 2.0))
+
+    steps = await store.load_steps("r")
+    assert [type(s) for s in steps.values()] == [StepRecord, StepRecord]
+    assert [s.args for s in steps.values()] == [WHOLE_1, WHOLE_2]
+    one = await store.load_step("r", "2")
+    assert type(one) is StepRecord and one.args == WHOLE_2
+    assert await store.load_step("r", "3") is None
+
+    count, found = await store.steps_since("r", 0, -math.inf)
+    assert count == 2 and {k: s.args for k, s in found.items()} == {"1": WHOLE_1, "2": WHOLE_2}
+    # A reader holding step 1 reads only what is new, whole.
+    count, found = await store.steps_since("r", 1, 1.5, {"1": steps["1"]})
+    assert count == 2 and [(type(s), s.args) for s in found.values()] == [(StepRecord, WHOLE_2)]
+    # ... and whole even when it holds none of what the new step refers to.
+    count, found = await store.steps_since("r", 1, 1.5)
+    assert [s.args for s in found.values()] == [WHOLE_2]
+
+    # The stored form is unchanged: the engine replays it compact.
+    stored = await store.load_stored_steps("r")
+    assert [type(s) for s in stored.values()] == [StoredStep, StoredStep]
+    assert stored["2"].args == COMPACT_2
+
+
+async def test_an_unreadable_record_is_refused_by_the_read_naming_run_and_step(
+    store: Store,
+) -> None:
+    fence = await _claimed(store, "bad")
+    await store.record_step("bad", fence, _step("1", WHOLE_1, WHOLE_1, 1.0))
+    # Extends a step the run lacks.
+    dangling = '{"history":' + ext_node("9", 2, ['"third"']) + "}"
+    await store.record_step("bad", fence, _step("2", WHOLE_2, dangling, 2.0))
+
+    for read in (
+        store.load_steps("bad"),
+        store.load_step("bad", "2"),
+        store.steps_since("bad", 0, -math.inf),
+    ):
+        with pytest.raises(sw.CorruptedRecord, match=r"run 'bad', step 2\b.*step '9'"):
+            await read
+    # The stored form still reads: a record is refused where it is made whole.
+    assert (await store.load_stored_steps("bad"))["2"].args == dangling
