@@ -21,23 +21,10 @@ from ..core.policy import Policy
 __all__ = [
     "check_same_run",
     "code_version",
-    "legacy_ref",
     "read_inputs",
     "run_inputs",
     "same_inputs",
 ]
-
-
-def legacy_ref(pol: Policy[Any, Any]) -> str:
-    """How version 0.1 named a run's policy (``module:qualname``), still
-    recognised in old rows; it depends on how the module was loaded
-    (``__main__`` as a script), so runs are recorded by policy name now."""
-    fn = pol.fn
-    module = getattr(fn, "__module__", None)
-    qual = getattr(fn, "__qualname__", None)
-    if module and qual and "<locals>" not in qual and inspect.isroutine(fn):
-        return f"{module}:{qual}"
-    return pol.name
 
 
 def run_inputs(

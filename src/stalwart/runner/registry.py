@@ -13,7 +13,6 @@ from typing import Any
 from ..core.errors import DuplicatePolicy
 from ..core.ledger import RunRecord
 from ..core.policy import Policy, as_policy, same_policy, where_defined
-from .inputs import legacy_ref
 
 __all__ = ["Registry"]
 
@@ -25,7 +24,6 @@ class Registry:
 
     def __init__(self) -> None:
         self._by_name: dict[str, Policy[Any, Any]] = {}
-        self._legacy: dict[str, Policy[Any, Any]] = {}  # 0.1 rows: module:qualname
         self._unknown: set[str] = set()
         self._names: frozenset[str] = frozenset()
 
@@ -41,8 +39,7 @@ class Registry:
             )
         if known is None:
             self._by_name[pol.name] = pol
-            self._legacy.setdefault(legacy_ref(pol), pol)
-            self._names = frozenset((*self._by_name, *self._legacy))
+            self._names = frozenset(self._by_name)
         return known or pol
 
     @property
@@ -54,7 +51,7 @@ class Registry:
 
     def find(self, name: str) -> Policy[Any, Any] | None:
         """The policy a run row names, if registered; never an import."""
-        return self._by_name.get(name) or self._legacy.get(name)
+        return self._by_name.get(name)
 
     def can_run(self, rec: RunRecord) -> bool:
         """Whether this runner has the run's policy; says once per name when not."""
