@@ -1,13 +1,7 @@
-"""Attacks on commit 787d111: the one token rule, and '*' keywords refused alike.
-
-A keyword argument named '*' collides with the ledger's name for positional
-arguments, so it is refused; the commit made memory runs refuse it too (a
-program that works in memory must not fail the day it gets a store). Here it
-arrives by the other doors: a bound attribute of an application context, and
-a model's tool call, whose arguments the runtime validates and passes on.
-Tokens: unicode spaces, control and format characters, the environment
-variable, and what an error shows.
-"""
+"""One check of a server's access tokens, for the API and the inspector
+alike (``stalwart.http.access.check_tokens``): a token too short to resist
+guessing, or one with spaces, is refused before anything is served, with
+the same words, naming the option it came from and never the token."""
 
 from __future__ import annotations
 
@@ -15,12 +9,65 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 import stalwart as sw
-from stalwart import Message
-from stalwart.core.access import MIN_TOKEN, check_tokens
-from stalwart.testing import ScriptedLLM
+from stalwart.cli.app import app
+from stalwart.http.access import MIN_TOKEN, check_tokens
+from stalwart.web import create_app
+
+SHORT = "tiny-tok"  # 8 characters
+SPACED = "a token with spaces in it"
+WHY_SHORT = "has 8 characters; a token has at least 16"
+
+
+def _invoke(*args: str) -> Result:
+    env = {"STALWART_API_TOKENS": "", "STALWART_STORE": None, "COLUMNS": "250", "NO_COLOR": "1"}
+    return CliRunner(env=env).invoke(app, list(args))
+
+
+def _error_line(result: Result) -> str:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("token", "why"), [(SHORT, WHY_SHORT), (SPACED, "contains spaces or control characters")]
+)
+def test_ui_refuses_a_weak_token_naming_the_option(tmp_path: Path, token: str, why: str) -> None:
+    store = f"sqlite:///{tmp_path / 'ui.db'}"
+    line = _error_line(_invoke("ui", "--store", store, "--port", "1", "--token", token))
+    assert line.startswith("error: ui: the token given with --token ")
+    assert why in line
+    assert token not in line
+
+
+def test_ui_and_serve_give_the_same_reason(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'both.db'}"
+    ui = _error_line(_invoke("ui", "--store", store, "--port", "1", "--token", SHORT))
+    serve = _error_line(
+        _invoke(
+            "serve", "--app", "tests/api/api_app.py:policies", "--store", store, "--token", SHORT
+        )
+    )
+    make = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+    reason = f"{WHY_SHORT} (make one with: {make})"
+    assert ui == f"error: ui: the token given with --token {reason}"
+    assert serve == f"error: serve: the token given with --token or $STALWART_API_TOKENS {reason}"
+
+
+def test_the_inspector_app_refuses_a_weak_token(tmp_path: Path) -> None:
+    """A program that builds the inspector itself gets the same check."""
+    with pytest.raises(ValueError, match=f"^the token given with token= {WHY_SHORT}"):
+        create_app(f"sqlite:///{tmp_path / 'app.db'}", token=SHORT)
+    create_app(f"sqlite:///{tmp_path / 'app.db'}", token="a-long-enough-token")
+
+
+# The token rules themselves: unicode spaces, control and format characters,
+# the environment variable, and what an error shows.
 
 
 @sw.policy
@@ -32,54 +79,6 @@ async def st_echo(**kwargs: Any) -> str:
     """
     return repr(sorted(kwargs))
 
-
-class StarApp(sw.Context):
-    echo = st_echo
-
-
-@sw.policy
-async def st_bound(ctx: StarApp) -> str:
-    result: str = await ctx.echo(**{"*": [2]})
-    return result
-
-
-@sw.policy
-async def st_model(ctx: sw.Context) -> str:
-    star = Message.call("st_echo", {"*": [2]})  # what a model may answer
-    llm: Any = ScriptedLLM([[star]], name="st_model_llm")
-    out = await ctx.call(llm, observations=[Message.user("go")], options=[st_echo])
-    [res] = [m.action_result for m in out if m.action_result is not None]
-    return f"{res.error_type}: {res.error_message}" if res.is_error else f"ran {res.value}"
-
-
-def _stores(tmp_path: Path) -> list[str | None]:
-    return [None, f"sqlite:///{tmp_path / 'star.db'}"]
-
-
-async def test_a_bound_attribute_refuses_it_in_memory_and_on_a_store(tmp_path: Path) -> None:
-    errors = []
-    for store in _stores(tmp_path):
-        async with sw.Runner(store) as runner:
-            with pytest.raises(sw.SerializationError) as caught:
-                await runner.run(st_bound, run_id="bound")
-        errors.append(str(caught.value))
-    assert errors[0] == errors[1]
-    assert errors[0].startswith("arguments of run 'bound', step 1: a keyword argument")
-
-
-async def test_a_models_tool_call_with_it_gets_one_answer_in_memory_and_on_a_store(
-    tmp_path: Path,
-) -> None:
-    """The model's reply is data: whatever the answer, memory and a store
-    must give the same one (and the store must not fail the run)."""
-    answers = []
-    for store in _stores(tmp_path):
-        async with sw.Runner(store) as runner:
-            answers.append(await runner.run(st_model, run_id="model"))
-    assert answers[0] == answers[1], answers
-
-
-# -- tokens --------------------------------------------------------------------
 
 GOOD = "k" * MIN_TOKEN
 
@@ -139,7 +138,7 @@ def test_the_environment_variable_is_checked_and_never_echoed(tmp_path: Path) ->
         [
             "serve",
             "--app",
-            "tests.review7.test_star_and_tokens:st_echo",
+            "tests.cli.test_token_check:st_echo",
             "--store",
             f"sqlite:///{tmp_path / 's.db'}",
             "--port",

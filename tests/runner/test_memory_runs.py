@@ -1,7 +1,5 @@
-"""Adversarial review of the runner-roles change (issue 11): what a user of
-``Runner()`` relies on that the new memory paths break.
-
-Each test fails on main at 8c6140a and names the clause or promise it pins.
+"""Runs of ``Runner()`` in memory: what a user relies on from the memory
+paths. Each test names the clause or promise it pins.
 """
 
 from __future__ import annotations
@@ -53,7 +51,7 @@ async def test_memory_run_id_with_other_inputs_is_refused() -> None:
 
 
 async def test_memory_run_can_be_cancelled_by_the_id_it_sees() -> None:
-    """S9 and the one-path promise of issue 11: a run of ``Runner()`` can be
+    """S9 and the one-path promise: a run of ``Runner()`` can be
     cancelled by its id (``ctx.run_id``, what a policy shows a UI). Through
     ``start()`` it can; through ``run()`` the fast path keeps it out of the
     store and the table, so ``cancel`` says it does not exist and
@@ -83,7 +81,7 @@ async def test_memory_run_can_be_cancelled_by_the_id_it_sees() -> None:
 
 
 async def test_memory_children_of_a_run_have_their_parent_in_the_store() -> None:
-    """Issue 11, one path in memory: ``list_runs`` shows a run's child runs
+    """One path in memory: ``list_runs`` shows a run's child runs
     with ``parent_id`` set; the parent itself must be listed too, or an
     inspector (``stalwart ui``) shows orphans whose parent cannot be opened."""
 

@@ -1,7 +1,7 @@
-"""Adversarial review of mailboxes and continue-as-new.
+"""Mailboxes and continue-as-new: each generation's messages are its own.
 
-Bug found and fixed: a message's delivery id derived from the sender's run
-id, the step key and the recipient only. After continue-as-new the keys
+A message's delivery id derived from the sender's run
+id, the step key and the recipient only used to collide: After continue-as-new the keys
 count from 1 again, so a new generation's send at a key an earlier
 generation had sent from got the earlier message's id: the store took it
 for a resumed sender's repeat ("again"), kept nothing, and the send

@@ -1,4 +1,4 @@
-"""Adversarial review of the HTTP API (``stalwart.api``).
+"""The HTTP API (``stalwart.api``) at its bounds.
 
 The application is driven in process over ASGI (httpx's transport), on a
 real SQLite file, the way docs/api.md shows it ("mount it in your own, or
@@ -32,18 +32,18 @@ import stalwart as sw
 from stalwart.api import Cursor, create_app
 from stalwart.api.events import LIVE_BUFFER, run_events
 
-TOKEN = "review3-token-0123456789"
+TOKEN = "api-bounds-token-0123456"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @sw.policy
-async def r3_greet(name: str) -> str:
+async def bounds_greet(name: str) -> str:
     """Greet someone."""
     return f"hello {name}"
 
 
 @sw.policy
-async def r3_chatty(ctx: sw.Context, n: int) -> int:
+async def bounds_chatty(ctx: sw.Context, n: int) -> int:
     """Wait for ``go``, then emit ``n`` live values (a model streaming tokens)."""
     await ctx.wait_for("go")
     for i in range(n):
@@ -62,7 +62,9 @@ def test_a_mounted_api_with_static_files_needs_a_token_for_every_api_path(tmp_pa
     static = tmp_path / "site"
     static.mkdir()
     (static / "index.html").write_text("<p>the app's own page</p>")
-    api = create_app(f"sqlite:///{tmp_path / 'api.db'}", [r3_greet], tokens=[TOKEN], static=static)
+    api = create_app(
+        f"sqlite:///{tmp_path / 'api.db'}", [bounds_greet], tokens=[TOKEN], static=static
+    )
     outer = Starlette(routes=[Mount("/api", app=api)])
 
     async def go() -> None:
@@ -70,7 +72,7 @@ def test_a_mounted_api_with_static_files_needs_a_token_for_every_api_path(tmp_pa
             transport = httpx.ASGITransport(app=outer)
             async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
                 made = await c.post(
-                    "/api/policies/r3_greet/runs",
+                    "/api/policies/bounds_greet/runs",
                     json={"inputs": {"name": "Ada"}, "run_id": "secret-run"},
                     headers=AUTH,
                 )
@@ -88,7 +90,7 @@ def test_a_mounted_api_with_static_files_needs_a_token_for_every_api_path(tmp_pa
 
 
 def test_numbers_the_store_cannot_hold_are_a_422_and_record_nothing(tmp_path: Path) -> None:
-    app = create_app(f"sqlite:///{tmp_path / 'api.db'}", [r3_greet], tokens=[TOKEN])
+    app = create_app(f"sqlite:///{tmp_path / 'api.db'}", [bounds_greet], tokens=[TOKEN])
     bodies = {
         "delay": '{"inputs": {"name": "a"}, "run_id": "r-delay", "delay": 1e400}',
         "priority": '{"inputs": {"name": "a"}, "run_id": "r-prio", "priority": 2147483648}',
@@ -98,7 +100,7 @@ def test_numbers_the_store_cannot_hold_are_a_422_and_record_nothing(tmp_path: Pa
         async for c in _with(app):
             for field, body in bodies.items():
                 r = await c.post(
-                    "/policies/r3_greet/runs",
+                    "/policies/bounds_greet/runs",
                     content=body,
                     headers={**AUTH, "Content-Type": "application/json"},
                 )
@@ -114,14 +116,14 @@ def test_a_run_with_an_endless_delay_does_not_break_the_listing(tmp_path: Path) 
     url = f"sqlite:///{tmp_path / 'api.db'}"
 
     async def go() -> None:
-        async with sw.Runner(url, policies=[r3_greet]) as runner:  # from Python, not HTTP
-            await runner.enqueue(r3_greet, "Ada", run_id="never", delay=3600)
-            await runner.enqueue(r3_greet, "Bob", run_id="soon")
+        async with sw.Runner(url, policies=[bounds_greet]) as runner:  # from Python, not HTTP
+            await runner.enqueue(bounds_greet, "Ada", run_id="never", delay=3600)
+            await runner.enqueue(bounds_greet, "Bob", run_id="soon")
         # enqueue refuses an endless delay now; a row from an older version,
         # or edited by hand, can still hold one.
         with sqlite3.connect(tmp_path / "api.db") as db:
             db.execute("UPDATE runs SET wake_at = 9e999 WHERE id = 'never'")
-        app = create_app(url, [r3_greet], tokens=[TOKEN])
+        app = create_app(url, [bounds_greet], tokens=[TOKEN])
         async for c in _with(app):
             listing = await c.get("/runs", headers=AUTH)
             assert listing.status_code == 200, listing.text
@@ -129,10 +131,10 @@ def test_a_run_with_an_endless_delay_does_not_break_the_listing(tmp_path: Path) 
             one = await c.get("/runs/never", headers=AUTH)
             assert one.status_code == 200, one.text
             assert one.json()["status"] == "pending"
-            async with sw.Runner(url, policies=[r3_greet]) as runner:  # its stream starts too
+            async with sw.Runner(url, policies=[bounds_greet]) as runner:  # its stream starts too
                 rec = await runner.get_run("never")
                 frames = run_events(
-                    runner, rec, Cursor(), poll=0.05, live=False, find_policy=lambda _: r3_greet
+                    runner, rec, Cursor(), poll=0.05, live=False, find_policy=lambda _: bounds_greet
                 )
                 first = await anext(frames)
                 await frames.aclose()
@@ -146,11 +148,11 @@ def test_a_stalled_stream_keeps_a_bounded_number_of_live_events(tmp_path: Path) 
 
     async def go() -> tuple[int, list[str], Any]:
         url = f"sqlite:///{tmp_path / 'api.db'}"
-        async with sw.Runner(url, policies=[r3_chatty], serving=True) as runner:
-            handle = await runner.start(r3_chatty, n, run_id="chatty")
+        async with sw.Runner(url, policies=[bounds_chatty], serving=True) as runner:
+            handle = await runner.start(bounds_chatty, n, run_id="chatty")
             first = await runner.get_run("chatty")
             frames = run_events(
-                runner, first, Cursor(), poll=0.05, live=True, find_policy=lambda _: r3_chatty
+                runner, first, Cursor(), poll=0.05, live=True, find_policy=lambda _: bounds_chatty
             )
             got = [await anext(frames)]  # the client reads one event, then stalls
             while (await runner.get_run("chatty")).status != "suspended":

@@ -1,9 +1,13 @@
-"""A signal sent while the run is being suspended is never lost (PostgreSQL).
+"""PostgreSQL signals: one sent while the run is being suspended is never
+lost, and one that wakes a run is announced on the ready channel with the
+run's queue, sent on the sender's own connection. Real PostgreSQL.
+
+A signal sent while the run is being suspended is never lost.
 
 ``suspend_run`` locks the run, finds no unread signal, suspends it and
 commits. A ``send_signal`` that began meanwhile waits for that lock; once it
 has it, the run it must wake is the suspended one, not the running one its
-statement saw when it began. Both API review passes saw the symptom: a run
+statement saw when it began. Without that, a run was
 left suspended for ever with its signal unread.
 """
 
@@ -73,5 +77,28 @@ async def test_a_signal_racing_the_suspend_wakes_the_run(schema: str) -> None:
         assert (after.status, after.waiting_for) == ("pending", None), (
             "the signal is stored but the suspended run was not woken: it would wait for ever"
         )
+    finally:
+        await store.close()
+
+
+async def test_a_signal_that_wakes_a_run_announces_its_queue(schema: str) -> None:
+    store = PostgresStore.from_url(pg_schema_url(schema))
+    await store.open()
+    try:
+        async with await psycopg.AsyncConnection.connect(PG_URL, autocommit=True) as probe:
+            await store.create_run(RunRecord("r5-sig", "p", "{}", queue="r5q"))
+            run = await store.claim("r5-sig", "host:1:x", 30)
+            assert run is not None
+            assert await store.suspend_run("r5-sig", run.fence, None, "go")
+            await probe.execute(f'LISTEN "{store._sql.channel["ready"]}"')
+            await store.send_signal("r5-sig", "go", '"x"')
+
+            async def first() -> str:
+                async for note in probe.notifies():
+                    payload: str = note.payload
+                    return payload
+                raise AssertionError("no notification")
+
+            assert await asyncio.wait_for(first(), 30) == "r5q"  # bound on a hang only
     finally:
         await store.close()

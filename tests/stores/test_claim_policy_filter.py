@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from stalwart.core.ledger import RunRecord
 from stalwart.stores import open_store
 from stalwart.stores.base import Store
+from stalwart.stores.sqlite import SQLiteStore
 
 BACKLOG = 100
 
@@ -81,3 +83,20 @@ async def test_abandoned_runs_of_other_policies_do_not_crowd_ours_out(store: Sto
     got = await store.claim_due("w:1:b", 60, 1, _any, policies=["b"])
     assert [r.id for r in got] == ["b"]
     assert got[0].fence == 2  # taken over, fenced
+
+
+# The claim starvation of test_pg_claim_races.py on SQLite:
+# the same shape (ready runs read ``2 * limit`` at a time, ``accept`` asked
+# after), the same run left behind. A real SQLite file.
+
+
+async def test_a_worker_refusing_most_runs_still_gets_the_one_it_can_run(tmp_path: Path) -> None:
+    store = SQLiteStore.from_url(f"sqlite:///{tmp_path / 'c.db'}")
+    await store.open()
+    try:
+        await store.create_runs([RunRecord(f"a{i}", "theirs", "{}", priority=5) for i in range(6)])
+        await store.create_runs([RunRecord("mine", "mine", "{}")])
+        got = await store.claim_due("w:1:a", 60, 1, lambda r: r.policy == "mine", policies=["mine"])
+        assert [r.id for r in got] == ["mine"]
+    finally:
+        await store.close()

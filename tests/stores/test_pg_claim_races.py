@@ -1,4 +1,4 @@
-"""Attacks on the PostgreSQL claim pass made in one read (commit 51539be).
+"""The PostgreSQL claim pass made in one read, under races and outages.
 
 Two stores on one schema stand for two worker processes (each its own pool
 and state). Real PostgreSQL, a schema of this module's own; the store's

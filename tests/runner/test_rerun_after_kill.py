@@ -1,4 +1,4 @@
-"""S8 and the runner roles of issue 11, with a real SIGKILL: a process that
+"""S8 and the runner roles, with a real SIGKILL: a process that
 starts a run by id executes it and its children; re-running the script after
 a crash must finish the run, children included."""
 

@@ -1,4 +1,4 @@
-"""Adversarial review of the router: a model reply with neither a route nor
+"""The router: a model reply with neither a route nor
 any words is not a question to put to the user. The router asks the model
 again (it is one of its ``max_rounds``) instead of suspending the run on an
 empty prompt that a person would have to answer."""
@@ -17,13 +17,13 @@ from stalwart.testing import ScriptedLLM, call
 
 
 @sw.policy
-async def r2_billing(message: str) -> str:
+async def quiet_billing(message: str) -> str:
     """Charges and invoices."""
     return f"billing heard {message!r}"
 
 
 @sw.policy
-async def r2_support(message: str) -> str:
+async def quiet_support(message: str) -> str:
     """Technical problems."""
     return f"support heard {message!r}"
 
@@ -41,19 +41,21 @@ def finish(router: Router, message: str) -> Any:
 
 def test_an_empty_reply_is_not_asked_of_the_user_the_model_chooses_again() -> None:
     router = Router(
-        ScriptedLLM([Message.assistant(""), call("route_to_r2_billing")], name="r2_desk_model"),
-        [r2_billing, r2_support],
-        name="r2_desk",
+        ScriptedLLM(
+            [Message.assistant(""), call("route_to_quiet_billing")], name="quiet_desk_model"
+        ),
+        [quiet_billing, quiet_support],
+        name="quiet_desk",
     )
     assert finish(router, "charged twice") == "billing heard 'charged twice'"
 
 
 def test_a_model_that_only_ever_says_nothing_runs_out_of_turns() -> None:
     router = Router(
-        ScriptedLLM([Message.assistant(" ")] * 2, name="r2_mute_model"),
-        [r2_billing, r2_support],
-        name="r2_mute",
+        ScriptedLLM([Message.assistant(" ")] * 2, name="quiet_mute_model"),
+        [quiet_billing, quiet_support],
+        name="quiet_mute",
         max_rounds=2,
     )
-    with pytest.raises(NoRoute, match=r"router 'r2_mute'.*in 2 calls"):
+    with pytest.raises(NoRoute, match=r"router 'quiet_mute'.*in 2 calls"):
         finish(router, "hello?")

@@ -1,4 +1,4 @@
-"""Adversarial review of recurring schedules: rows a worker cannot tick must
+"""Recurring schedules: rows a worker cannot tick must
 not stop the schedules it can, a schedule must not be stored when its first
 tick cannot even be written down, and the daylight-saving hour that repeats
 must not send a missed tick back a day.
@@ -40,13 +40,13 @@ class Clock:
 
 
 @sw.policy
-async def r2_mine(ctx: sw.Context) -> str:
+async def rows_mine(ctx: sw.Context) -> str:
     """The policy the serving worker has."""
     return ctx.run_id
 
 
 @sw.policy
-async def r2_theirs(ctx: sw.Context) -> str:
+async def rows_theirs(ctx: sw.Context) -> str:
     """A policy only another application's workers have."""
     return ctx.run_id
 
@@ -63,9 +63,7 @@ async def runs_of(r: sw.Runner, name: str, want: int) -> list[str]:
 
 
 def serving(url: str, clock: Clock, *policies: Any) -> sw.Runner:
-    return sw.Runner(
-        url, serving=True, poll_interval=0.02, policies=list(policies)
-    )
+    return sw.Runner(url, serving=True, poll_interval=0.02, policies=list(policies))
 
 
 async def test_one_hand_edited_row_does_not_stop_every_other_schedule(
@@ -77,15 +75,15 @@ async def test_one_hand_edited_row_does_not_stop_every_other_schedule(
     path = tmp_path / "ledger.db"
     url = f"sqlite:///{path}"
     clock = Clock(T0 + 1)
-    async with sw.Runner(url, policies=[r2_mine]) as client:
+    async with sw.Runner(url, policies=[rows_mine]) as client:
         client_schedules = sw.Schedules(client, clock=clock)
-        await client_schedules.define(r2_mine, name="broken", every=60)
-        await client_schedules.define(r2_mine, name="healthy", every=60)
+        await client_schedules.define(rows_mine, name="broken", every=60)
+        await client_schedules.define(rows_mine, name="healthy", every=60)
     with sqlite3.connect(path) as db:
         db.execute("UPDATE schedules SET grace = 'ten seconds' WHERE name = 'broken'")
     clock.t = T0 + 61
     with caplog.at_level(logging.ERROR, logger="stalwart"):
-        async with serving(url, clock, r2_mine) as r:
+        async with serving(url, clock, rows_mine) as r:
             sw.Schedules(r, clock=clock)  # ticks while it serves
             assert await runs_of(r, "healthy", 1) == [tick_run_id("healthy", T0 + 60)]
             await asyncio.sleep(0.2)  # many polls
@@ -101,15 +99,15 @@ async def test_schedules_this_worker_cannot_tick_do_not_starve_the_ones_it_can(
     """More due schedules of another application's policy than one poll reads
     (their workers are down) must not hide this worker's own due schedule."""
     clock = Clock(T0 + 1)
-    async with sw.Runner(store_url, policies=[r2_theirs]) as client:
+    async with sw.Runner(store_url, policies=[rows_theirs]) as client:
         client_schedules = sw.Schedules(client, clock=clock)
         for i in range(DUE_BATCH + 5):
-            await client_schedules.define(r2_theirs, name=f"a-theirs-{i:03}", every=60)
-    async with sw.Runner(store_url, policies=[r2_mine]) as client:
+            await client_schedules.define(rows_theirs, name=f"a-theirs-{i:03}", every=60)
+    async with sw.Runner(store_url, policies=[rows_mine]) as client:
         client_schedules = sw.Schedules(client, clock=clock)
-        await client_schedules.define(r2_mine, name="z-mine", every=60)
+        await client_schedules.define(rows_mine, name="z-mine", every=60)
     clock.t = T0 + 61
-    async with serving(store_url, clock, r2_mine) as r:
+    async with serving(store_url, clock, rows_mine) as r:
         sw.Schedules(r, clock=clock)  # ticks while it serves
         assert await runs_of(r, "z-mine", 1) == [tick_run_id("z-mine", T0 + 60)]
         assert [x.id for x in await r.list_runs(limit=5000)] == [tick_run_id("z-mine", T0 + 60)]
@@ -120,10 +118,10 @@ async def test_an_interval_whose_first_tick_is_past_the_calendar_is_refused(
 ) -> None:
     """``every=`` so long that the first tick falls after the year 9999 cannot
     have a tick run id or a date: refused by name, and nothing stored."""
-    async with sw.Runner(sqlite_url, policies=[r2_mine]) as r:
+    async with sw.Runner(sqlite_url, policies=[rows_mine]) as r:
         schedules = sw.Schedules(r, clock=Clock(T0))
         with pytest.raises(ScheduleError, match=r"'far'.*every"):
-            await schedules.define(r2_mine, name="far", every=10**12)
+            await schedules.define(rows_mine, name="far", every=10**12)
         assert await schedules.all() == []
 
 

@@ -1,16 +1,19 @@
-"""Attacks on the recorded refusal of an exclusive call (commit c3bb036).
+"""What the ledger holds for a refused exclusive call, and what it does not.
 
-A refused call (``ExclusiveReentry``, ``ExclusiveDeadlock``) is recorded at
-the call's key as ``stalwart.refused:<option>``, holding the result message
-the model read. These tests replay such runs on real SQLite files (a durable
-sleep suspends the run, and the runner resumes it by replay) and check what
-a resumed run answers, what a changed program gets, and how the readers
-(``runs show``, export and import) present the record.
+A lock refusal (``ExclusiveReentry``, ``ExclusiveDeadlock``) is recorded at
+the key the call has, holding the very result the model read, so a resumed
+run answers with it (S2). A call that is not refused writes nothing more,
+and a duplicate call id, read from the recorded reply itself, is not
+recorded. Real SQLite files, a real runner.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +21,151 @@ import pytest
 
 import stalwart as sw
 from stalwart import Message
+from stalwart.core import codec
 from stalwart.core.errors import NonDeterminismError
 from stalwart.testing import ScriptedLLM, call
+
+
+def _texts(out: list[Message]) -> list[str]:
+    return [
+        f"{r.error_type}: {r.error_message}" if r.is_error else str(r.value)
+        for m in out
+        if (r := m.action_result) is not None
+    ]
+
+
+@sw.policy(exclusive=True)
+async def el_delegate(ctx: sw.Context, depth: int = 0) -> list[str]:
+    """Holds its own lock; asks for itself once more."""
+    if depth:
+        return ["inner ran"]
+    llm: Any = ScriptedLLM([[call("el_delegate", depth=1)]], name="el_delegate_model")
+    out = await ctx.call(llm, observations=[Message.user("go")], options=[el_delegate])
+    return _texts(out)
+
+
+@sw.policy(exclusive="pen")
+async def el_write(text: str) -> str:
+    """Writes with the pen.
+
+    Args:
+        text: What to write.
+    """
+    return f"wrote {text}"
+
+
+@sw.policy
+async def el_reenter(ctx: sw.Context) -> list[Message]:
+    llm: Any = ScriptedLLM([[call("el_delegate")]], name="el_reenter_model")
+    out: list[Message] = await ctx.call(
+        llm, observations=[Message.user("go")], options=[el_delegate]
+    )
+    return out
+
+
+@sw.policy
+async def el_plain(ctx: sw.Context) -> list[str]:
+    llm: Any = ScriptedLLM(
+        [
+            [
+                call("el_write", text="a"),
+                call("el_write", text="b"),
+                call("el_write", "x", text="c"),
+                call("el_write", "x", text="d"),
+            ]
+        ],
+        name="el_plain_model",
+    )
+    out = await ctx.call(llm, observations=[Message.user("go")], options=[el_write])
+    return _texts(out)
+
+
+async def test_a_reentry_refusal_is_recorded_at_the_calls_key(tmp_path: Path) -> None:
+    async with sw.Runner(f"sqlite:///{tmp_path / 'r.db'}") as runner:
+        out = await (await runner.start(el_reenter, run_id="re")).result(30)
+        steps = {s.key: s for s in await runner.steps("re")}
+    [outer] = [m.action_result for m in out if m.action_result is not None]
+    [text] = outer.value
+    assert text.startswith("ExclusiveReentry: 'el_delegate' is exclusive (its own lock)")
+    [refusal] = [s for s in steps.values() if s.name == "stalwart.refused:el_delegate"]
+    # The inner call's own key (the outer call 1#1, its model 1#1.1, its call #1).
+    assert refusal.key == "1#1.1#1"
+    assert refusal.error is None
+    recorded = codec.loads(refusal.output or "null")
+    assert isinstance(recorded, Message) and recorded.action_result is not None
+    assert f"{recorded.action_result.error_type}: {recorded.action_result.error_message}" == text
+
+
+async def test_calls_not_refused_and_duplicate_ids_record_no_refusal(tmp_path: Path) -> None:
+    async with sw.Runner(f"sqlite:///{tmp_path / 'p.db'}") as runner:
+        texts = await (await runner.start(el_plain, run_id="p")).result(30)
+        names = [s.name for s in await runner.steps("p")]
+    assert texts[:3] == ["wrote a", "wrote b", "wrote c"]
+    assert texts[3].startswith("DuplicateCallId: call id 'x' of 'el_write' (step 1#4)")
+    assert not [n for n in names if n.startswith("stalwart.refused")], names
+    assert names.count("el_write") == 3
+
+
+# A refused exclusive call, killed before the reply that read the refusal
+# was recorded, then resumed (S2).
+#
+# Whether two exclusive calls cross their locks depends on timing. The refusal
+# is recorded as the call's step, so the resumed run, where nothing crosses,
+# replays the refusal: the call does not run, and the reply holds the same
+# error the killed process saw. A real process, SIGKILL, a real SQLite file.
+
+
+APP = str(Path(__file__).with_name("refusal_app.py"))
+
+
+def _spawn(url: str, workdir: Path, action: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, APP, url, str(workdir), action, "crossed"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _ran(workdir: Path) -> list[str]:
+    path = workdir / "ran.txt"
+    return path.read_text().split() if path.exists() else []
+
+
+def test_a_refused_call_replays_its_refusal_after_a_kill(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'locks.db'}"
+    first = _spawn(url, tmp_path, "run")
+    assert first.stdout is not None
+    line = first.stdout.readline()
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    assert line.startswith("refused "), first.stderr.read() if first.stderr else line
+    refused = json.loads(line[len("refused ") :])
+    assert refused.startswith("ExclusiveDeadlock: 'el_needs_a' (step "), refused
+    assert _ran(tmp_path) == []  # nothing ran: X waits for b, Y's call was refused
+
+    second = _spawn(url, tmp_path, "recover")
+    out, err = second.communicate(timeout=90)
+    assert second.returncode == 0, err
+    result = next(
+        json.loads(x[len("result ") :]) for x in out.splitlines() if x.startswith("result ")
+    )
+
+    # The refused call did not run on resume, though nothing crossed there;
+    # the reply shows the refusal the killed process saw. X's call ran, once.
+    assert _ran(tmp_path) == ["el_needs_b"]
+    assert result == ["needs_b ran", refused]
+
+
+# The recorded refusal of an exclusive call, replayed.
+#
+# A refused call (``ExclusiveReentry``, ``ExclusiveDeadlock``) is recorded at
+# the call's key as ``stalwart.refused:<option>``, holding the result message
+# the model read. These tests replay such runs on real SQLite files (a durable
+# sleep suspends the run, and the runner resumes it by replay) and check what
+# a resumed run answers, what a changed program gets, and how the readers
+# (``runs show``, export and import) present the record.
+
 
 # How many times the unrecorded model below really ran: its call ids differ
 # on every execution, as a real model's (or a uuid's) do.
@@ -190,7 +336,6 @@ def test_a_run_with_a_refusal_exports_imports_and_replays_clean(tmp_path: Path) 
     """The refusal is an ordinary record to time travel: it moves between
     stores byte for byte, a replay test of the same code finds no
     divergence, and ``runs show`` names it for what it is."""
-    from tests.engine_locks.test_refusal_record import el_reenter
     from typer.testing import CliRunner
 
     from stalwart.cli.app import app
