@@ -62,6 +62,13 @@ async def test_one_key_written_twice_side_by_side_keeps_the_first(store: Store) 
         "0": '"lead"',
         "1": '"y"',
     }
+    got = await asyncio.gather(  # the same, the key twice and nothing else queued
+        store.record_step("y", y, _step("2", '"lead"')),
+        store.record_step("x", x, _step("3", '"first"')),
+        store.record_step("x", x, _step("3", '"second"')),
+    )
+    assert [r.output for r in got] == ['"lead"', '"first"', '"first"']
+    assert (await store.load_steps("x"))["3"].output == '"first"'
 
 
 async def test_a_stale_record_side_by_side_with_good_ones_fails_alone(store: Store) -> None:
