@@ -31,7 +31,7 @@ E=tests/core; D=tests/durable; S=tests/stores
 case "$pass" in
 engine)
     files="src/stalwart/core/engine/execution.py;src/stalwart/core/engine/journal.py"
-    tests="$E;$D/test_durable.py;$D/test_trust.py;$D/test_edge_cases.py;$S/test_sqlite_trust.py;tests/engine;-k;not postgres"
+    tests="$E;$D/test_durable.py;$D/test_hostile_rows.py;$D/test_edge_cases.py;$S/test_sqlite_fencing.py;tests/engine;-k;not postgres"
     globs=(
         "stalwart.core.engine.execution.xǁExecutionǁ_full__mutmut_*"
         "stalwart.core.engine.execution.xǁExecutionǁ_plain__mutmut_*"
@@ -47,7 +47,7 @@ engine)
 sqlite)
     Q=src/stalwart/stores/sqlite
     files="$Q/writer.py;$Q/steps.py;$Q/claims.py"
-    tests="$S;$D/test_durable.py;$D/test_trust.py;$D/test_queues.py;$D/test_workers.py;-k;not postgres and not pg_"
+    tests="$S;$D/test_durable.py;$D/test_hostile_rows.py;$D/test_queues.py;$D/test_workers.py;-k;not postgres and not pg_"
     # The write path and the claims; not the connection's set-up (open,
     # close, from_url, __init__) nor the reads, whose mutants cost a pass
     # of every test each and guard no durability rule.
@@ -75,7 +75,7 @@ worker)
     files="src/stalwart/runner/worker.py"
     # Not tests/schedules/test_cli.py nor test_example.py: their subprocesses
     # drop PYTHONPATH, so they import the work tree, not the mutants.
-    tests="$D/test_durable.py;$D/test_trust.py;$D/test_workers.py;$D/test_queues.py;$D/test_pins.py;tests/starvation;tests/schedules/test_ticking.py;tests/schedules/test_workers.py;tests/schedules/test_define.py;tests/runner;-k;not postgres"
+    tests="$D/test_durable.py;$D/test_hostile_rows.py;$D/test_workers.py;$D/test_queues.py;$D/test_pins.py;tests/stores/test_claim_policy_filter.py;tests/schedules/test_ticking.py;tests/schedules/test_workers.py;tests/schedules/test_define.py;tests/runner;-k;not postgres"
     globs=(
         "stalwart.runner.worker.xǁWorkerǁ_claim_own__mutmut_*"
         "stalwart.runner.worker.xǁWorkerǁ_claim_due__mutmut_*"

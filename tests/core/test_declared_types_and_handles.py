@@ -1,5 +1,5 @@
-"""Review of the first pass at issue 10, core only: declared types, options,
-sync steps and run handles. Every test here fails on commit 7ec7ea3."""
+"""What the core promises of declared types, options, sync steps and run
+handles."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ async def test_a_sync_step_raising_stop_iteration_fails_instead_of_hanging() -> 
     assert result.startswith("caught ")
 
 
-# -- issue 10.6: a handle that is never streamed holds no values ---------------------------------
+# -- a handle that is never streamed holds no values ---------------------------------
 class Blob:
     """A large value a step returns (a document, an image)."""
 

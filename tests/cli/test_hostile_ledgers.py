@@ -1,4 +1,4 @@
-"""The CLI treats a ledger as data written by someone else (issue 10, items 1 and 5).
+"""The CLI treats a ledger as data written by someone else.
 
 Hostile rows are written with sqlite3 directly, as an adversary with access to
 the file would: escape sequences meant to drive the reader's terminal, codec

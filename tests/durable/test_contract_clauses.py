@@ -1,7 +1,6 @@
-"""Review of the first pass at issue 10: behaviours the contract promises
-that the durable runtime still breaks, each on real stores.
+"""Behaviours the contract promises, each on real stores.
 
-Every test here fails on commit 7ec7ea3; each names the clause it pins.
+Each test names the clause it pins.
 """
 
 from __future__ import annotations
@@ -72,7 +71,7 @@ async def forgiving(ctx: sw.Context, n: int, url: str) -> int:
 async def test_a_replaced_worker_executes_no_step_after_its_first_refused_write(
     store_url: str,
 ) -> None:
-    """S8, issue 10.3: once a step write is refused (another worker holds the
+    """S8: once a step write is refused (another worker holds the
     run), this execution stops. A policy catching ``Exception`` around its
     tool calls swallows the StaleLeaseError, and the stale worker goes on
     executing every later step (side effects the new owner will redo)."""
@@ -232,7 +231,7 @@ async def test_prune_keeps_the_finished_children_of_an_unfinished_parent(store_u
         assert await sw.RunHandle(runner, "p").result(timeout=10) == 12
 
 
-# -- issue 10.6: replay suppresses only what was delivered before ------------------------------
+# -- replay suppresses only what was delivered before ------------------------------
 @sw.policy
 async def leaf(x: int) -> int:
     return x + 1
@@ -252,7 +251,7 @@ async def reports_after_a_sleep(ctx: sw.Context) -> int:
 
 
 async def test_an_event_emitted_after_the_replayed_prefix_is_delivered(store_url: str) -> None:
-    """Issue 10.6: events of the replayed prefix are not delivered again, but
+    """Events of the replayed prefix are not delivered again, but
     an event the run emits for the first time must be. The replay is taken to
     last until as many records were replayed as the run has; the child step
     under a replayed step is never visited, so the run seems to replay for
@@ -354,7 +353,7 @@ async def test_a_recorded_error_cannot_make_every_worker_spin(store_url: str, ki
     assert rec.status == "failed" and rec.fence <= 3, f"{rec.status}, claimed {rec.fence} times"
 
 
-# -- issue 10.2: one run id, one run; inputs compared as values --------------------------------
+# -- one run id, one run; inputs compared as values --------------------------------
 @sw.policy
 async def count_tags(tags: set[int]) -> int:
     EXECUTED.append("count_tags")
@@ -367,7 +366,7 @@ async def price_list(prices: dict[int, str]) -> int:
 
 
 async def test_equal_inputs_that_iterate_differently_are_the_same_run(sqlite_url: str) -> None:
-    """Issue 10.2: "inputs are compared as values (key order ... must not
+    """The contract: "inputs are compared as values (key order ... must not
     matter)". Sets, and dicts with non-string keys, are recorded in iteration
     order, which differs between equal values (and between processes, with
     hash randomization): retrying the same start raises InputMismatchError."""
@@ -380,7 +379,7 @@ async def test_equal_inputs_that_iterate_differently_are_the_same_run(sqlite_url
 
 
 async def test_stream_refuses_an_empty_run_id(sqlite_url: str) -> None:
-    """Issue 10.2: an empty run id is refused, never silently replaced by a
+    """An empty run id is refused, never silently replaced by a
     random one (the side effect would run twice). ``start`` and ``run``
     refuse it; ``stream`` still turns it into a fresh id."""
     async with sw.Runner(sqlite_url) as runner:
@@ -525,12 +524,12 @@ async def test_an_unregistered_error_is_the_same_live_and_replayed(store_url: st
     assert live == replayed
 
 
-# -- issue 10.4: a corrupted row names the run and the field -----------------------------------
+# -- a corrupted row names the run and the field -----------------------------------
 @pytest.mark.parametrize("inputs", ["[1, 2]", '{"args": 5, "kwargs": {}}', '{"args": []}'])
 async def test_run_inputs_of_the_wrong_shape_are_a_corrupted_record(
     sqlite_url: str, inputs: str
 ) -> None:
-    """Issue 10.4: "corrupted run inputs ... name the run and the field".
+    """The contract: "corrupted run inputs ... name the run and the field".
     Inputs that are JSON but not ``{"args": [...], "kwargs": {...}}`` fail the
     run with a bare TypeError or KeyError ("list indices must be integers")."""
     async with sw.Runner(sqlite_url, serving=False) as runner:
@@ -638,7 +637,7 @@ async def answers(ctx: sw.Context, question: sw.Message) -> str:
 async def test_a_message_input_rebuilt_by_a_retrying_client_is_the_same_run(
     sqlite_url: str,
 ) -> None:
-    """Issue 10.2: a run id is an idempotency key and inputs compare as values.
+    """A run id is an idempotency key and inputs compare as values.
     A client that retries ``start(p, Message.user(q), run_id=...)`` builds a
     new Message, whose random id differs: InputMismatchError. Step identity
     already leaves message ids out (runtime._identity_json); run identity
@@ -650,7 +649,7 @@ async def test_a_message_input_rebuilt_by_a_retrying_client_is_the_same_run(
     assert EXECUTED == ["answers"]
 
 
-# -- issue 10.4: a corrupted flow journal names where it is ---------------------------------------
+# -- a corrupted flow journal names where it is ---------------------------------------
 class First(AsyncNode):
     name = "first"
 
@@ -679,7 +678,7 @@ def _journaled_flow() -> AsyncFlow:
 
 
 async def test_a_corrupted_flow_record_is_a_corrupted_record(sqlite_url: str) -> None:
-    """Issue 10.4: "a corrupted record fails the run with a message naming
+    """The contract: "a corrupted record fails the run with a message naming
     run, step and field". A flow's post record that is JSON but not a journal
     entry fails the run with a bare TypeError ("list indices must be
     integers")."""

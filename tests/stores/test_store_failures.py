@@ -1,4 +1,4 @@
-"""Store-level fixes from the review of issue 10.
+"""What each store does when a write, a prune or a server fails.
 
 * SQLite: a write that fails takes its whole transaction with it (SQLite
   rolls it back itself on a full disk), and with it the step records of other

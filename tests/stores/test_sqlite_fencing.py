@@ -1,4 +1,4 @@
-"""SQLite specifics of the trust work (issue 10): fencing on every step write,
+"""SQLite specifics: fencing on every step write,
 no write lock left behind, lost leases reported by the heartbeat, concurrent
 first opens, transient versus permanent errors, pruning that keeps what an
 unfinished run needs, and the queue rate limit and signal idempotency pinned

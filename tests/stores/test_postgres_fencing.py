@@ -1,5 +1,5 @@
 """What the PostgreSQL store owes a worker it can no longer trust, and a
-caller whose request can never succeed (issue 10, PostgreSQL side).
+caller whose request can never succeed (PostgreSQL side).
 
 * A heartbeat tells the owner which of its runs it lost (taken over,
   finished elsewhere, gone), so the runner stops executing them.
