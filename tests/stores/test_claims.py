@@ -206,3 +206,18 @@ async def test_a_holder_renewing_its_lease_during_a_claim_pass_keeps_its_run(
         assert rec is not None and rec.owner == FAR
     finally:
         await store.close()
+
+
+async def test_a_queue_that_fills_up_does_not_hold_back_the_runs_of_others(store: Store) -> None:
+    """The queue's one slot goes to its best run; its next run waits, and a
+    run of another queue, lower in priority, starts in the same pass."""
+    await store.set_queue("one", concurrency=1)
+    await store.create_runs(
+        [
+            RunRecord("first", "p", "{}", queue="one", priority=9),
+            RunRecord("second", "p", "{}", queue="one", priority=8),
+            RunRecord("free", "p", "{}", queue="other", priority=1),
+        ]
+    )
+    got = await store.claim_due(ME, 30.0, 10, _any)
+    assert sorted(r.id for r in got) == ["first", "free"]
