@@ -57,12 +57,12 @@ class Counting:
         return found
 
     async def steps_since(
-        self, run_id: str, known: int, since: float
+        self, run_id: str, known: int, since: float, held: Any = None
     ) -> tuple[int, dict[str, StepRecord]]:
         if self.gate is not None and not self.gate.is_set():
             self.blocked += 1
             await self.gate.wait()
-        count, found = await super().steps_since(run_id, known, since)  # type: ignore[misc]
+        count, found = await super().steps_since(run_id, known, since, held)  # type: ignore[misc]
         self.reads += 1
         self.rows += len(found)
         return count, found

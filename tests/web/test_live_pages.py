@@ -50,9 +50,9 @@ class CountingSQLiteStore(SQLiteStore):
         return found
 
     async def steps_since(
-        self, run_id: str, known: int, since: float
+        self, run_id: str, known: int, since: float, held: Any = None
     ) -> tuple[int, dict[str, StepRecord]]:
-        count, found = await super().steps_since(run_id, known, since)
+        count, found = await super().steps_since(run_id, known, since, held)
         self.rows += len(found)
         return count, found
 

@@ -80,6 +80,22 @@ class StoredStep:
     finished_at: float = 0.0
     kind: str = "call"
 
+    @classmethod
+    def of(cls, step: StepRecord) -> StoredStep:
+        """A whole record as a store keeps it (whole arguments are a stored form)."""
+        return cls(
+            step.key,
+            step.name,
+            step.args_hash,
+            step.args,
+            step.output,
+            step.error,
+            step.attempts,
+            step.started_at,
+            step.finished_at,
+            step.kind,
+        )
+
 
 @dataclass(slots=True)
 class RunRecord:

@@ -54,7 +54,6 @@ __all__ = [
     "full_args",
     "is_compact",
     "out_node",
-    "stored",
     "whole_steps",
 ]
 
@@ -68,22 +67,6 @@ _OUT_MARK = '"$t":"out"'
 
 # A record whose arguments a table reads: stored, or already whole (a reader's).
 _Record = StoredStep | StepRecord
-
-
-def stored(step: StepRecord) -> StoredStep:
-    """A whole record as a store keeps it (whole arguments are a stored form)."""
-    return StoredStep(
-        step.key,
-        step.name,
-        step.args_hash,
-        step.args,
-        step.output,
-        step.error,
-        step.attempts,
-        step.started_at,
-        step.finished_at,
-        step.kind,
-    )
 
 
 def args_digest(text: str) -> str:

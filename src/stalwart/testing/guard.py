@@ -25,7 +25,6 @@ from ..core.errors import NonDeterminismError, StalwartError
 from ..core.events import CallInfo, Hook
 from ..core.ledger import TERMINAL, RunRecord, StoredStep
 from ..core.policy import Policy
-from ..core.stepargs import stored
 from ..timetravel.fork import LINEAGE_KEY
 from ..timetravel.keys import key_parts
 from .divergence import Divergence, ReplayReport, call_text, mismatch, same_value
@@ -88,7 +87,7 @@ class Guard(Hook):
         run = self.recording.run
         x = Execution(run.id, store=self, fence=1, hooks=[self], inline_sleep=0.0)
         steps = self.recording.steps
-        kept = {k: stored(v) for k, v in steps.items() if v.kind not in REWALKED}
+        kept = {k: StoredStep.of(v) for k, v in steps.items() if v.kind not in REWALKED}
         x.replay = _Observed(kept, self)
         x.host = self
         x.parent_id = run.parent_id
