@@ -268,3 +268,20 @@ async def test_a_rewrite_interrupted_at_its_insert_fails_the_waiting_step(
     y = await _running(store, "y")
     await store.record_step("y", y, _step("1"))
     assert list(await store.load_steps("y")) == ["1"]
+
+
+async def test_a_write_that_cannot_open_its_savepoint_fails_and_keeps_the_steps_beside_it(
+    grouped: SQLiteStore, tmp_path: Path
+) -> None:
+    """x's acknowledged step is in the open transaction; the next write's
+    savepoint is interrupted (SQLite rolls the transaction back). The
+    writer hears a StoreError saying so; x's step is written again."""
+    x = await _running(grouped, "x")
+    _interrupt_the_statement_after(grouped.db, "INSERT INTO steps")
+    await grouped.record_step("x", x, _step("1"))
+    with pytest.raises(StoreError) as caught:
+        await grouped.create_run(RunRecord("new", "p", "{}"))
+    grouped.db.set_trace_callback(None)
+    assert str(caught.value) == f"SQLite store {grouped.path!r}: cannot write: interrupted"
+    assert _committed_keys(tmp_path / "ledger.db", "x") == ["1"]
+    assert await grouped.get_run("new") is None
