@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -197,3 +198,23 @@ def test_the_documented_program_runs(tmp_path: Path) -> None:
         "mail-1 to ada@example.com; confirmed: yes",
         '1 {"to":"ada@example.com"}',
     ]
+
+
+@sw.policy
+async def unit_done_earlier(ctx: sw.Context, began: float) -> int:
+    # Work done before its unit is recorded (a sync flow node's exec, run on
+    # a thread): the unit says when it began.
+    return await ctx.engine.run_unit(
+        ctx.next_key(), "demo.unit", lambda u: _work(u, 2), {"v": 2}, started=began
+    )
+
+
+async def test_a_unit_recorded_after_its_work_keeps_when_the_work_began(
+    sqlite_url: str,
+) -> None:
+    began = time.time() - 60.0
+    async with sw.Runner(sqlite_url, policies=[unit_done_earlier]) as runner:
+        assert await runner.run(unit_done_earlier, began, run_id="early") == 4
+        [unit] = [s for s in await runner.steps("early") if s.name == "demo.unit"]
+    assert unit.started_at == began  # what `runs show` prints as the unit's start
+    assert unit.finished_at >= began + 60.0
