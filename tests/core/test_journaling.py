@@ -204,9 +204,10 @@ def test_the_documented_program_runs(tmp_path: Path) -> None:
 async def unit_done_earlier(ctx: sw.Context, began: float) -> int:
     # Work done before its unit is recorded (a sync flow node's exec, run on
     # a thread): the unit says when it began.
-    return await ctx.engine.run_unit(
+    value: int = await ctx.engine.run_unit(
         ctx.next_key(), "demo.unit", lambda u: _work(u, 2), {"v": 2}, started=began
     )
+    return value
 
 
 async def test_a_unit_recorded_after_its_work_keeps_when_the_work_began(
