@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.crash import kill, spawn, wait_for_line
+
 import stalwart as sw
 from stalwart.conversations import REPLY, TURN
 
@@ -25,28 +27,11 @@ QUESTIONS = ["q1", "q2", "q3"]
 
 
 def _spawn(url: str, workdir: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, APP, url, str(workdir), *QUESTIONS, *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _wait_for(proc: subprocess.Popen[str], prefix: str) -> list[str]:
-    assert proc.stdout is not None
-    seen = []
-    while True:
-        line = proc.stdout.readline()
-        assert line, proc.stderr.read() if proc.stderr else "the child died"
-        seen.append(line.strip())
-        if line.startswith(prefix):
-            return seen
+    return spawn(APP, url, workdir, *QUESTIONS, *extra)
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    kill(proc)
     assert proc.returncode == -signal.SIGKILL
 
 
@@ -54,12 +39,12 @@ def test_a_conversation_killed_between_and_during_turns_loses_and_repeats_nothin
     store_url: str, tmp_path: Path
 ) -> None:
     first = _spawn(store_url, tmp_path, "--hold-after", "1")
-    _wait_for(first, "reply m1")
+    wait_for_line(first, "reply m1")
     _kill(first)  # between turns: the thread waits for the next message
 
     (tmp_path / "hold-q2").touch()
     second = _spawn(store_url, tmp_path)
-    _wait_for(second, "serving q2")
+    wait_for_line(second, "serving q2")
     _kill(second)  # during the second turn, the agent's answer unrecorded
     (tmp_path / "hold-q2").unlink()
 

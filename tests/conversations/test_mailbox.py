@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.crash import spawn
 
 import stalwart as sw
 from stalwart.core.errors import RunNotFound
@@ -24,12 +24,7 @@ APP = str(Path(__file__).with_name("agents_app.py"))
 
 
 def _spawn(url: str, who: str, n: int, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, APP, url, who, str(n), *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return spawn(APP, url, who, n, *extra)
 
 
 def _result(out: str) -> list[int]:

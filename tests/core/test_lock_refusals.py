@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.crash import executions, kill, spawn
 
 import stalwart as sw
 from stalwart import Message
@@ -119,17 +118,7 @@ APP = str(Path(__file__).with_name("refusal_app.py"))
 
 
 def _spawn(url: str, workdir: Path, action: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, APP, url, str(workdir), action, "crossed"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _ran(workdir: Path) -> list[str]:
-    path = workdir / "ran.txt"
-    return path.read_text().split() if path.exists() else []
+    return spawn(APP, url, workdir, action, "crossed")
 
 
 def test_a_refused_call_replays_its_refusal_after_a_kill(tmp_path: Path) -> None:
@@ -137,12 +126,13 @@ def test_a_refused_call_replays_its_refusal_after_a_kill(tmp_path: Path) -> None
     first = _spawn(url, tmp_path, "run")
     assert first.stdout is not None
     line = first.stdout.readline()
-    first.send_signal(signal.SIGKILL)
-    first.wait(timeout=10)
+    kill(first)
     assert line.startswith("refused "), first.stderr.read() if first.stderr else line
     refused = json.loads(line[len("refused ") :])
     assert refused.startswith("ExclusiveDeadlock: 'el_needs_a' (step "), refused
-    assert _ran(tmp_path) == []  # nothing ran: X waits for b, Y's call was refused
+    assert (
+        executions(tmp_path / "ran.txt") == []
+    )  # nothing ran: X waits for b, Y's call was refused
 
     second = _spawn(url, tmp_path, "recover")
     out, err = second.communicate(timeout=90)
@@ -153,7 +143,7 @@ def test_a_refused_call_replays_its_refusal_after_a_kill(tmp_path: Path) -> None
 
     # The refused call did not run on resume, though nothing crossed there;
     # the reply shows the refusal the killed process saw. X's call ran, once.
-    assert _ran(tmp_path) == ["el_needs_b"]
+    assert executions(tmp_path / "ran.txt") == ["el_needs_b"]
     assert result == ["needs_b ran", refused]
 
 

@@ -15,10 +15,10 @@ import os
 import random
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.crash import kill, spawn
 
 import stalwart as sw
 
@@ -28,12 +28,7 @@ APP = str(Path(__file__).with_name("crash_app.py"))
 def _spawn(
     url: str, counter: Path, mode: str, action: str, run_id: str, n: int
 ) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, APP, url, str(counter), mode, action, run_id, str(n)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return spawn(APP, url, counter, mode, action, run_id, n)
 
 
 def _kill_after(proc: subprocess.Popen[str], lines: int) -> list[str]:
@@ -46,8 +41,7 @@ def _kill_after(proc: subprocess.Popen[str], lines: int) -> list[str]:
             break
         if line.startswith("done"):
             seen.append(line.strip())
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    kill(proc)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
     return seen
 

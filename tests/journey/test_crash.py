@@ -15,8 +15,9 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.crash import kill, spawn
 
 import stalwart as sw
 from stalwart.core.ledger import StepRecord
@@ -25,12 +26,7 @@ APP = str(Path(__file__).with_name("crash_journey_app.py"))
 
 
 def _spawn(url: str, workdir: Path, action: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, APP, url, str(workdir), action, "ticket"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return spawn(APP, url, workdir, action, "ticket")
 
 
 def _served(workdir: Path) -> list[tuple[int, int]]:
@@ -56,8 +52,7 @@ def test_a_journey_killed_mid_message_resumes_without_repeating_model_calls(
         assert line, first.stderr.read() if first.stderr else "the child died"
         if line.startswith("model "):
             progress.append(line.split()[1])
-    first.send_signal(signal.SIGKILL)
-    first.wait(timeout=10)
+    kill(first)
     assert first.returncode == -signal.SIGKILL
     assert progress == ["1", "3"]  # step 2 is the journey's move to DIAGNOSE
 

@@ -15,9 +15,10 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from tests.crash import kill, spawn
 
 import stalwart as sw
 
@@ -25,12 +26,7 @@ APP = str(Path(__file__).with_name("crash_router_app.py"))
 
 
 def _spawn(url: str, workdir: Path, mode: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, APP, url, str(workdir), mode, "desk-1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return spawn(APP, url, workdir, mode, "desk-1")
 
 
 def _served(workdir: Path) -> list[tuple[int, str, str, str, str | None]]:
@@ -55,8 +51,7 @@ def test_a_routed_run_killed_inside_an_exclusive_tool_resumes_without_repeats(
     assert first.stdout is not None
     line = first.stdout.readline()
     assert line == "holding\n", first.stderr.read() if first.stderr else "the child died"
-    first.send_signal(signal.SIGKILL)
-    first.wait(timeout=10)
+    kill(first)
     assert first.returncode == -signal.SIGKILL
 
     before = _calls(_served(tmp_path), first.pid)

@@ -17,10 +17,10 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.crash import kill, spawn
 
 import stalwart as sw
 from stalwart import llm
@@ -30,12 +30,7 @@ APP = str(Path(__file__).with_name("durable_agent_app.py"))
 
 
 def _spawn(url: str, workdir: Path, action: str, how: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, APP, url, str(workdir), action, "trip", how],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return spawn(APP, url, workdir, action, "trip", how)
 
 
 def _served(workdir: Path) -> list[tuple[int, int]]:
@@ -64,8 +59,7 @@ def test_an_agent_killed_after_its_second_model_call_resumes_without_repeating_t
         assert line, first.stderr.read() if first.stderr else "the child died"
         if line.startswith("model "):
             progress.append(line.split()[1])
-    first.send_signal(signal.SIGKILL)
-    first.wait(timeout=10)
+    kill(first)
     assert first.returncode == -signal.SIGKILL
     assert progress == [f"{at}1", f"{at}2"]  # the step keys of the two model calls
 

@@ -4,26 +4,17 @@ a crash must finish the run, children included."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
+
+from tests.crash import kill, spawn, wait_for_files
 
 APP = Path(__file__).with_name("crash_children_app.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _launch(url: str, timeout: float, marks: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.Popen(
-        [sys.executable, str(APP), url, str(timeout), str(marks)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    return spawn(APP, url, timeout, marks, env={"PYTHONPATH": str(ROOT / "src")})
 
 
 def test_rerunning_a_killed_script_finishes_its_run_and_children(
@@ -33,14 +24,9 @@ def test_rerunning_a_killed_script_finishes_its_run_and_children(
     marks.mkdir()
     first = _launch(sqlite_url, 120, marks)
     try:
-        deadline = time.monotonic() + 30
-        while not ((marks / "child1").exists() and (marks / "child2").exists()):
-            assert first.poll() is None, f"the first process ended early: {first.communicate()}"
-            assert time.monotonic() < deadline, "the children never started"
-            time.sleep(0.05)
+        wait_for_files(first, marks / "child1", marks / "child2")
     finally:
-        first.send_signal(signal.SIGKILL)
-        first.wait()
+        kill(first)
 
     second = _launch(sqlite_url, 8, marks)
     out, err = second.communicate(timeout=60)
