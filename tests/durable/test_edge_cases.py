@@ -66,7 +66,7 @@ async def test_a_run_whose_inputs_cannot_be_read_fails_alone(store_url: str) -> 
     async with sw.Runner(store_url, serving=False) as client:
         assert client.store is not None
         bad = '{"args":[],"kwargs":{"x":{"$t":"dc","c":"no_such_module_q:Thing","v":{}}}}'
-        await client.store.create_run(RunRecord("bad", f"{__name__}:forever", bad))
+        await client.store.create_run(RunRecord("bad", forever.name, bad))
     async with sw.Runner(store_url, poll_interval=0.05, policies=[forever], serving=True) as worker:
         # The row names a class nobody declared: a clear error, nothing imported.
         with pytest.raises(sw.CorruptedRecord, match=r"inputs of run 'bad'.*no_such_module_q"):
