@@ -156,3 +156,21 @@ async def test_a_run_of_ours_resumes_whatever_queues_the_runner_takes(
             await producer.signal("ours", "go", 3)
         async with asyncio.timeout(BOUND):
             assert await handle.result() == "got 3"
+
+
+async def test_a_run_of_ours_cancelled_and_pruned_elsewhere_leaves_the_others_claimable(
+    store_url: str,
+) -> None:
+    async with sw.Runner(store_url, policies=[waits, other], poll_interval=0.05) as runner:
+        gone = await runner.start(waits, run_id="gone")
+        ours = await runner.start(waits, run_id="ours")
+        await _until_suspended(runner, "gone")
+        await _until_suspended(runner, "ours")
+        async with sw.Runner(store_url) as elsewhere:
+            await elsewhere.cancel("gone")  # nobody holds it: cancelled at once
+            assert await elsewhere.prune(keep=0) == 1
+            await elsewhere.enqueue_many([sw.RunCall(other, i) for i in range(CROWD)], priority=5)
+            await elsewhere.signal("ours", "go", 4)
+        async with asyncio.timeout(BOUND):
+            assert await ours.result() == "got 4"
+        assert gone.run_id not in [r.id for r in await runner.list_runs(limit=CROWD + 5)]
