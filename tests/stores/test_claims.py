@@ -81,9 +81,10 @@ async def test_claim_due_takes_a_run_whose_holder_on_this_host_has_exited(store:
 
 
 async def test_an_abandoned_run_asked_to_cancel_ends_cancelled_unexecuted(store: Store) -> None:
-    fence = await _held(store, "stop", FAR, -1.0)  # its lease ran out: abandoned
+    fence = await _held(store, "stop", FAR, 0.5)
     await _held(store, "go", FAR, -1.0)
-    await store.request_cancel("stop")
+    await store.request_cancel("stop")  # asked while its holder was live
+    await asyncio.sleep(0.6)  # then the holder vanished: its lease ran out
     got = await store.claim_due(ME, 30.0, 10, _any)
     assert [r.id for r in got] == ["go"]
     rec = await store.get_run("stop")
