@@ -8,13 +8,18 @@ where it must run.
 
 from __future__ import annotations
 
+import inspect
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+
+from stalwart.stores import open_store
+from stalwart.stores.base import Store
+from stalwart.stores.sqlite import SQLiteStore
 
 PG_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -60,34 +65,120 @@ def drop_schema(schema: str) -> None:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh, empty store of each kind."""
-    if request.param == "sqlite":
+def _fresh_url(kind: str, tmp_path: Path) -> Iterator[str]:
+    """The URL of a fresh, empty store of ``kind`` (memory, sqlite, postgres)."""
+    if kind == "memory":
+        yield "memory"
+        return
+    if kind == "sqlite":
         yield f"sqlite:///{tmp_path / 'ledger.db'}"
         return
     require_postgres()
     schema = f"t_{uuid.uuid4().hex[:12]}"
     yield pg_schema_url(schema)
     drop_schema(schema)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty store of each kind."""
+    yield from _fresh_url(request.param, tmp_path)
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh, empty store of every kind, the memory store included: for
     what the Store interface promises of each."""
-    if request.param == "memory":
-        yield "memory"
-        return
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'ledger.db'}"
-        return
-    require_postgres()
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    yield pg_schema_url(schema)
-    drop_schema(schema)
+    yield from _fresh_url(request.param, tmp_path)
+
+
+async def _opened(url: str) -> AsyncIterator[Store]:
+    s = open_store(url)
+    assert s is not None
+    await s.open()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[Store]:
+    """An open store over ``store_url``: SQLite and PostgreSQL. A module that
+    needs another set of stores overrides this with one line (``any_store``,
+    ``sqlite_store``)."""
+    async for s in _opened(store_url):
+        yield s
+
+
+@pytest.fixture
+async def any_store(any_store_url: str) -> AsyncIterator[Store]:
+    """An open store over ``any_store_url``: memory, SQLite and PostgreSQL."""
+    async for s in _opened(any_store_url):
+        yield s
+
+
+@pytest.fixture
+async def sqlite_store(sqlite_url: str) -> AsyncIterator[SQLiteStore]:
+    """An open SQLite store on a real file (the file of ``sqlite_url``)."""
+    async for s in _opened(sqlite_url):
+        assert isinstance(s, SQLiteStore)
+        yield s
 
 
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+# -- the inner loop: which tests are slow ------------------------------------------
+#
+# ``python -m pytest -m "not slow"`` runs the fast tests (docs/contributing.md);
+# ``python -m pytest`` (CI) runs everything. A test is slow when it is in one of
+# the modules below (crash trials, browsers, a PostgreSQL server restart,
+# Schemathesis, worker fleets), when it takes a fixture that starts a process,
+# or when its own code starts one (a subprocess, the crash harness).
+
+SLOW_MODULES = (
+    "tests/chaos/",
+    "tests/test_benchmarks_smoke.py",
+    "tests/api/test_chat_example.py",
+    "tests/api/test_openapi_contract.py",
+    "tests/conversations/test_workers.py",
+    "tests/docs/test_readme_setup.py",
+    "tests/durable/test_crash.py",
+    "tests/durable/test_pg_restart.py",
+    "tests/durable/test_wakeups.py",
+    "tests/durable/test_workers.py",
+    "tests/flow/test_crash.py",
+    "tests/schedules/test_workers.py",
+    "tests/stores/test_postgres_group_crash.py",
+    "tests/web/test_browser.py",
+    "tests/web/test_browser_values.py",
+    "tests/web/test_live_browser.py",
+)
+SLOW_FIXTURES = frozenset({"worker"})
+SLOW_CODE = ("subprocess.", "spawn(", "_launch(", "Popen", "sys.executable")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _starts_a_process(item: pytest.Item) -> bool:
+    function = getattr(item, "function", None)
+    if function is None:
+        return False
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
+    return any(code in source for code in SLOW_CODE)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        where = item.path.relative_to(ROOT).as_posix() if item.path.is_relative_to(ROOT) else ""
+        if (
+            where.startswith(SLOW_MODULES)
+            or SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))
+            or _starts_a_process(item)
+        ):
+            item.add_marker(pytest.mark.slow)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["executions", "kill", "spawn", "wait_for_files", "wait_for_line"]
+__all__ = ["executions", "kill", "numbered_executions", "spawn", "wait_for_files", "wait_for_line"]
 
 
 def spawn(
@@ -75,3 +75,10 @@ def executions(path: Path) -> list[str]:
     """What a program appended to ``path``, one entry a line (none if it never
     wrote)."""
     return path.read_text().split() if path.exists() else []
+
+
+def numbered_executions(path: Path) -> list[tuple[int, int]]:
+    """(pid, number) of each execution a program appended to ``path`` as a
+    line ``<pid> <number>``, in order: which process did the n-th thing."""
+    lines = path.read_text().split("\n")
+    return [(int(p), int(n)) for p, n in (line.split() for line in lines if line)]

@@ -58,13 +58,13 @@ async def _with(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
             yield c
 
 
-def test_a_mounted_api_with_static_files_needs_a_token_for_every_api_path(tmp_path: Path) -> None:
+def test_a_mounted_api_with_static_files_needs_a_token_for_every_api_path(
+    tmp_path: Path, sqlite_url: str
+) -> None:
     static = tmp_path / "site"
     static.mkdir()
     (static / "index.html").write_text("<p>the app's own page</p>")
-    api = create_app(
-        f"sqlite:///{tmp_path / 'api.db'}", [bounds_greet], tokens=[TOKEN], static=static
-    )
+    api = create_app(sqlite_url, [bounds_greet], tokens=[TOKEN], static=static)
     outer = Starlette(routes=[Mount("/api", app=api)])
 
     async def go() -> None:
@@ -89,8 +89,8 @@ def test_a_mounted_api_with_static_files_needs_a_token_for_every_api_path(tmp_pa
     asyncio.run(go())
 
 
-def test_numbers_the_store_cannot_hold_are_a_422_and_record_nothing(tmp_path: Path) -> None:
-    app = create_app(f"sqlite:///{tmp_path / 'api.db'}", [bounds_greet], tokens=[TOKEN])
+def test_numbers_the_store_cannot_hold_are_a_422_and_record_nothing(sqlite_url: str) -> None:
+    app = create_app(sqlite_url, [bounds_greet], tokens=[TOKEN])
     bodies = {
         "delay": '{"inputs": {"name": "a"}, "run_id": "r-delay", "delay": 1e400}',
         "priority": '{"inputs": {"name": "a"}, "run_id": "r-prio", "priority": 2147483648}',
@@ -143,11 +143,11 @@ def test_a_run_with_an_endless_delay_does_not_break_the_listing(tmp_path: Path) 
     asyncio.run(go())
 
 
-def test_a_stalled_stream_keeps_a_bounded_number_of_live_events(tmp_path: Path) -> None:
+def test_a_stalled_stream_keeps_a_bounded_number_of_live_events(sqlite_url: str) -> None:
     n = LIVE_BUFFER * 3
 
     async def go() -> tuple[int, list[str], Any]:
-        url = f"sqlite:///{tmp_path / 'api.db'}"
+        url = sqlite_url
         async with sw.Runner(url, policies=[bounds_chatty], serving=True) as runner:
             handle = await runner.start(bounds_chatty, n, run_id="chatty")
             first = await runner.get_run("chatty")

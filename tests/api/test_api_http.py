@@ -4,7 +4,6 @@ enqueues, and a ``stalwart worker`` process that executes, on one SQLite file.""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import quote
 
 import httpx
@@ -241,12 +240,12 @@ def test_requests_that_a_page_elsewhere_could_forge_are_refused(c: httpx.Client)
     assert "default-src 'none'" in r.headers["content-security-policy"]
 
 
-def test_serve_refuses_to_run_without_auth_beyond_loopback(tmp_path: Path) -> None:
+def test_serve_refuses_to_run_without_auth_beyond_loopback(sqlite_url: str) -> None:
     from typer.testing import CliRunner
 
     from stalwart.cli.app import app
 
-    store = f"sqlite:///{tmp_path / 'x.db'}"
+    store = sqlite_url
     cases = [
         (["--no-auth", "--host", "0.0.0.0"], "loopback"),
         ([], "bearer tokens"),

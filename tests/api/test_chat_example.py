@@ -80,8 +80,8 @@ def test_the_page_chats_in_a_browser(chat: Server) -> None:
         assert c.get("/runs").json()["runs"][0]["status"] == "succeeded"
 
 
-def test_messages_to_a_conversation(tmp_path: Path) -> None:
-    store = f"sqlite:///{tmp_path / 'conversations.db'}"
+def test_messages_to_a_conversation(sqlite_url: str) -> None:
+    store = sqlite_url
     with (
         serving(store, "--execute", app="tests/api/api_app.py:conversational") as srv,
         srv.client() as c,
@@ -100,10 +100,10 @@ def test_messages_to_a_conversation(tmp_path: Path) -> None:
         assert {f["field"] for f in bad.json()["fields"]} == {"agent", "message"}
 
 
-def test_messages_without_execute_are_answered_by_a_worker(tmp_path: Path) -> None:
+def test_messages_without_execute_are_answered_by_a_worker(sqlite_url: str) -> None:
     """A server that only enqueues: the conversation's run and each turn go to the
     queue, and a ``stalwart worker`` serving the conversation's policies answers."""
-    store = f"sqlite:///{tmp_path / 'conversations.db'}"
+    store = sqlite_url
     app = "tests/api/api_app.py:conversation_worker"
     worker = spawn(["worker", "--store", store, "--app", app])
     try:

@@ -98,9 +98,9 @@ async def _open(c: httpx.AsyncClient, stack: contextlib.AsyncExitStack, run: str
 
 
 async def test_streams_past_the_limit_are_refused_with_503_and_retry_after(
-    tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    app = create_app(f"sqlite:///{tmp_path / 'api.db'}", policies, poll=0.05, max_streams=2)
+    app = create_app(sqlite_url, policies, poll=0.05, max_streams=2)
     async with _server(app) as base, httpx.AsyncClient(base_url=base, timeout=20) as c:
         start = {"run_id": "wait-1", "inputs": {"order": "o-1"}}
         assert (await c.post("/policies/approval/runs", json=start)).status_code == 201

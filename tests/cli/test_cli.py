@@ -257,8 +257,8 @@ def test_resume_a_run_that_waits_for_a_signal_says_so(db: str) -> None:
     assert "stalwart signal wait-2 approve JSON" in out
 
 
-def test_resume_waits_out_a_durable_sleep(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'nap.db'}"
+def test_resume_waits_out_a_durable_sleep(sqlite_url: str) -> None:
+    url = sqlite_url
 
     async def make() -> None:
         async with sw.Runner(url, serving=False, inline_sleep=0.0) as runner:

@@ -23,8 +23,8 @@ FINISHED_BEFORE_KILL = ["1", "1#1", "2", "2#1"]
 AFTER_KILL = ["3", "3#1", "4", "4#1", "5"]
 
 
-def test_stalwart_demo_in_a_subprocess(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'demo.db'}"
+def test_stalwart_demo_in_a_subprocess(sqlite_url: str) -> None:
+    url = sqlite_url
     proc = subprocess.run(
         [sys.executable, "-m", "stalwart.cli", "demo", "--store", url],
         capture_output=True,
@@ -68,8 +68,8 @@ def test_stalwart_demo_in_a_subprocess(tmp_path: Path) -> None:
     assert sorted(steps) == sorted(FINISHED_BEFORE_KILL + AFTER_KILL)
 
 
-async def test_demo_report(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'demo.db'}"
+async def test_demo_report(sqlite_url: str) -> None:
+    url = sqlite_url
     console = Console(file=io.StringIO(), width=160)
     report = await run_demo(url, console, run_id="demo-test")
     assert report.before_kill == FINISHED_BEFORE_KILL

@@ -23,7 +23,7 @@ import stalwart as sw
 DOC = Path(__file__).parents[2] / "docs" / "cli.md"
 
 
-def test_every_command_in_the_cli_docs_runs(tmp_path: Path) -> None:
+def test_every_command_in_the_cli_docs_runs(tmp_path: Path, sqlite_url: str) -> None:
     text = DOC.read_text()
     app_src = re.search(r"```python\n(.*?)```", text, re.S)
     assert app_src is not None
@@ -32,7 +32,7 @@ def test_every_command_in_the_cli_docs_runs(tmp_path: Path) -> None:
     assert spec is not None and spec.loader is not None
     shop = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(shop)
-    url = f"sqlite:///{tmp_path / 'stalwart.db'}"
+    url = sqlite_url
 
     async def make() -> None:
         async with sw.Runner(url) as runner:

@@ -369,12 +369,14 @@ def test_resume_never_imports_the_policy_a_row_names(evil: Path) -> None:
     sys.modules.pop("trust_app", None)
 
 
-def test_resume_runs_a_policy_from_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resume_runs_a_policy_from_app(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "trust_app.py").write_text(APP.format())
     monkeypatch.syspath_prepend(str(tmp_path))
     import trust_app  # type: ignore[import-not-found]
 
-    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    url = sqlite_url
 
     async def start() -> None:
         async with sw.Runner(url, serving=False) as runner:

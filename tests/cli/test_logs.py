@@ -22,9 +22,9 @@ async def hello(name: str) -> str:
 """
 
 
-def test_a_json_worker_logs_only_json_lines(tmp_path: Path) -> None:
+def test_a_json_worker_logs_only_json_lines(tmp_path: Path, sqlite_url: str) -> None:
     (tmp_path / "lapp.py").write_text(APP)
-    url = f"sqlite:///{tmp_path / 'l.db'}"
+    url = sqlite_url
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -21,11 +21,12 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from tests.records import step_record
 from typer.testing import CliRunner
 
 import stalwart as sw
 from stalwart.cli.app import app
-from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.core.ledger import RunRecord
 from stalwart.stores.sqlite import SQLiteStore
 
 ENV = {"COLUMNS": "250", "STALWART_STORE": None, "NO_COLOR": "1"}
@@ -249,8 +250,10 @@ def test_waiting_lists_every_decision_oldest_first_with_what_it_asks(db: str) ->
 
 
 # -- piped tables ---------------------------------------------------------------------------
-def test_a_piped_table_keeps_every_column_and_every_long_value(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'wide.db'}"
+def test_a_piped_table_keeps_every_column_and_every_long_value(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    url = sqlite_url
     long_id = "order-" + "x" * 150 + "-end"
     question = "Should we refund " + "the customer " * 15 + "in full?"
 
@@ -294,11 +297,11 @@ def test_the_question_is_recorded_once_and_keys_stay_as_before(db: str) -> None:
     assert as_json("runs", "waiting", "--store", db)["runs"][0]["id"] == "survey-1"
 
 
-def test_a_run_that_waited_before_waits_were_recorded_still_resumes(tmp_path: Path) -> None:
+def test_a_run_that_waited_before_waits_were_recorded_still_resumes(sqlite_url: str) -> None:
     """A ledger written by the code before this change: a deadline and no
     ``stalwart.ask`` record. Today's ``refund`` asks with ``about=``; the
     old run resumes, replays its steps and records no question after the fact."""
-    url = f"sqlite:///{tmp_path / 'old.db'}"
+    url = sqlite_url
     from stalwart.runner.inputs import run_inputs
 
     async def old_ledger() -> None:
@@ -314,8 +317,18 @@ def test_a_run_that_waited_before_waits_were_recorded_still_resumes(tmp_path: Pa
 
         args = identity_json((5,), {}, "1")
         for step in (
-            StepRecord("1", "double", step_hash(args), args, "10", None, 1, now, now),
-            StepRecord("2", "stalwart.deadline", "", None, "null", None, 1, now, now, "deadline"),
+            step_record(
+                "1", "10", name="double", args_hash=step_hash(args), args=args, started_at=now
+            ),
+            step_record(
+                "2",
+                "null",
+                name="stalwart.deadline",
+                args_hash="",
+                args=None,
+                started_at=now,
+                kind="deadline",
+            ),
         ):
             await store.record_step("old-1", claimed.fence, step)
         await store.suspend_run("old-1", claimed.fence, None, "approve")
@@ -401,11 +414,13 @@ def _load(path: Path) -> ModuleType:
     return module
 
 
-def test_resume_signal_and_cancel_work_for_every_kind_of_run(tmp_path: Path) -> None:
+def test_resume_signal_and_cancel_work_for_every_kind_of_run(
+    tmp_path: Path, sqlite_url: str
+) -> None:
     app_file = tmp_path / "kinds_app.py"
     app_file.write_text(KINDS_APP)
     kinds = _load(app_file)
-    url = f"sqlite:///{tmp_path / 'kinds.db'}"
+    url = sqlite_url
     started = {
         "fn-1": (kinds.function, (1,), {}),
         "class-1": (kinds.greeter, ("bob",), {}),

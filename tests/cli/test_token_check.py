@@ -37,16 +37,16 @@ def _error_line(result: Result) -> str:
 @pytest.mark.parametrize(
     ("token", "why"), [(SHORT, WHY_SHORT), (SPACED, "contains spaces or control characters")]
 )
-def test_ui_refuses_a_weak_token_naming_the_option(tmp_path: Path, token: str, why: str) -> None:
-    store = f"sqlite:///{tmp_path / 'ui.db'}"
+def test_ui_refuses_a_weak_token_naming_the_option(sqlite_url: str, token: str, why: str) -> None:
+    store = sqlite_url
     line = _error_line(_invoke("ui", "--store", store, "--port", "1", "--token", token))
     assert line.startswith("error: ui: the token given with --token ")
     assert why in line
     assert token not in line
 
 
-def test_ui_and_serve_give_the_same_reason(tmp_path: Path) -> None:
-    store = f"sqlite:///{tmp_path / 'both.db'}"
+def test_ui_and_serve_give_the_same_reason(sqlite_url: str) -> None:
+    store = sqlite_url
     ui = _error_line(_invoke("ui", "--store", store, "--port", "1", "--token", SHORT))
     serve = _error_line(
         _invoke(
@@ -119,16 +119,16 @@ def test_a_token_no_http_client_can_send_is_refused_at_start() -> None:
         check_tokens(["é" * MIN_TOKEN], "--token")
 
 
-def test_the_api_refuses_to_start_with_a_token_no_client_can_send(tmp_path: Path) -> None:
+def test_the_api_refuses_to_start_with_a_token_no_client_can_send(sqlite_url: str) -> None:
     """An HTTP header carries bytes read as latin-1: a client's UTF-8 'é'
     arrives as two other characters, so such a token could never match."""
     from stalwart.api import create_app
 
     with pytest.raises(ValueError, match="other than ASCII"):
-        create_app(f"sqlite:///{tmp_path / 'api.db'}", [st_echo], tokens=["é" * MIN_TOKEN])
+        create_app(sqlite_url, [st_echo], tokens=["é" * MIN_TOKEN])
 
 
-def test_the_environment_variable_is_checked_and_never_echoed(tmp_path: Path) -> None:
+def test_the_environment_variable_is_checked_and_never_echoed(sqlite_url: str) -> None:
     from stalwart.cli.app import app
 
     secret = "envTok1"
@@ -140,7 +140,7 @@ def test_the_environment_variable_is_checked_and_never_echoed(tmp_path: Path) ->
             "--app",
             "tests.cli.test_token_check:st_echo",
             "--store",
-            f"sqlite:///{tmp_path / 's.db'}",
+            sqlite_url,
             "--port",
             "1",
         ],

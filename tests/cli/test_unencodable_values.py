@@ -32,8 +32,8 @@ def stalwart(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_signal_payload_holding_one_is_one_line_and_exit_1(tmp_path: Path) -> None:
-    store = f"sqlite:///{tmp_path / 'cli.db'}"
+def test_a_signal_payload_holding_one_is_one_line_and_exit_1(sqlite_url: str) -> None:
+    store = sqlite_url
 
     async def enqueue() -> None:
         async with sw.Runner(store, policies=[approval]) as runner:

@@ -19,9 +19,11 @@ async def hello(name: str) -> str:
 """
 
 
-def test_worker_executes_enqueued_runs_and_stops_on_sigterm(tmp_path: Path) -> None:
+def test_worker_executes_enqueued_runs_and_stops_on_sigterm(
+    tmp_path: Path, sqlite_url: str
+) -> None:
     (tmp_path / "wapp.py").write_text(APP)
-    url = f"sqlite:///{tmp_path / 'w.db'}"
+    url = sqlite_url
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -61,7 +63,7 @@ def test_worker_executes_enqueued_runs_and_stops_on_sigterm(tmp_path: Path) -> N
     assert "worker stopped" in out
 
 
-def test_worker_with_a_missing_app_fails_clearly(tmp_path: Path) -> None:
+def test_worker_with_a_missing_app_fails_clearly(sqlite_url: str) -> None:
     out = subprocess.run(
         [
             sys.executable,
@@ -69,7 +71,7 @@ def test_worker_with_a_missing_app_fails_clearly(tmp_path: Path) -> None:
             "stalwart.cli",
             "worker",
             "--store",
-            f"sqlite:///{tmp_path / 'w.db'}",
+            sqlite_url,
             "--app",
             "no_such_module_xyz",
         ],

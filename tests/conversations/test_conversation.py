@@ -118,9 +118,9 @@ def test_continue_as_new_keeps_a_thread_of_1000_turns_bounded(tmp_path: Path) ->
     asyncio.run(main())
 
 
-def test_the_negotiation_example_runs_offline(tmp_path: Path) -> None:
+def test_the_negotiation_example_runs_offline(sqlite_url: str) -> None:
     root = Path(__file__).parents[2]
-    store = f"sqlite:///{tmp_path / 'negotiation.db'}"
+    store = sqlite_url
     run = [sys.executable, "examples/negotiation.py", "--store", store]
     first = subprocess.run(run, capture_output=True, text=True, timeout=60, cwd=root)
     assert first.returncode == 0, first.stderr

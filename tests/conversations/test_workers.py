@@ -112,8 +112,9 @@ def test_a_client_leaves_the_thread_to_a_worker_killed_mid_turn(
 
 def test_a_followup_is_injected_at_the_next_model_call_and_again_after_a_kill(
     tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    url = sqlite_url
 
     async def client() -> None:
         first = Worker(url, tmp_path, "first")

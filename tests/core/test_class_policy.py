@@ -10,7 +10,6 @@ refused with its name when it is decorated.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -136,8 +135,8 @@ async def test_a_model_calls_a_class_policy_offered_as_an_option() -> None:
     assert out[-1].action_result.value == "App@1#1: why 0: found"  # "1" coerced to an int
 
 
-async def test_a_class_policy_runs_durably_and_replays(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'class.db'}"
+async def test_a_class_policy_runs_durably_and_replays(sqlite_url: str) -> None:
+    url = sqlite_url
     searched.clear()
     async with sw.Runner(url) as runner:
         first = await runner.run(ask, question="durable", run_id="r1")

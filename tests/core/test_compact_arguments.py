@@ -143,9 +143,9 @@ async def _peak_reading_last(url: str, run_id: str, turns: int) -> tuple[int, in
 
 
 async def test_reading_a_long_conversation_takes_memory_linear_in_its_length(
-    tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'chat.db'}"
+    url = sqlite_url
     small, small_text = await _peak_reading_last(url, "short", 1000)
     large, large_text = await _peak_reading_last(url, "long", 2000)
     assert 1.8 < large_text / small_text < 2.2

@@ -42,7 +42,7 @@ POLICIES.append(items_{i})
 
 
 async def test_every_type_in_many_policies_hints_is_declared(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """S11: "a value that cannot be recorded fails at record time"; a value
     whose type the policy's hints name must be recordable. ``declared._walk``
@@ -57,7 +57,7 @@ async def test_every_type_in_many_policies_hints_is_declared(
     monkeypatch.syspath_prepend(str(tmp_path))
     app: Any = importlib.import_module(name)
     try:
-        async with sw.Runner(f"sqlite:///{tmp_path / 'ledger.db'}") as runner:
+        async with sw.Runner(sqlite_url) as runner:
             refused = []
             for i, pol in enumerate(app.POLICIES):
                 try:

@@ -9,7 +9,6 @@ caller gets holds each result once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import stalwart as sw
@@ -81,12 +80,12 @@ def test_a_reply_whose_calls_are_all_answered_is_returned_as_it_is() -> None:
     assert _result_ids(out) == ["c9"]
 
 
-def test_the_unanswered_call_keeps_its_key_by_position_in_the_reply(tmp_path: Path) -> None:
+def test_the_unanswered_call_keeps_its_key_by_position_in_the_reply(sqlite_url: str) -> None:
     """Keys count every call of the reply (S1): the second call is ``#2``
     whether or not the first was answered, so a run recorded before this
     change replays its results under the same keys."""
     RAN.clear()
-    url = f"sqlite:///{tmp_path / 'answered.db'}"
+    url = sqlite_url
     sw.Runner(url).run_sync(agent, run_id="a")
 
     async def steps() -> list[str]:
@@ -113,7 +112,7 @@ async def agent_then_wait(ctx: sw.Context) -> int:
 
 
 def test_a_run_recorded_before_answered_calls_were_skipped_replays_as_it_ran(
-    tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
     """Before this change an answered call ran anyway (``1#1``) and its result
     was appended. A run recorded then and resumed now must replay that, not
@@ -124,7 +123,7 @@ def test_a_run_recorded_before_answered_calls_were_skipped_replays_as_it_ran(
     from stalwart.core import codec
     from stalwart.core.engine.identity import identity_json, step_hash
 
-    url = f"sqlite:///{tmp_path / 'old.db'}"
+    url = sqlite_url
 
     async def main() -> int:
         async with sw.Runner(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -101,9 +100,9 @@ def test_a_partial_of_a_policy_keeps_its_settings() -> None:
     assert pol.ctx_class is Bank  # resolved from the tool's own module
 
 
-def test_a_bound_tool_records_and_replays_like_any_other(tmp_path: Path) -> None:
+def test_a_bound_tool_records_and_replays_like_any_other(sqlite_url: str) -> None:
     MOVED.clear()
-    url = f"sqlite:///{tmp_path / 'bound.db'}"
+    url = sqlite_url
     tools = [functools.partial(transfer, account_id=7)]
     agent = Agent(ScriptedLLM([call("transfer", amount=3), "done"]), tools=tools, name="teller")
     assert sw.Runner(url).run_sync(agent, question="go", run_id="t") == "done"

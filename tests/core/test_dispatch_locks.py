@@ -256,7 +256,9 @@ async def spawned_book(ctx: sw.Context, slot: str) -> str:
 @sw.policy
 async def spawned_desk(ctx: sw.Context) -> list[Message]:
     llm: Any = ScriptedLLM([[call("spawned_book", slot="9:00")]], name="spawned_desk_model")
-    out: list[Message] = await ctx.call(llm, observations=[Message.user("go")], options=[spawned_book])
+    out: list[Message] = await ctx.call(
+        llm, observations=[Message.user("go")], options=[spawned_book]
+    )
     return out
 
 
@@ -347,15 +349,19 @@ async def crossed_y_outer(ctx: sw.Context) -> str:
 
 @sw.policy
 async def crossed_top(ctx: sw.Context) -> list[str]:
-    llm: Any = ScriptedLLM([[call("crossed_x_outer"), call("crossed_y_outer")]], name="crossed_top_model")
-    out = await ctx.call(llm, observations=[Message.user("go")], options=[crossed_x_outer, crossed_y_outer])
+    llm: Any = ScriptedLLM(
+        [[call("crossed_x_outer"), call("crossed_y_outer")]], name="crossed_top_model"
+    )
+    out = await ctx.call(
+        llm, observations=[Message.user("go")], options=[crossed_x_outer, crossed_y_outer]
+    )
     return _texts(out)
 
 
 async def test_a_recorded_call_replays_its_result_even_when_the_locks_cross(
-    tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'replay.db'}"
+    url = sqlite_url
     RAN.clear()
     PHASE["n"] = 1
     EV.update(x_done=asyncio.Event(), b_held=asyncio.Event())
@@ -402,8 +408,12 @@ async def crossed_b_holder() -> str:
 
 @sw.policy
 async def crossed_slots(ctx: sw.Context) -> list[str]:
-    llm: Any = ScriptedLLM([[call("crossed_a_holder"), call("crossed_b_holder")]], name="crossed_slots_model")
-    out = await ctx.call(llm, observations=[Message.user("go")], options=[crossed_a_holder, crossed_b_holder])
+    llm: Any = ScriptedLLM(
+        [[call("crossed_a_holder"), call("crossed_b_holder")]], name="crossed_slots_model"
+    )
+    out = await ctx.call(
+        llm, observations=[Message.user("go")], options=[crossed_a_holder, crossed_b_holder]
+    )
     return _texts(out)
 
 
@@ -469,8 +479,8 @@ def _results(out: list[Message]) -> list[tuple[str, str]]:
     ]
 
 
-def test_a_duplicate_call_id_is_not_run_and_says_why(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'dup.db'}"
+def test_a_duplicate_call_id_is_not_run_and_says_why(sqlite_url: str) -> None:
+    url = sqlite_url
     RAN.clear()
     out = sw.Runner(url).run_sync(twice_same_id, run_id="dup")
     assert sorted(RAN) == ["a", "c"]  # the duplicate did not run
@@ -542,9 +552,9 @@ async def crossing(ctx: sw.Context) -> list[Message]:
 
 
 async def test_locks_taken_in_opposite_orders_fail_one_call_instead_of_hanging(
-    tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    async with sw.Runner(f"sqlite:///{tmp_path / 'locks.db'}") as runner:
+    async with sw.Runner(sqlite_url) as runner:
         # A bound on a hang only: the run needs no waiting at all.
         out = await asyncio.wait_for(runner.run(crossing, run_id="crossing"), 60)
     results = [text for _, text in _results(out)]

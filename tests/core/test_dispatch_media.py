@@ -7,7 +7,6 @@ the model.
 """
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import stalwart as sw
@@ -48,8 +47,8 @@ async def test_a_message_result_keeps_its_text_and_media_for_the_model() -> None
     _check(await sw.Runner().run(agent))
 
 
-async def test_and_on_replay_from_the_ledger(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'media.db'}"
+async def test_and_on_replay_from_the_ledger(sqlite_url: str) -> None:
+    url = sqlite_url
     async with sw.Runner(url) as runner:
         first = await runner.run(agent, run_id="m")
     _check(first)

@@ -10,7 +10,6 @@ error result, and the run goes on.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -100,10 +99,10 @@ def test_the_model_is_shown_the_policies_the_names_stand_for() -> None:
     assert shown == [["headlines", "weather"]]  # by attribute, and by a spec's name
 
 
-def test_names_record_as_the_policies_do_so_a_run_replays_either_way(tmp_path: Path) -> None:
+def test_names_record_as_the_policies_do_so_a_run_replays_either_way(sqlite_url: str) -> None:
     """S1/S5: a step offered names records the same identity as one offered
     the policies, so code that switches from one to the other replays its runs."""
-    url = f"sqlite:///{tmp_path / 'names.db'}"
+    url = sqlite_url
 
     def agent_with(options: list[Any]) -> Any:
         llm = ScriptedLLM([[call("search", _id="c1", query="py")], "done"])

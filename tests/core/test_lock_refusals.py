@@ -79,8 +79,8 @@ async def el_plain(ctx: sw.Context) -> list[str]:
     return _texts(out)
 
 
-async def test_a_reentry_refusal_is_recorded_at_the_calls_key(tmp_path: Path) -> None:
-    async with sw.Runner(f"sqlite:///{tmp_path / 'r.db'}") as runner:
+async def test_a_reentry_refusal_is_recorded_at_the_calls_key(sqlite_url: str) -> None:
+    async with sw.Runner(sqlite_url) as runner:
         out = await (await runner.start(el_reenter, run_id="re")).result(30)
         steps = {s.key: s for s in await runner.steps("re")}
     [outer] = [m.action_result for m in out if m.action_result is not None]
@@ -95,8 +95,8 @@ async def test_a_reentry_refusal_is_recorded_at_the_calls_key(tmp_path: Path) ->
     assert f"{recorded.action_result.error_type}: {recorded.action_result.error_message}" == text
 
 
-async def test_calls_not_refused_and_duplicate_ids_record_no_refusal(tmp_path: Path) -> None:
-    async with sw.Runner(f"sqlite:///{tmp_path / 'p.db'}") as runner:
+async def test_calls_not_refused_and_duplicate_ids_record_no_refusal(sqlite_url: str) -> None:
+    async with sw.Runner(sqlite_url) as runner:
         texts = await (await runner.start(el_plain, run_id="p")).result(30)
         names = [s.name for s in await runner.steps("p")]
     assert texts[:3] == ["wrote a", "wrote b", "wrote c"]
@@ -121,8 +121,8 @@ def _spawn(url: str, workdir: Path, action: str) -> subprocess.Popen[str]:
     return spawn(APP, url, workdir, action, "crossed")
 
 
-def test_a_refused_call_replays_its_refusal_after_a_kill(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'locks.db'}"
+def test_a_refused_call_replays_its_refusal_after_a_kill(tmp_path: Path, sqlite_url: str) -> None:
+    url = sqlite_url
     first = _spawn(url, tmp_path, "run")
     assert first.stdout is not None
     line = first.stdout.readline()
@@ -191,9 +191,9 @@ async def rr_root(ctx: sw.Context) -> dict[str, Any]:
     return value
 
 
-async def test_a_replayed_refusal_answers_the_call_it_is_given(tmp_path: Path) -> None:
+async def test_a_replayed_refusal_answers_the_call_it_is_given(sqlite_url: str) -> None:
     _TURNS["n"] = 0
-    async with sw.Runner(f"sqlite:///{tmp_path / 'id.db'}") as runner:
+    async with sw.Runner(sqlite_url) as runner:
         handle = await runner.start(rr_root, run_id="ids")
         await _until_waiting(runner, "ids")
         await runner.signal("ids", "go")
@@ -233,9 +233,9 @@ async def rr_root2(ctx: sw.Context) -> str:
     return str(res.value)
 
 
-async def test_a_refusal_replayed_for_other_arguments_is_nondeterminism(tmp_path: Path) -> None:
+async def test_a_refusal_replayed_for_other_arguments_is_nondeterminism(sqlite_url: str) -> None:
     _TURNS["n"] = 0
-    async with sw.Runner(f"sqlite:///{tmp_path / 'args.db'}") as runner:
+    async with sw.Runner(sqlite_url) as runner:
         handle = await runner.start(rr_root2, run_id="args")
         await _until_waiting(runner, "args")
         assert "stalwart.refused:rr_tool2" in [s.name for s in await runner.steps("args")]
@@ -286,13 +286,13 @@ async def rr_swap_root(ctx: sw.Context) -> str:
 
 @pytest.mark.parametrize("change", ["options", "unrecorded reply"])
 async def test_a_refusal_replayed_for_a_changed_program_is_nondeterminism(
-    tmp_path: Path, change: str
+    sqlite_url: str, change: str
 ) -> None:
     """A program changed under a recorded refusal fails loudly (S5), naming
     run and step, instead of answering with the old refusal or running the
     call: another option set changes the model's step; an unrecorded model
     asking for another option meets the refusal of the first."""
-    url = f"sqlite:///{tmp_path / 'swap.db'}"
+    url = sqlite_url
     _OFFER.update(name="rr_lock_a", options=[rr_lock_a, rr_other])
     _OFFER["unrecorded"] = change == "unrecorded reply"
     async with sw.Runner(url) as runner:

@@ -5,7 +5,6 @@ alone does not say which run to look at."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,31 +26,31 @@ async def takes_list(history: list[object]) -> str:
     return "never"
 
 
-async def test_an_unrecordable_argument_names_step_and_run(tmp_path: Path) -> None:
+async def test_an_unrecordable_argument_names_step_and_run(sqlite_url: str) -> None:
     @sw.policy
     async def main(ctx: sw.Context) -> str:
         await ctx.call(takes, "fine")
         return await ctx.call(takes, Opaque())
 
-    async with sw.Runner(f"sqlite:///{tmp_path / 'r.db'}") as runner:
+    async with sw.Runner(sqlite_url) as runner:
         with pytest.raises(sw.SerializationError) as caught:
             await runner.run(main, run_id="opaque-1")
     assert str(caught.value).startswith("arguments of run 'opaque-1', step 2['*'][0]: ")
     assert "Opaque cannot be recorded as JSON" in str(caught.value)
 
 
-async def test_a_non_finite_number_names_step_and_run(tmp_path: Path) -> None:
+async def test_a_non_finite_number_names_step_and_run(sqlite_url: str) -> None:
     @sw.policy
     async def main(ctx: sw.Context) -> str:
         return await ctx.call(takes, float("nan"))
 
-    async with sw.Runner(f"sqlite:///{tmp_path / 'r.db'}") as runner:
+    async with sw.Runner(sqlite_url) as runner:
         with pytest.raises(sw.SerializationError) as caught:
             await runner.run(main, run_id="nan-1")
     assert str(caught.value).startswith("arguments of run 'nan-1', step 1: ")
 
 
-async def test_an_unrecordable_item_of_a_growing_list_names_step_and_run(tmp_path: Path) -> None:
+async def test_an_unrecordable_item_of_a_growing_list_names_step_and_run(sqlite_url: str) -> None:
     """A list argument that extends an earlier step's is encoded item by item
     (what is new only): its error names the run all the same."""
     history: list[object] = [f"turn {i}: {'x' * 40}" for i in range(4)]
@@ -61,7 +60,7 @@ async def test_an_unrecordable_item_of_a_growing_list_names_step_and_run(tmp_pat
         await ctx.call(takes_list, list(history))
         return await ctx.call(takes_list, [*history, Opaque()])
 
-    async with sw.Runner(f"sqlite:///{tmp_path / 'r.db'}") as runner:
+    async with sw.Runner(sqlite_url) as runner:
         with pytest.raises(sw.SerializationError) as caught:
             await runner.run(main, run_id="list-1")
     assert str(caught.value).startswith("arguments of run 'list-1', step 2")

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from tests.hostile import write_row
+from tests.records import step_record
 
 import stalwart as sw
 from stalwart.core.ledger import RunRecord, StepRecord
@@ -617,7 +618,7 @@ async def test_one_unrecordable_step_does_not_fail_the_steps_batched_with_it(
         now = time.time()
 
         def record(name: str) -> StepRecord:
-            return StepRecord("1", name, "h", "{}", "1", None, 1, now, now)
+            return step_record("1", name=name, started_at=now)
 
         _, _, c = await asyncio.gather(
             store.record_step("a", fences["a"], record("fine")),  # in flight...

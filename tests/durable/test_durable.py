@@ -9,10 +9,11 @@ from typing import Any
 
 import pydantic
 import pytest
+from tests.records import step_record
 
 import stalwart as sw
 from stalwart.core import codec
-from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.core.ledger import RunRecord
 
 CALLS: list[str] = []
 
@@ -323,13 +324,13 @@ async def test_stale_fencing_token_is_refused(store_url: str) -> None:
         await asyncio.sleep(0.05)  # the lease expires
         second = await store.claim("f", "host:2:b", 30)
         assert second is not None and second.fence > first.fence
-        step = StepRecord("1", "p", "h", "{}", "1", None, 1, 0.0, 0.0)
+        step = step_record("1", started_at=0.0)
         with pytest.raises(sw.StaleLeaseError):
             await store.record_step("f", first.fence, step)
         won = await store.record_step("f", second.fence, step)
         assert won.output == "1"
         # S3: a second result for the same key loses; the first is returned.
-        other = StepRecord("1", "p", "h", "{}", "2", None, 1, 0.0, 0.0)
+        other = step_record("1", "2", started_at=0.0)
         assert (await store.record_step("f", second.fence, other)).output == "1"
         with pytest.raises(sw.StaleLeaseError):
             await store.finish_run("f", first.fence, "succeeded", "1", None)

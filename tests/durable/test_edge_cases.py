@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.records import step_record
 
 import stalwart as sw
-from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.core.ledger import RunRecord
 
 
 @sw.policy
@@ -46,7 +47,7 @@ async def test_a_refused_write_keeps_the_step_records_batched_beside_it(tmp_path
         await store.create_run(RunRecord("r", "p", "{}"))
         claimed = await store.claim("r", "me:1:x", 30)
         assert claimed is not None
-        step = StepRecord("1", "p", "h", "{}", "1", None, 1, 0.0, 0.0)
+        step = step_record("1", started_at=0.0)
         await store.record_step("r", claimed.fence, step)  # batched, not yet committed
         with pytest.raises(sw.RunNotFound):
             await store.send_signal("nope", "go", "null")  # fails beside the batch
@@ -76,12 +77,12 @@ async def test_a_run_whose_inputs_cannot_be_read_fails_alone(store_url: str) -> 
         assert (await worker.get_run("bad")).status == "failed"
 
 
-async def test_a_dead_holders_run_is_found_among_many_live_ones(tmp_path: Path) -> None:
+async def test_a_dead_holders_run_is_found_among_many_live_ones(sqlite_url: str) -> None:
     import os
 
     from stalwart.stores.base import this_host
 
-    store = sw.stores.open_store(f"sqlite:///{tmp_path / 'many.db'}")
+    store = sw.stores.open_store(sqlite_url)
     assert store is not None
     await store.open()
     try:

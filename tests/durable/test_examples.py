@@ -9,8 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).parents[2]
 
 
-def test_ticket_triage_survives_a_restart_and_keeps_its_types(tmp_path: Path) -> None:
-    store = f"sqlite:///{tmp_path / 'triage.db'}"
+def test_ticket_triage_survives_a_restart_and_keeps_its_types(sqlite_url: str) -> None:
+    store = sqlite_url
     out = subprocess.run(
         [sys.executable, "examples/ticket_triage.py", "--store", store],
         capture_output=True,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
 
 import pytest
 
@@ -31,10 +30,10 @@ def events(caplog: pytest.LogCaptureFixture, run_id: str) -> list[logging.LogRec
 
 
 async def test_a_run_logs_started_claimed_and_finished(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="stalwart")
-    async with sw.Runner(f"sqlite:///{tmp_path / 'a.db'}") as runner:
+    async with sw.Runner(sqlite_url) as runner:
         assert await runner.run(greet, "ada", run_id="r1") == "hello ada"
     got = events(caplog, "r1")
     assert [r.event for r in got] == ["run.started", "run.claimed", "run.finished"]  # type: ignore[attr-defined]
@@ -46,10 +45,10 @@ async def test_a_run_logs_started_claimed_and_finished(
 
 
 async def test_suspension_and_resumption_are_logged(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="stalwart")
-    async with sw.Runner(f"sqlite:///{tmp_path / 'a.db'}", poll_interval=0.05) as runner:
+    async with sw.Runner(sqlite_url, poll_interval=0.05) as runner:
         handle = await runner.start(waits, run_id="w1")
         while (await runner.get_run("w1")).status != "suspended":
             await asyncio.sleep(0.01)
@@ -68,9 +67,9 @@ async def test_suspension_and_resumption_are_logged(
 
 
 async def test_a_run_taken_from_a_dead_holder_is_logged_as_recovered(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'a.db'}"
+    url = sqlite_url
     dead = f"{this_host()}:999999999:deadbeef"  # no such process: a holder that died
     store = open_store(url)
     await store.open()
@@ -86,7 +85,7 @@ async def test_a_run_taken_from_a_dead_holder_is_logged_as_recovered(
 
 
 async def test_a_retry_is_a_warning_naming_run_step_and_error(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     tries: list[int] = []
 
@@ -102,7 +101,7 @@ async def test_a_retry_is_a_warning_naming_run_step_and_error(
         return await ctx.call(flaky)
 
     caplog.set_level(logging.INFO, logger="stalwart")
-    async with sw.Runner(f"sqlite:///{tmp_path / 'a.db'}") as runner:
+    async with sw.Runner(sqlite_url) as runner:
         assert await runner.run(root, run_id="f1") == "ok"
     retries = [r for r in events(caplog, "f1") if r.event == "step.retry"]  # type: ignore[attr-defined]
     assert [r.attempt for r in retries] == [2, 3]  # type: ignore[attr-defined]
@@ -112,10 +111,10 @@ async def test_a_retry_is_a_warning_naming_run_step_and_error(
 
 
 async def test_a_store_that_goes_down_is_a_warning_once(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    sqlite_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     caplog.set_level(logging.INFO, logger="stalwart")
-    async with sw.Runner(f"sqlite:///{tmp_path / 'a.db'}", poll_interval=0.02) as runner:
+    async with sw.Runner(sqlite_url, poll_interval=0.02) as runner:
 
         async def down(*args: object, **kwargs: object) -> None:
             raise sw.StoreUnavailable("disk on fire")

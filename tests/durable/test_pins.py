@@ -247,9 +247,9 @@ async def naps(ctx: sw.Context) -> str:
 
 
 async def test_a_durable_sleep_wakes_at_its_time_not_at_the_next_poll(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    url = sqlite_url
     # Neither the poll (60 s) nor the next heartbeat (a third of 600 s) is near.
     runner = sw.Runner(url, lease=600, poll_interval=60, inline_sleep=0, policies=[naps])
     async with runner:
@@ -325,8 +325,8 @@ async def parent_of_three(ctx: sw.Context) -> list[str]:
     return seen
 
 
-async def test_a_failed_or_cancelled_child_wakes_its_parent(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+async def test_a_failed_or_cancelled_child_wakes_its_parent(sqlite_url: str) -> None:
+    url = sqlite_url
     async with sw.Runner(url, poll_interval=0.01, policies=[parent_of_three]) as runner:
         handle = await runner.start(parent_of_three, run_id="parent")
         while "start child" not in EVENTS:

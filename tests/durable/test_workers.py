@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.crash import spawn
 
 import stalwart as sw
 
@@ -28,14 +28,7 @@ import worker_app  # noqa: E402
 
 
 def _worker(url: str, counter: Path, host: str, lease: float) -> subprocess.Popen[str]:
-    env = {**os.environ, "STALWART_HOSTNAME": host, "LEASE": str(lease)}
-    proc = subprocess.Popen(
-        [sys.executable, str(APP), url, str(counter)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = spawn(APP, url, counter, env={"STALWART_HOSTNAME": host, "LEASE": str(lease)})
     assert proc.stdout is not None and proc.stdout.readline().strip() == "serving"
     return proc
 

@@ -17,7 +17,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.crash import kill, spawn
+from tests.crash import kill, numbered_executions, spawn
 
 import stalwart as sw
 from stalwart.core.ledger import StepRecord
@@ -31,8 +31,7 @@ def _spawn(url: str, workdir: Path, action: str) -> subprocess.Popen[str]:
 
 def _served(workdir: Path) -> list[tuple[int, int]]:
     """(pid, reply number) of each model call really served, in order."""
-    lines = (workdir / "served.txt").read_text().split("\n")
-    return [(int(p), int(n)) for p, n in (line.split() for line in lines if line)]
+    return numbered_executions(workdir / "served.txt")
 
 
 async def _steps(url: str) -> list[StepRecord]:
@@ -42,8 +41,9 @@ async def _steps(url: str) -> list[StepRecord]:
 
 def test_a_journey_killed_mid_message_resumes_without_repeating_model_calls(
     tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    url = sqlite_url
     first = _spawn(url, tmp_path, "run")
     assert first.stdout is not None
     progress: list[str] = []

@@ -155,7 +155,7 @@ async def test_token_usage_counts_every_model_call_of_a_message(tmp_path: Path) 
     assert reply.total_usage == {"input_tokens": 2800, "output_tokens": 56}
 
 
-async def test_at_the_turn_limit_the_user_gets_a_reply_not_a_tool_output(tmp_path: Path) -> None:
+async def test_at_the_turn_limit_the_user_gets_a_reply_not_a_tool_output(sqlite_url: str) -> None:
     seen = Seen()
     script = [
         seen.reply(call("identify", email="ada@example.com")),
@@ -163,7 +163,7 @@ async def test_at_the_turn_limit_the_user_gets_a_reply_not_a_tool_output(tmp_pat
         seen.reply("I tested your line; it looks stable. I need a moment more to find the cause."),
     ]
     journey = support(ScriptedLLM(script), max_rounds=2)
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    url = sqlite_url
     async with sw.Runner(url, policies=[journey], poll_interval=0.02) as runner:
         await runner.start(journey, message="hi", run_id="limit")
         text = await asyncio.wait_for(load_example().waiting_reply(runner, "limit", 1), 30)
@@ -178,11 +178,11 @@ async def test_at_the_turn_limit_the_user_gets_a_reply_not_a_tool_output(tmp_pat
 
 
 async def test_a_model_that_still_calls_a_tool_at_the_limit_gets_words_to_the_user(
-    tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
     script = [call("line_test", email="a@b.c"), call("line_test", email="a@b.c")]
     journey = support(ScriptedLLM(script), max_rounds=1)
-    async with sw.Runner(f"sqlite:///{tmp_path / 'l.db'}", policies=[journey]) as runner:
+    async with sw.Runner(sqlite_url, policies=[journey]) as runner:
         await runner.start(journey, message="hi", run_id="r")
         text = await asyncio.wait_for(load_example().waiting_reply(runner, "r", 1), 30)
     assert "could not finish" in text
@@ -212,7 +212,7 @@ async def close(ctx: ToolContext) -> str:
 
 
 async def test_a_move_not_allowed_or_a_bad_state_is_an_error_the_model_reads(
-    tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
     def check(observations: list[Message], options: Sequence[Any]) -> str:
         results = [m.action_result for m in observations if m.action_result is not None]
@@ -232,7 +232,7 @@ async def test_a_move_not_allowed_or_a_bad_state_is_an_error_the_model_reads(
         start=Door.OPEN,
         name="door",
     )
-    async with sw.Runner(f"sqlite:///{tmp_path / 'd.db'}", policies=[journey]) as runner:
+    async with sw.Runner(sqlite_url, policies=[journey]) as runner:
         await runner.start(journey, message="lock it", run_id="d")
         text = await asyncio.wait_for(load_example().waiting_reply(runner, "d", 1), 30)
         steps = await runner.steps("d")

@@ -94,12 +94,12 @@ def test_the_model_picks_a_route_and_the_router_returns_what_the_route_answers()
 
 
 def test_a_route_chosen_is_recorded_and_a_journey_behind_it_holds_the_conversation(
-    tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
     """On SQLite: the router asks, waits for the answer holding nothing, routes
     to the journey, and the journey goes on with the run's next messages."""
     router = desk("Is it about a bill or a technical problem?", call("route_to_support"))
-    url = f"sqlite:///{tmp_path / 'desk.db'}"
+    url = sqlite_url
 
     async def converse() -> tuple[Any, list[str], list[str]]:
         prompts: list[str] = []

@@ -45,8 +45,9 @@ def _calls(served: list[Any], pid: int) -> list[str]:
 
 def test_a_routed_run_killed_inside_an_exclusive_tool_resumes_without_repeats(
     tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'desk.db'}"
+    url = sqlite_url
     first = _spawn(url, tmp_path, "run")
     assert first.stdout is not None
     line = first.stdout.readline()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -181,7 +180,7 @@ def test_the_agent_is_a_policy_with_a_question() -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_an_agent_on_a_recorded_provider(
-    kind: str, replay: Callable[..., Replay], tmp_path: Path
+    kind: str, replay: Callable[..., Replay], sqlite_url: str
 ) -> None:
     r = replay(
         payload_for(kind, "tool_call"),
@@ -189,7 +188,7 @@ async def test_an_agent_on_a_recorded_provider(
         payload_for(kind, "text"),
     )
     agent = llm.Agent(make_model(kind, r), instructions="Be brief.", tools=TOOLS, name="fc")
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    url = sqlite_url
     async with sw.Runner(url) as runner:
         answer = await agent.run("Weather and time in Paris?", runner=runner, run_id="a")
         steps = await runner.steps("a")
@@ -232,7 +231,7 @@ async def test_an_agent_on_a_recorded_provider(
 # -- structured output -------------------------------------------------------------------
 
 
-async def test_structured_output_with_one_repair(tmp_path: Path) -> None:
+async def test_structured_output_with_one_repair(sqlite_url: str) -> None:
     model = ScriptedLLM(
         [
             'Here you go: {"city": "Paris", "temperature": "warm"}',
@@ -241,7 +240,7 @@ async def test_structured_output_with_one_repair(tmp_path: Path) -> None:
         name="extractor",
     )
     agent = llm.Agent(model, instructions="Extract the forecast.", output_type=Forecast)
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    url = sqlite_url
     async with sw.Runner(url) as runner:
         result = await agent.run("Paris: partly cloudy, 18.5 °C", runner=runner, run_id="x")
     assert result == Forecast(city="Paris", temperature=18.5, sky="partly cloudy")
@@ -291,10 +290,10 @@ def always_calls(name: str, usage: tuple[int, int]) -> ScriptedLLM:
     )
 
 
-async def test_the_budget_stops_the_agent_before_its_next_call(tmp_path: Path) -> None:
+async def test_the_budget_stops_the_agent_before_its_next_call(sqlite_url: str) -> None:
     model = always_calls("spender", (100, 20))
     agent = llm.Agent(model, tools=[get_time], budget=250, name="thrifty")
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    url = sqlite_url
     async with sw.Runner(url) as runner:
         with pytest.raises(llm.BudgetExceeded) as caught:
             await agent.run("Spend.", runner=runner, run_id="b")
@@ -329,7 +328,7 @@ def researcher(script: list[Any], **settings: Any) -> llm.Agent:
     )
 
 
-async def test_a_sub_agent_is_a_tool(tmp_path: Path) -> None:
+async def test_a_sub_agent_is_a_tool(sqlite_url: str) -> None:
     child = researcher(
         [
             lambda o, p: said("researcher_model", call("get_weather", city="Paris")),
@@ -344,7 +343,7 @@ async def test_a_sub_agent_is_a_tool(tmp_path: Path) -> None:
         )
     )
     parent = llm.Agent(boss, instructions="Delegate research.", tools=[child, get_time])
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    url = sqlite_url
     async with sw.Runner(url) as runner:
         assert await parent.run("How is Paris?", runner=runner, run_id="s") == "Paris is at 18 °C."
         steps = await runner.steps("s")
@@ -533,7 +532,7 @@ async def test_an_agent_with_a_window_sends_only_the_window() -> None:
     assert len(model.seen[-1]) == 6
 
 
-async def test_an_agent_compacts_with_its_summarizer(tmp_path: Path) -> None:
+async def test_an_agent_compacts_with_its_summarizer(sqlite_url: str) -> None:
     summarizer = ScriptedLLM(
         [lambda o, p: said("summarizer", "Checked the time 3 times: 14:05.", usage=(30, 3))],
         name="summarizer",
@@ -547,7 +546,7 @@ async def test_an_agent_compacts_with_its_summarizer(tmp_path: Path) -> None:
     )
     compaction = llm.Compaction(max_messages=7, keep_last=2, model=summarizer)
     agent = llm.Agent(model, instructions="Rules.", tools=[get_time], context=compaction)
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    url = sqlite_url
     async with sw.Runner(url) as runner:
         assert await agent.run("Time?", runner=runner, run_id="c") == "It is 14:05."
         steps = await runner.steps("c")

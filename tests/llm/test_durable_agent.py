@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.crash import kill, spawn
+from tests.crash import kill, numbered_executions, spawn
 
 import stalwart as sw
 from stalwart import llm
@@ -35,8 +35,7 @@ def _spawn(url: str, workdir: Path, action: str, how: str) -> subprocess.Popen[s
 
 def _served(workdir: Path) -> list[tuple[int, int]]:
     """(pid, turn) of each model request the transport served, in order."""
-    lines = (workdir / "served.txt").read_text().split("\n")
-    return [(int(p), int(t)) for p, t in (line.split() for line in lines if line)]
+    return numbered_executions(workdir / "served.txt")
 
 
 async def _steps(url: str) -> list[StepRecord]:

@@ -101,10 +101,10 @@ def librarian() -> ScriptedLLM:
     )
 
 
-async def test_the_research_agent_answers_from_its_tools(tmp_path: Path) -> None:
+async def test_the_research_agent_answers_from_its_tools(sqlite_url: str) -> None:
     example = load("research_agent")
     model = librarian()
-    url = f"sqlite:///{tmp_path / 'agents.db'}"
+    url = sqlite_url
     answer = await example.research(model, "When was Python 3.13 released?", store=url, run_id="q")
     assert (
         answer == "Python 3.13 was released on October 7, 2024, with an experimental "
@@ -207,7 +207,7 @@ def planner_models() -> tuple[ScriptedLLM, ScriptedLLM, ScriptedLLM]:
     return planner, weather, money
 
 
-async def test_the_planner_delegates_to_its_sub_agents(tmp_path: Path) -> None:
+async def test_the_planner_delegates_to_its_sub_agents(sqlite_url: str) -> None:
     example = load("sub_agents")
     planner, weather, money = planner_models()
     plan = await example.plan(
@@ -215,7 +215,7 @@ async def test_the_planner_delegates_to_its_sub_agents(tmp_path: Path) -> None:
         "A weekend in Lisbon with 300 USD.",
         weather_model=weather,
         money_model=money,
-        store=f"sqlite:///{tmp_path / 'agents.db'}",
+        store=sqlite_url,
     )
     assert plan == "Plan: Saturday: sunny, 24 °C. Sunday: showers. 300 USD is 276.0 EUR."
     assert (planner.calls, weather.calls, money.calls) == (2, 2, 2)

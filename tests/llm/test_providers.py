@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -171,7 +170,7 @@ async def test_an_empty_reply_still_carries_its_usage(replay: Callable[..., Repl
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_deltas_stream_live_and_the_step_records_the_whole_reply(
-    kind: str, replay: Callable[..., Replay], tmp_path: Path
+    kind: str, replay: Callable[..., Replay], sqlite_url: str
 ) -> None:
     r = replay(payload_for(kind, "stream_text"))
     model = make_model(kind, r, stream=True)
@@ -180,7 +179,7 @@ async def test_deltas_stream_live_and_the_step_records_the_whole_reply(
     async def forecast(ctx: sw.Context, question: str) -> list[Message]:
         return await ctx.call(model, observations=[Message.user(question)], options=TOOLS)
 
-    async with sw.Runner(f"sqlite:///{tmp_path / 'ledger.db'}") as runner:
+    async with sw.Runner(sqlite_url) as runner:
         events = [e async for e in runner.stream(forecast, question="Paris?", run_id="s")]
         steps = {s.key: s for s in await runner.steps("s")}
 
@@ -334,7 +333,7 @@ async def test_a_rate_limit_that_lasts_fails_clearly(replay: Callable[..., Repla
 
 @pytest.mark.parametrize("kind", ["chat", "anthropic"])
 async def test_an_invalid_request_fails_at_once_with_the_providers_message(
-    kind: str, replay: Callable[..., Replay], tmp_path: Path
+    kind: str, replay: Callable[..., Replay], sqlite_url: str
 ) -> None:
     name = "openai_error_400.json" if kind == "chat" else "anthropic_error_400.json"
     r = replay(Answer(name, 400), "openai_chat_text.json")
@@ -344,7 +343,7 @@ async def test_an_invalid_request_fails_at_once_with_the_providers_message(
     async def doomed(ctx: sw.Context) -> list[Message]:
         return await ctx.call(model, observations=[Message.user("Paris?")])
 
-    async with sw.Runner(f"sqlite:///{tmp_path / 'ledger.db'}") as runner:
+    async with sw.Runner(sqlite_url) as runner:
         with pytest.raises(llm.InvalidRequest) as caught:
             await runner.run(doomed, run_id="bad")
         (step,) = await runner.steps("bad")
@@ -410,11 +409,11 @@ async def test_broken_tool_json_becomes_an_error_result_the_model_reads(
 
 
 async def test_usage_sums_over_the_runs_recorded_steps(
-    replay: Callable[..., Replay], tmp_path: Path
+    replay: Callable[..., Replay], sqlite_url: str
 ) -> None:
     r = replay("openai_chat_tool_call.json", "openai_chat_text.json")
     model = make_model("chat", r)
-    async with sw.Runner(f"sqlite:///{tmp_path / 'ledger.db'}") as runner:
+    async with sw.Runner(sqlite_url) as runner:
         convo = await ask(model, [Message.user("Paris?")], TOOLS, runner=runner, rounds=2)
         (run,) = await runner.list_runs()
         steps = await runner.steps(run.id)

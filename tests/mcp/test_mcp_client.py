@@ -110,8 +110,9 @@ async def test_a_server_that_dies_is_an_error_result_then_reconnected(tmp_path: 
 
 async def test_a_finished_run_replays_from_the_ledger_even_if_the_server_changed(
     tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url
     model = ScriptedLLM([call("slow", text="x"), call("add", a=1, b=2), "done"], name="m3")
     env = _env(tmp_path)
     agent = agent_for(model, env)

@@ -27,10 +27,10 @@ def test_the_docs_program_runs_and_replays(tmp_path: Path) -> None:
     assert (tmp_path / "adder.db").exists()  # a durable run
 
 
-def test_the_example_agent_uses_the_servers_tool(tmp_path: Path) -> None:
+def test_the_example_agent_uses_the_servers_tool(sqlite_url: str) -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "mcp_agent.py"), "Capital of Peru?",
-         "--store", f"sqlite:///{tmp_path / 'ex.db'}"],
+         "--store", sqlite_url],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

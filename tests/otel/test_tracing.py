@@ -62,9 +62,9 @@ async def agent(ctx: sw.Context, question: str) -> str:
     return str(final[0].text)
 
 
-async def test_run_step_model_and_tool_spans_in_one_tree(tmp_path: Path) -> None:
+async def test_run_step_model_and_tool_spans_in_one_tree(sqlite_url: str) -> None:
     tracing, exporter = traced()
-    async with sw.Runner(f"sqlite:///{tmp_path / 'a.db'}", hooks=[tracing]) as runner:
+    async with sw.Runner(sqlite_url, hooks=[tracing]) as runner:
         assert await runner.run(agent, "weather?") == "done"
     spans = exporter.get_finished_spans()
     start, run = by_name(spans, "start agent")[0], by_name(spans, "run agent")[0]
@@ -89,7 +89,7 @@ async def test_run_step_model_and_tool_spans_in_one_tree(tmp_path: Path) -> None
     assert (run.attributes or {})["stalwart.run.status"] == "succeeded"
 
 
-async def test_a_retried_step_says_its_attempt_and_a_failure_is_an_error(tmp_path: Path) -> None:
+async def test_a_retried_step_says_its_attempt_and_a_failure_is_an_error(sqlite_url: str) -> None:
     tries: list[int] = []
 
     @sw.policy(retries=2, backoff=0)
@@ -110,7 +110,7 @@ async def test_a_retried_step_says_its_attempt_and_a_failure_is_an_error(tmp_pat
         return await ctx.call(flaky)
 
     tracing, exporter = traced()
-    async with sw.Runner(f"sqlite:///{tmp_path / 'a.db'}", hooks=[tracing]) as runner:
+    async with sw.Runner(sqlite_url, hooks=[tracing]) as runner:
         assert await runner.run(root) == "ok"
     spans = exporter.get_finished_spans()
     retried = by_name(spans, "step flaky")[0]
@@ -127,9 +127,9 @@ async def asks(ctx: sw.Context) -> str:
     return f"got {answer}"
 
 
-async def test_a_resumed_run_joins_its_trace_and_replays_no_model_call(tmp_path: Path) -> None:
+async def test_a_resumed_run_joins_its_trace_and_replays_no_model_call(sqlite_url: str) -> None:
     tracing, exporter = traced()
-    async with sw.Runner(f"sqlite:///{tmp_path / 'a.db'}", hooks=[tracing]) as runner:
+    async with sw.Runner(sqlite_url, hooks=[tracing]) as runner:
         handle = await runner.start(asks, run_id="r1")
         while (await runner.get_run("r1")).status != "suspended":
             await asyncio.sleep(0.01)
@@ -161,8 +161,8 @@ async def parent(ctx: sw.Context) -> int:
     return int(await kid.result())
 
 
-async def test_a_child_run_on_another_worker_joins_the_parents_trace(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'a.db'}"
+async def test_a_child_run_on_another_worker_joins_the_parents_trace(sqlite_url: str) -> None:
+    url = sqlite_url
     mine, mine_spans = traced()
     theirs, their_spans = traced()
     worker = sw.Runner(url, hooks=[theirs], policies=[child], queues=["other"], poll_interval=0.05)

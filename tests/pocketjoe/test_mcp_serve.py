@@ -88,10 +88,10 @@ async def _runs(store: str) -> dict[str, tuple[str, str, list[str]]]:
         await s.close()
 
 
-async def test_v01_policy_spec_mcp_tool_classes_are_served(tmp_path: Path) -> None:
+async def test_v01_policy_spec_mcp_tool_classes_are_served(tmp_path: Path, sqlite_url: str) -> None:
     app = tmp_path / "units_app.py"
     app.write_text(APP_V01)
-    store = f"sqlite:///{tmp_path / 'tools.db'}"
+    store = sqlite_url
     async with Client(_serve(app, store), read_timeout_seconds=30) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert set(listed) == {"to_miles", "race_miles"}  # `Hidden` is bound, not marked
@@ -119,10 +119,10 @@ async def test_v01_policy_spec_mcp_tool_classes_are_served(tmp_path: Path) -> No
     assert "to_miles" in steps
 
 
-async def test_v02_policy_tools_and_resources_are_served(tmp_path: Path) -> None:
+async def test_v02_policy_tools_and_resources_are_served(tmp_path: Path, sqlite_url: str) -> None:
     app = tmp_path / "calc_app.py"
     app.write_text(APP_V02)
-    store = f"sqlite:///{tmp_path / 'tools.db'}"
+    store = sqlite_url
     async with Client(_serve(app, store), read_timeout_seconds=30) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert set(listed) == {"add", "double_sum"}  # `off` is enabled=False

@@ -49,8 +49,10 @@ def test_our_01_example_in_memory(tmp_path: Path) -> None:
     assert executed(tmp_path) == ["llm", "timetable", "llm"]
 
 
-def test_our_01_example_on_sqlite_answers_a_finished_run_from_the_ledger(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'rail.db'}"
+def test_our_01_example_on_sqlite_answers_a_finished_run_from_the_ledger(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    url = sqlite_url
     for _ in range(2):
         done = run_example(tmp_path, url)
         assert done.returncode == 0, done.stderr
@@ -61,8 +63,9 @@ def test_our_01_example_on_sqlite_answers_a_finished_run_from_the_ledger(tmp_pat
 
 def test_our_01_example_killed_during_the_lookup_resumes_without_asking_the_model_again(
     tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'rail.db'}"
+    url = sqlite_url
     env = {**os.environ, "PJ_LOG": str(tmp_path / "log"), "RAIL_SLOW_LOOKUP": "60"}
     proc = subprocess.Popen(
         [sys.executable, str(EXAMPLE), url], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -174,8 +177,8 @@ def test_the_spec_schema_is_stalwarts_from_hints_and_docstring() -> None:
     assert spec.input_schema["properties"]["a"]["description"] == "first"
 
 
-async def test_a_durable_runner_records_each_decision_as_a_step(tmp_path: Path) -> None:
-    runner = DurableRunner(f"sqlite:///{tmp_path / 'r.db'}")
+async def test_a_durable_runner_records_each_decision_as_a_step(sqlite_url: str) -> None:
+    runner = DurableRunner(sqlite_url)
     ctx = app(scripted([call("add", {"a": 1, "b": 2})]), runner)
     try:
         reply = await ctx.llm(observations=[], options=["add"])  # type: ignore[attr-defined]

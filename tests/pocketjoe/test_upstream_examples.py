@@ -91,9 +91,9 @@ def test_their_search_agent_runs_in_memory(sdist: Path, tmp_path: Path) -> None:
 
 
 def test_their_search_agent_on_sqlite_answers_a_finished_run_from_the_ledger(
-    sdist: Path, tmp_path: Path
+    sdist: Path, tmp_path: Path, sqlite_url: str
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'agent.db'}"
+    url = sqlite_url
     for _ in range(2):
         done = run(sdist, tmp_path, "search_agent", url)
         assert done.returncode == 0, done.stderr
@@ -102,9 +102,9 @@ def test_their_search_agent_on_sqlite_answers_a_finished_run_from_the_ledger(
 
 
 def test_their_search_agent_killed_during_the_search_resumes_without_asking_again(
-    sdist: Path, tmp_path: Path
+    sdist: Path, tmp_path: Path, sqlite_url: str
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'agent.db'}"
+    url = sqlite_url
     start_and_kill(sdist, tmp_path, "search_agent", url, "PJ_SLOW_SEARCH", "search", 1)
     resumed = run(sdist, tmp_path, "search_agent", url)
     assert resumed.returncode == 0, resumed.stderr
@@ -130,9 +130,9 @@ def test_their_youtube_summarizer_runs_in_memory(sdist: Path, tmp_path: Path) ->
 
 
 def test_their_youtube_summarizer_killed_while_answering_resumes_from_the_ledger(
-    sdist: Path, tmp_path: Path
+    sdist: Path, tmp_path: Path, sqlite_url: str
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'yt.db'}"
+    url = sqlite_url
     # Killed once both topics are being answered, concurrently.
     start_and_kill(sdist, tmp_path, "youtube_summarizer", url, "PJ_SLOW_ANSWER", "llm:answer", 2)
     assert not (tmp_path / "youtube_summary.md").exists()

@@ -66,9 +66,9 @@ def test_their_readme_example_runs_in_memory(sdist: Path, tmp_path: Path) -> Non
 
 @opt_in
 def test_their_readme_example_on_sqlite_answers_a_finished_run_from_the_ledger(
-    sdist: Path, tmp_path: Path
+    sdist: Path, tmp_path: Path, sqlite_url: str
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'readme.db'}"
+    url = sqlite_url
     for _ in range(2):
         done = run(sdist, tmp_path, url)
         assert done.returncode == 0, done.stderr
@@ -78,9 +78,9 @@ def test_their_readme_example_on_sqlite_answers_a_finished_run_from_the_ledger(
 
 @opt_in
 def test_their_readme_example_killed_during_the_search_resumes_without_asking_again(
-    sdist: Path, tmp_path: Path
+    sdist: Path, tmp_path: Path, sqlite_url: str
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'readme.db'}"
+    url = sqlite_url
     proc = subprocess.Popen(
         command(sdist, url),
         env={**os.environ, "PJ_LOG": str(tmp_path / "log"), "PJ_SLOW_SEARCH": "60"},

@@ -62,8 +62,9 @@ def test_the_desk_example_answers_in_memory(tmp_path: Path) -> None:
 
 def test_the_desk_example_on_sqlite_answers_a_finished_run_from_the_ledger(
     tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'desk.db'}"
+    url = sqlite_url
     for _ in range(2):
         done = run(tmp_path, url)
         assert done.returncode == 0, done.stderr
@@ -73,8 +74,9 @@ def test_the_desk_example_on_sqlite_answers_a_finished_run_from_the_ledger(
 
 def test_the_desk_example_killed_during_the_lookup_resumes_without_asking_the_model_again(
     tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'desk.db'}"
+    url = sqlite_url
     proc = subprocess.Popen(
         [sys.executable, str(DESK), url],
         env={**os.environ, "PJ_LOG": str(tmp_path / "log"), "DESK_SLOW_LOOKUP": "60"},
@@ -175,9 +177,9 @@ async def test_an_option_call_runs_validated_and_answers_with_its_invocation_id(
 
 
 async def test_an_option_returning_a_model_gives_the_model_back_live_and_replayed(
-    tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'w.db'}"
+    url = sqlite_url
     for _ in range(2):  # the second time, every step is answered from the ledger
         runner = DurableRunner(url)
         ctx = App(runner, scripted([call("weather", {"city": "Paris"})]))
@@ -221,8 +223,8 @@ async def test_a_call_answered_inside_the_reply_is_not_run_again() -> None:
     assert len(reply) == 2
 
 
-async def test_a_durable_runner_records_each_decision_and_option_as_a_step(tmp_path: Path) -> None:
-    runner = DurableRunner(f"sqlite:///{tmp_path / 'r.db'}")
+async def test_a_durable_runner_records_each_decision_and_option_as_a_step(sqlite_url: str) -> None:
+    runner = DurableRunner(sqlite_url)
     ctx = App(runner, scripted([call("add", {"a": 1, "b": 2})]))
     try:
         reply = await ctx.llm(observations=[], options=OptionSchema.from_func([ctx.add]))

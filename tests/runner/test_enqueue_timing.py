@@ -6,7 +6,6 @@ it were down."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -30,23 +29,23 @@ async def job(n: int) -> int:
     ],
 )
 async def test_bad_timing_is_refused_before_anything_is_stored(
-    tmp_path: Path, kwargs: dict[str, object], error: type[Exception], says: str
+    sqlite_url: str, kwargs: dict[str, object], error: type[Exception], says: str
 ) -> None:
-    async with sw.Runner(f"sqlite:///{tmp_path / 'q.db'}") as runner:
+    async with sw.Runner(sqlite_url) as runner:
         with pytest.raises(error, match=says):
             await runner.enqueue(job, 1, run_id="r", **kwargs)  # type: ignore[arg-type]
         assert await runner.list_runs() == []
 
 
-async def test_a_finite_delay_and_an_extreme_priority_are_kept(tmp_path: Path) -> None:
-    async with sw.Runner(f"sqlite:///{tmp_path / 'q.db'}") as runner:
+async def test_a_finite_delay_and_an_extreme_priority_are_kept(sqlite_url: str) -> None:
+    async with sw.Runner(sqlite_url) as runner:
         await runner.enqueue(job, 1, run_id="r", delay=60, priority=2**31 - 1)
         rec = await runner.get_run("r")
         assert rec.priority == 2**31 - 1 and rec.wake_at is not None
 
 
-async def test_a_batch_with_bad_timing_is_refused_whole(tmp_path: Path) -> None:
-    async with sw.Runner(f"sqlite:///{tmp_path / 'q.db'}") as runner:
+async def test_a_batch_with_bad_timing_is_refused_whole(sqlite_url: str) -> None:
+    async with sw.Runner(sqlite_url) as runner:
         with pytest.raises(ValueError, match="delay"):
             await runner.enqueue_many([sw.RunCall(job, 1, run_id="a")], delay=math.inf)
         with pytest.raises(ValueError, match="priority"):

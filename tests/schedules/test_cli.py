@@ -46,8 +46,8 @@ async def _define(url: str) -> None:
         )
 
 
-def test_list_shows_every_schedule_escaped(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 's.db'}"
+def test_list_shows_every_schedule_escaped(sqlite_url: str) -> None:
+    url = sqlite_url
     asyncio.run(_define(url))
     out = invoke("schedules", "list", "--store", url)
     assert out.exit_code == 0, out.output
@@ -89,8 +89,8 @@ def test_pause_resume_delete(tmp_path: Path) -> None:
     assert "Traceback" not in missing.output
 
 
-def test_list_on_a_store_without_schedules(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 's.db'}"
+def test_list_on_a_store_without_schedules(sqlite_url: str) -> None:
+    url = sqlite_url
 
     async def make() -> None:
         async with sw.Runner(url):

@@ -98,8 +98,8 @@ def _list(url: str, *more: str) -> Result:
     return CliRunner(env=ENV).invoke(app, ["schedules", "list", "--store", url, *more])
 
 
-def test_list_shows_the_good_rows_and_the_corrupt_one_with_its_reason(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 's.db'}"
+def test_list_shows_the_good_rows_and_the_corrupt_one_with_its_reason(sqlite_url: str) -> None:
+    url = sqlite_url
     asyncio.run(_two(url, Clock(T0 + 1)))
     edit(url, "UPDATE {t}schedules SET missed = ? WHERE name = 'bad'", "\x1b[2Jnever")
     out = _list(url)
@@ -125,8 +125,8 @@ def test_list_shows_the_good_rows_and_the_corrupt_one_with_its_reason(tmp_path: 
     assert _list(url).exit_code == 0
 
 
-def test_list_of_sound_rows_still_exits_0(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 's.db'}"
+def test_list_of_sound_rows_still_exits_0(sqlite_url: str) -> None:
+    url = sqlite_url
     asyncio.run(_two(url, Clock(T0 + 1)))
     out = _list(url)
     assert out.exit_code == 0, out.output

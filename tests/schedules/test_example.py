@@ -9,8 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).parents[2]
 
 
-def test_nightly_report_simulation(tmp_path: Path) -> None:
-    store = f"sqlite:///{tmp_path / 'reports.db'}"
+def test_nightly_report_simulation(sqlite_url: str) -> None:
+    store = sqlite_url
     out = subprocess.run(
         [sys.executable, "examples/nightly_report.py", "--store", store, "simulate"],
         capture_output=True,

@@ -13,9 +13,10 @@ import collections
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
+
+from tests.crash import spawn
 
 import stalwart as sw
 from stalwart.schedules import tick_run_id
@@ -33,14 +34,7 @@ def set_clock(path: Path, t: float) -> None:
 
 
 def start(url: str, clock: Path, tally: Path, *mode: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "SCHEDULE_TALLY": str(tally)}
-    proc = subprocess.Popen(
-        [sys.executable, str(APP), url, str(clock), *mode],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = spawn(APP, url, clock, *mode, env={"SCHEDULE_TALLY": str(tally)})
     assert proc.stdout is not None and proc.stdout.readline().strip() == "serving"
     return proc
 

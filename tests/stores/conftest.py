@@ -62,6 +62,17 @@ def pg_fresh_schema(pg_server: str) -> Iterator[str]:
     drop_schema(name)
 
 
+async def _opened_pg(schema: str, options: dict[str, object]) -> AsyncIterator[PostgresStore]:
+    from stalwart.stores.postgres import PostgresStore
+
+    s = PostgresStore.from_url(pg_schema_url(schema, **options))
+    await s.open()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
 @pytest.fixture
 def pg_store_options() -> dict[str, object]:
     """The options ``pg_store`` opens with; a module overrides this fixture
@@ -74,11 +85,18 @@ async def pg_store(
     pg_schema: str, pg_store_options: dict[str, object]
 ) -> AsyncIterator[PostgresStore]:
     """An open store on the module's schema, closed after the test."""
-    from stalwart.stores.postgres import PostgresStore
-
-    s = PostgresStore.from_url(pg_schema_url(pg_schema, **pg_store_options))
-    await s.open()
-    try:
+    async for s in _opened_pg(pg_schema, pg_store_options):
         yield s
-    finally:
-        await s.close()
+
+
+@pytest.fixture
+async def pg_other_store(
+    pg_schema: str, pg_store_options: dict[str, object]
+) -> AsyncIterator[PostgresStore]:
+    """A second worker process's store on the module's schema: its own pool
+    and state, opened with ``pg_store``'s options but not its
+    ``application_name`` (so cutting ``pg_store``'s connections by that name
+    leaves this one alone)."""
+    options = {k: v for k, v in pg_store_options.items() if k != "application_name"}
+    async for s in _opened_pg(pg_schema, options):
+        yield s

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from stalwart.core.ledger import RunRecord
-from stalwart.stores import open_store
 from stalwart.stores.base import Store
 from stalwart.stores.sqlite import SQLiteStore
 
@@ -21,13 +18,8 @@ BACKLOG = 100
 
 
 @pytest.fixture
-async def store(any_store_url: str) -> AsyncIterator[Store]:
-    s = open_store(any_store_url)
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
+def store(any_store: Store) -> Store:
+    return any_store
 
 
 def _any(rec: RunRecord) -> bool:
@@ -90,8 +82,8 @@ async def test_abandoned_runs_of_other_policies_do_not_crowd_ours_out(store: Sto
 # after), the same run left behind. A real SQLite file.
 
 
-async def test_a_worker_refusing_most_runs_still_gets_the_one_it_can_run(tmp_path: Path) -> None:
-    store = SQLiteStore.from_url(f"sqlite:///{tmp_path / 'c.db'}")
+async def test_a_worker_refusing_most_runs_still_gets_the_one_it_can_run(sqlite_url: str) -> None:
+    store = SQLiteStore.from_url(sqlite_url)
     await store.open()
     try:
         await store.create_runs([RunRecord(f"a{i}", "theirs", "{}", priority=5) for i in range(6)])

@@ -9,9 +9,6 @@ is one transaction (all of it or none).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from stalwart.core.errors import StoreError
@@ -21,14 +18,8 @@ from stalwart.stores.base import Store
 
 
 @pytest.fixture
-async def store(any_store_url: str) -> AsyncIterator[Store]:
-    s = open_store(any_store_url)
-    assert s is not None
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
+def store(any_store: Store) -> Store:
+    return any_store
 
 
 def _run(run_id: str, inputs: str = "{}", **kw: object) -> RunRecord:
@@ -83,9 +74,9 @@ async def test_an_empty_batch_writes_nothing(store: Store) -> None:
     assert await store.list_runs() == []
 
 
-async def test_sqlite_batch_is_one_transaction(tmp_path: Path) -> None:
+async def test_sqlite_batch_is_one_transaction(sqlite_url: str) -> None:
     """A batch whose last row cannot be stored leaves no run of it behind."""
-    store = open_store(f"sqlite:///{tmp_path / 'ledger.db'}")
+    store = open_store(sqlite_url)
     assert store is not None
     await store.open()
     try:

@@ -12,7 +12,6 @@ import asyncio
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -27,14 +26,8 @@ def store(pg_store: PostgresStore) -> PostgresStore:
 
 
 @pytest.fixture
-async def other(pg_schema: str, pg_url: Callable[..., str]) -> AsyncIterator[PostgresStore]:
-    """A second process's store on the same schema (its own pool and state)."""
-    s = PostgresStore.from_url(pg_url(pg_schema, retry_for=5))
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
+def other(pg_other_store: PostgresStore) -> PostgresStore:
+    return pg_other_store
 
 
 def _q() -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 from tests.conftest import PG_URL
@@ -30,14 +30,8 @@ def pg_store_options() -> dict[str, object]:
 
 
 @pytest.fixture
-async def other(pg_schema: str, pg_url: Callable[..., str]) -> AsyncIterator[PostgresStore]:
-    """A second worker process's store on the same schema."""
-    s = PostgresStore.from_url(pg_url(pg_schema, retry_for=10))
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
+def other(pg_other_store: PostgresStore) -> PostgresStore:
+    return pg_other_store
 
 
 def _q() -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import pytest
 from tests.conftest import PG_URL
+from tests.records import step_record
 
 from stalwart.core.errors import StaleLeaseError
 from stalwart.core.ledger import RunRecord, StepRecord
@@ -25,7 +26,7 @@ from stalwart.stores.postgres import PostgresStore  # noqa: E402
 
 
 def _step(key: str, output: str = "1") -> StepRecord:
-    return StepRecord(key, "p", "h", "[]", output, None, 1, 1.0, 2.0)
+    return step_record(key, output, args="[]", started_at=1.0, finished_at=2.0)
 
 
 async def _running(store: PostgresStore, owner: str = "host-a:1:x") -> RunRecord:

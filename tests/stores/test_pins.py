@@ -14,30 +14,19 @@ says how the pass is run). Both stores, real files and a real server.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from tests.records import step_record
 
 from stalwart.core.errors import StaleLeaseError, StoreUnavailable
-from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.core.ledger import RunRecord
 from stalwart.stores import open_store
 from stalwart.stores.base import Store
 
 # Owners on another host: never judged dead here, only their leases count.
 A = "elsewhere:1:a"
 B = "elsewhere:2:b"
-
-
-@pytest.fixture
-async def store(store_url: str) -> AsyncIterator[Store]:
-    s = open_store(store_url)
-    assert s is not None
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 async def _claimed(store: Store, run_id: str, lease: float) -> int:
@@ -62,7 +51,7 @@ async def test_a_run_whose_lease_ran_out_can_be_taken_over(store: Store) -> None
 
 
 async def test_a_step_for_a_run_that_is_gone_is_refused_as_stale(store: Store) -> None:
-    step = StepRecord("1", "p", "h", "{}", "1", None, 1, 0.0, 0.0)
+    step = step_record("1", started_at=0.0)
     with pytest.raises(StaleLeaseError):
         await store.record_step("never-created", 1, step)
 
@@ -93,7 +82,7 @@ async def test_a_step_write_while_postgres_is_down_is_unavailable(
             raise pg_errors.CannotConnectNow("the database system is starting up")
 
         monkeypatch.setattr(s, "_step_connection", down)
-        step = StepRecord("1", "p", "h", "{}", "1", None, 1, 0.0, 0.0)
+        step = step_record("1", started_at=0.0)
         with pytest.raises(StoreUnavailable):
             await s.record_step("d", fence, step)
     finally:

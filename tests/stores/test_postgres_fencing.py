@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import PG_URL
+from tests.records import step_record
 
 from stalwart.core.errors import StaleLeaseError, StoreError, StoreUnavailable
 from stalwart.core.ledger import RunRecord, StepRecord
@@ -50,7 +51,7 @@ def pg_store_options() -> dict[str, object]:
 
 
 def _step(key: str, output: str = "1") -> StepRecord:
-    return StepRecord(key, "p", "h", "[]", output, None, 1, 1.0, 2.0)
+    return step_record(key, output, args="[]", started_at=1.0, finished_at=2.0)
 
 
 async def _claimed(store: PostgresStore, run_id: str, owner: str = A) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from tests.durable._pg_cluster import PrivateCluster, pg_cluster  # noqa: F401
+from tests.records import step_record
 
 import stalwart as sw
 from stalwart.core.errors import StoreUnavailable
@@ -42,7 +43,7 @@ def _url(cluster: PrivateCluster, **options: Any) -> str:
 
 
 def _step(key: str) -> StepRecord:
-    return StepRecord(key, "p", "h", "[]", f'"{key}"', None, 1, 1.0, 2.0)
+    return step_record(key, f'"{key}"', args="[]", started_at=1.0, finished_at=2.0)
 
 
 async def _running(store: PostgresStore, run_id: str) -> int:

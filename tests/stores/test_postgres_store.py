@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import PG_URL
+from tests.records import step_record
 
 import stalwart as sw
 from stalwart.core.errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
@@ -39,7 +40,7 @@ def _rid() -> str:
 
 
 def _step(key: str, output: str = "1") -> StepRecord:
-    return StepRecord(key, "p", "h", "[]", output, None, 1, 1.0, 2.0)
+    return step_record(key, output, args="[]", started_at=1.0, finished_at=2.0)
 
 
 async def _running(store: PostgresStore, owner: str = "host-a:1:x") -> RunRecord:
@@ -346,9 +347,9 @@ async def test_large_values_are_kept_out_of_the_hot_table(
 ) -> None:
     run = await _running(pg_store)
     big = '"' + "x" * (SPILL_BYTES + 10) + '"'
-    step = StepRecord("1", "p", "h", big, big, None, 1, 1.0, 2.0)
+    step = step_record("1", big, args=big, started_at=1.0, finished_at=2.0)
     assert (await pg_store.record_step(run.id, run.fence, step)) is step
-    loser = StepRecord("1", "p", "h", big, '"other"', None, 1, 1.0, 2.0)
+    loser = step_record("1", '"other"', args=big, started_at=1.0, finished_at=2.0)
     assert (await pg_store.record_step(run.id, run.fence, loser)).output == big
     assert (await pg_store.load_steps(run.id))["1"].args == big
     with psycopg.connect(PG_URL) as conn:

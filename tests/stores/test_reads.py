@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -32,17 +31,6 @@ from stalwart.stores.base import Store
 from stalwart.stores.sql import SQLITE, Statements, postgres
 
 A = "elsewhere:1:a"  # an owner on another host: only its lease counts
-
-
-@pytest.fixture
-async def store(store_url: str) -> AsyncIterator[Store]:
-    s = open_store(store_url)
-    assert s is not None
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def _run(run_id: str, created_at: float, **kw: Any) -> RunRecord:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from tests.records import step_record
 
 from stalwart.core.ledger import RunRecord, StepRecord
 from stalwart.stores.sqlite import SQLiteStore
@@ -23,13 +23,8 @@ A = "elsewhere:1:a"
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "ledger.db")
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
+def store(sqlite_store: SQLiteStore) -> SQLiteStore:
+    return sqlite_store
 
 
 async def _claimed(store: SQLiteStore, run_id: str) -> int:
@@ -40,7 +35,7 @@ async def _claimed(store: SQLiteStore, run_id: str) -> int:
 
 
 def _step(key: str) -> StepRecord:
-    return StepRecord(key, "noop", "h", "[]", "null", None)
+    return step_record(key, "null", name="noop", args="[]", started_at=0.0)
 
 
 def _commits(store: SQLiteStore) -> list[str]:

@@ -15,11 +15,11 @@ import multiprocessing.queues
 import multiprocessing.synchronize
 import sqlite3
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from tests.records import step_record
 
 from stalwart.core.errors import RunNotFound, StaleLeaseError, StoreError, StoreUnavailable
 from stalwart.core.ledger import CHILDREN_WAIT, RunRecord, StepRecord
@@ -32,17 +32,12 @@ B = "elsewhere:2:b"
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "ledger.db")
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
+def store(sqlite_store: SQLiteStore) -> SQLiteStore:
+    return sqlite_store
 
 
 def _step(key: str, output: str) -> StepRecord:
-    return StepRecord(key, "p", "h", "{}", output, None, 1, 0.0, 0.0)
+    return step_record(key, output, started_at=0.0)
 
 
 async def _taken_over(store: SQLiteStore, run_id: str) -> tuple[int, int]:

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.records import step_record
 
 from stalwart.core.errors import StoreError
-from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.core.ledger import RunRecord
 from stalwart.stores.sqlite import SCHEMA_VERSION, SQLiteStore
 from stalwart.stores.sqlite.schema import MIGRATIONS
 
@@ -133,7 +134,7 @@ def test_a_refused_enqueue_keeps_the_step_records_batched_beside_it(tmp_path: Pa
         await store.create_run(RunRecord("run", "p", "{}"))
         run = await store.claim("run", "me", 30.0)
         assert run is not None
-        step = StepRecord("k1", "s", "h", None, "1", None, started_at=1.0, finished_at=2.0)
+        step = step_record("k1", name="s", args=None, started_at=1.0, finished_at=2.0)
         await store.record_step("run", run.fence, step)  # batched, not yet committed
         with pytest.raises(StoreError, match="cannot store a value"):
             await store.create_run(RunRecord("bad", "p", "\ud800"))

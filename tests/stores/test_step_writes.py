@@ -9,34 +9,20 @@ the real PostgreSQL server.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator
 
 import pytest
+from tests.records import step_record
 
 from stalwart.core.errors import StaleLeaseError
 from stalwart.core.ledger import RunRecord, StepRecord
-from stalwart.stores import open_store
 from stalwart.stores.base import Store
 
 A = "elsewhere:1:a"  # other hosts: only leases count
 B = "elsewhere:2:b"
 
 
-@pytest.fixture
-async def store(store_url: str) -> AsyncIterator[Store]:
-    s = open_store(store_url)
-    assert s is not None
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
-
-
 def _step(key: str, output: str) -> StepRecord:
-    now = time.time()
-    return StepRecord(key, "p", "h", "{}", output, None, 1, now, now)
+    return step_record(key, output)
 
 
 async def _running(store: Store, run_id: str, lease: float = 60.0) -> int:

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from tests.records import step_record
 
 from stalwart.core.errors import StoreError, StoreUnavailable
 from stalwart.core.ledger import RunRecord, StepRecord
@@ -36,8 +37,7 @@ OWNER = "elsewhere:1:me"  # another host: never judged dead here
 
 
 def _step(key: str, output: str = "1", name: str = "p") -> StepRecord:
-    now = time.time()
-    return StepRecord(key, name, "h", "{}", output, None, 1, now, now)
+    return step_record(key, output, name=name)
 
 
 async def _running(store: Store, run_id: str, parent_id: str | None = None) -> int:

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -68,9 +67,9 @@ async def csrf_of(c: httpx.AsyncClient, page: str) -> str:
 
 @pytest.mark.parametrize(("verdict", "result"), [("approve", "shipped"), ("reject", "kept")])
 async def test_approve_or_reject_resumes_the_run_on_a_worker(
-    tmp_path: Path, verdict: str, result: str
+    sqlite_url: str, verdict: str, result: str
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'a.db'}"
+    url = sqlite_url
     await suspended(url, ship, "the parcel", run_id="ship-1")
     async with client(url) as c, serving(url):
         token = await csrf_of(c, "/waiting")
@@ -81,8 +80,8 @@ async def test_approve_or_reject_resumes_the_run_on_a_worker(
         assert await outcome(url, "ship-1") == ("succeeded", f'"{result} the parcel"')
 
 
-async def test_a_json_payload_reaches_the_run(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'a.db'}"
+async def test_a_json_payload_reaches_the_run(sqlite_url: str) -> None:
+    url = sqlite_url
     await suspended(url, hostile_wait, run_id="w")
     async with client(url) as c, serving(url):
         token = await csrf_of(c, "/run?id=w")
@@ -102,9 +101,9 @@ async def test_a_json_payload_reaches_the_run(tmp_path: Path) -> None:
 
 
 async def test_cancel_stops_a_waiting_run_and_finished_runs_refuse_actions(
-    tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'a.db'}"
+    url = sqlite_url
     await suspended(url, ship, "x", run_id="ship-1")
     async with client(url) as c:
         token = await csrf_of(c, "/run?id=ship-1")
@@ -122,10 +121,10 @@ async def test_cancel_stops_a_waiting_run_and_finished_runs_refuse_actions(
     assert "/run/cancel" not in page and "/run/signal" not in page  # no actions offered
 
 
-async def test_the_web_app_never_executes_a_run(tmp_path: Path) -> None:
+async def test_the_web_app_never_executes_a_run(sqlite_url: str) -> None:
     """Approved with no worker serving, the run stays waiting to be resumed:
     the inspector signals, it does not execute."""
-    url = f"sqlite:///{tmp_path / 'a.db'}"
+    url = sqlite_url
     await suspended(url, ship, "x", run_id="ship-1")
     async with client(url) as c:
         token = await csrf_of(c, "/waiting")

@@ -4,7 +4,6 @@ process then finishes, and see hostile strings stay text."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,9 +20,9 @@ def browser() -> Iterator[Any]:
 
 
 def test_approve_a_waiting_run_and_see_it_finish(
-    browser: Any, tmp_path: Path, worker: Callable[[str], object]
+    browser: Any, sqlite_url: str, worker: Callable[[str], object]
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'ui.db'}"
+    url = sqlite_url
     seed_sync(url)
     with inspector(url) as base:
         page = browser.new_page()

@@ -8,8 +8,6 @@ the runtime's back, or an imported export, is enough.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 import pytest
 from tests.hostile import write_row
@@ -26,8 +24,8 @@ async def echo(text: str) -> str:
 
 
 @pytest.mark.parametrize("column", ["result", "inputs", "error"])
-async def test_run_page_survives_a_deeply_nested_value(tmp_path: Path, column: str) -> None:
-    url = f"sqlite:///{tmp_path / 'deep.db'}"
+async def test_run_page_survives_a_deeply_nested_value(sqlite_url: str, column: str) -> None:
+    url = sqlite_url
     async with sw.Runner(url, policies=[echo]) as r:
         await r.run(echo, "x", run_id="deep")
     write_row(url, f"UPDATE runs SET {column} = ? WHERE id = 'deep'", DEEP)

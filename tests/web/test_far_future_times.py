@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from pathlib import Path
 
 import httpx
 
@@ -46,8 +45,8 @@ async def _suspend_both(url: str) -> None:
     raise AssertionError(f"the runs did not suspend: {runs}")
 
 
-async def test_inspector_shows_a_run_that_sleeps_for_ages(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'far.db'}"
+async def test_inspector_shows_a_run_that_sleeps_for_ages(sqlite_url: str) -> None:
+    url = sqlite_url
     await _suspend_both(url)
     app = create_app(url, hosts=("127.0.0.1",))
     async with app.router.lifespan_context(app):
@@ -58,8 +57,8 @@ async def test_inspector_shows_a_run_that_sleeps_for_ages(tmp_path: Path) -> Non
     assert codes == {"/run?id=nap": 200, "/run?id=ask": 200, "/waiting": 200}
 
 
-async def test_cli_tables_list_a_run_that_sleeps_for_ages(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'far.db'}"
+async def test_cli_tables_list_a_run_that_sleeps_for_ages(sqlite_url: str) -> None:
+    url = sqlite_url
     await _suspend_both(url)
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
     for args in (["runs", "list"], ["runs", "show", "nap"], ["runs", "waiting"]):

@@ -10,12 +10,12 @@ import json
 import os
 import time
 from collections.abc import Coroutine
-from pathlib import Path
 from typing import Any, TypeVar
 
+from tests.records import step_record
 from tests.web.browser import chromium, inspector, require_browser
 
-from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.core.ledger import RunRecord
 from stalwart.stores.base import this_host
 from stalwart.stores.sqlite import SQLiteStore
 
@@ -47,9 +47,7 @@ async def start(url: str) -> int:
 async def record(store: SQLiteStore, fence: int, key: str) -> None:
     now = time.time()
     output = json.dumps(f"output of {key}")
-    await store.record_step(
-        "r", fence, StepRecord(key, "echo", "h", "{}", output, None, 1, now, now)
-    )
+    await store.record_step("r", fence, step_record(key, output, name="echo", started_at=now))
 
 
 async def record_alone(url: str, fence: int, key: str) -> None:
@@ -61,9 +59,9 @@ async def record_alone(url: str, fence: int, key: str) -> None:
         await store.close()
 
 
-def test_a_quiet_run_is_kept_and_a_new_step_is_shown(tmp_path: Path) -> None:
+def test_a_quiet_run_is_kept_and_a_new_step_is_shown(sqlite_url: str) -> None:
     executable = require_browser()
-    url = f"sqlite:///{tmp_path / 'live.db'}"
+    url = sqlite_url
     fence = run_sync(start(url))
     with chromium(executable) as browser, inspector(url) as base:
         page = browser.new_page()

@@ -6,7 +6,6 @@ surrogateescape decoding) shows on its run page."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -18,9 +17,9 @@ from .web_app import POLICIES, ship
 
 
 async def test_a_signal_payload_holding_one_is_a_400_and_nothing_is_queued(
-    tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'a.db'}"
+    url = sqlite_url
     await suspended(url, ship, "the parcel", run_id="ship-1")
     async with client(url) as c:
         token = await csrf_of(c, "/run?id=ship-1")
@@ -44,9 +43,9 @@ async def reads_a_file() -> str:
 
 
 async def test_a_failure_whose_message_holds_one_is_recorded_escaped_and_shown(
-    tmp_path: Path,
+    sqlite_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'a.db'}"
+    url = sqlite_url
     async with sw.Runner(url, policies=[*POLICIES, reads_a_file]) as r:
         handle = await r.start(reads_a_file, run_id="f-1")
         with pytest.raises(FileNotFoundError):
