@@ -30,19 +30,19 @@ pass=$1; shift
 E=tests/core; D=tests/durable; S=tests/stores
 case "$pass" in
 engine)
-    files="src/stalwart/core/engine/execution.py;src/stalwart/core/engine/journal.py"
+    files="src/stalwart/core/engine/engine.py"
     tests="$E;$D/test_durable.py;$D/test_hostile_rows.py;$D/test_edge_cases.py;$S/test_sqlite_fencing.py;tests/engine;-k;not postgres"
     globs=(
-        "stalwart.core.engine.execution.xǁExecutionǁ_full__mutmut_*"
-        "stalwart.core.engine.execution.xǁExecutionǁ_plain__mutmut_*"
-        "stalwart.core.engine.execution.xǁExecutionǁ_attempts__mutmut_*"
-        "stalwart.core.engine.execution.xǁExecutionǁ_failure__mutmut_*"
-        "stalwart.core.engine.execution.xǁExecutionǁrun_root__mutmut_*"
-        "stalwart.core.engine.journal.xǁJournalǁreplayed_value__mutmut_*"
-        "stalwart.core.engine.journal.xǁJournalǁrecord_step__mutmut_*"
-        "stalwart.core.engine.journal.xǁJournalǁwrite__mutmut_*"
-        "stalwart.core.engine.journal.xǁJournalǁrecord_value__mutmut_*"
-        "stalwart.core.engine.journal.xǁJournalǁhalt__mutmut_*"
+        "stalwart.core.engine.engine.xǁEngineǁ_full__mutmut_*"
+        "stalwart.core.engine.engine.xǁEngineǁ_plain__mutmut_*"
+        "stalwart.core.engine.engine.xǁEngineǁ_attempts__mutmut_*"
+        "stalwart.core.engine.engine.xǁEngineǁ_failure__mutmut_*"
+        "stalwart.core.engine.engine.xǁEngineǁrun_root__mutmut_*"
+        "stalwart.core.engine.engine.xǁEngineǁreplayed_value__mutmut_*"
+        "stalwart.core.engine.engine.xǁEngineǁrecord_step__mutmut_*"
+        "stalwart.core.engine.engine.xǁEngineǁwrite__mutmut_*"
+        "stalwart.core.engine.engine.xǁEngineǁrecord_value__mutmut_*"
+        "stalwart.core.engine.engine.xǁEngineǁhalt__mutmut_*"
     ) ;;
 sqlite)
     Q=src/stalwart/stores/sqlite

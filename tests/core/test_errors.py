@@ -18,8 +18,8 @@ from stalwart.core import errors
 # Control flow, not errors: the engine and a flow unwind with these, and no
 # ``except Exception`` may catch them.
 NOT_ERRORS = {
-    "stalwart.core.engine.control.Suspend",
-    "stalwart.core.engine.control.Halt",
+    "stalwart.core.engine.unwind.Suspend",
+    "stalwart.core.engine.unwind.Halt",
     "stalwart.flow.visits.Stopped",
 }
 # Raised and caught inside one function; never seen by a caller.

@@ -27,7 +27,7 @@ async def announcer(ctx: sw.Context, generation: int = 1) -> str:
     """Sends one message per generation, each from its generation's first key."""
     await ctx.send("inbox", f"hello from generation {generation}")
     if generation == 1:
-        await ctx.engine.continue_as_new((), {"generation": 2})
+        await ctx.engine.mailbox.continue_as_new((), {"generation": 2})
     return "announced"
 
 

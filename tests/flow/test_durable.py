@@ -249,20 +249,20 @@ async def test_sync_flows_run_off_the_event_loop() -> None:
 async def test_no_hook_in_memory_unless_someone_streams(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    journals: list[Any] = []
+    recorders: list[Any] = []
 
-    class Journal(durable.FlowJournal):
+    class Recorder(durable.FlowRecorder):
         def __init__(self, *args: Any) -> None:
             super().__init__(*args)
-            journals.append(self)
+            recorders.append(self)
 
-    monkeypatch.setattr(durable, "FlowJournal", Journal)
+    monkeypatch.setattr(durable, "FlowRecorder", Recorder)
     await sw.Runner().run(achain(), shared={"x": 0})
-    assert journals == []  # in memory, nobody watching: the flow runs as is
+    assert recorders == []  # in memory, nobody watching: the flow runs as is
     [_ async for _ in sw.Runner().stream(achain(), shared={"x": 0})]
-    assert len(journals) == 1 and not journals[0].durable  # events only
+    assert len(recorders) == 1 and not recorders[0].durable  # events only
     await sw.Runner(sqlite_url).run(achain(), shared={"x": 0})
-    assert len(journals) == 2 and journals[1].durable
+    assert len(recorders) == 2 and recorders[1].durable
 
 
 # -- the journal ------------------------------------------------------------------

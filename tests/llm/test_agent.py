@@ -18,7 +18,7 @@ import pytest
 
 import stalwart as sw
 from stalwart import llm
-from stalwart.core.engine.execution import Execution
+from stalwart.core.engine.engine import Engine
 from stalwart.core.message import Message, Text
 from stalwart.core.policy import as_policy
 from stalwart.llm._common import grouped
@@ -74,7 +74,7 @@ async def replay_from_ledger(url: str, run_id: str, target: Any, **kwargs: Any) 
     assert store is not None
     await store.open()
     try:
-        x = Execution(run_id, store=store, fence=-1, replay=await store.load_steps(run_id))
+        x = Engine(run_id, store=store, fence=-1, replay=await store.load_steps(run_id))
         try:
             return await x.run_root(as_policy(target), (), kwargs)
         finally:

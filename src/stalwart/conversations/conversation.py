@@ -29,7 +29,7 @@ turn's outcome from the store: a client, such as the HTTP API without
 
 Bounded for ever: after ``max_turns`` turns, or once the history passes
 ``max_bytes``, the conversation continues as new
-(``engine.continue_as_new``): the history the agent's context policy
+(``engine.mailbox.continue_as_new``): the history the agent's context policy
 (``llm.Agent(context=Window(...) or Compaction(...))``) keeps, cut to
 ``carry_last`` messages, becomes the input of a fresh generation under the
 same run id, and the old generation's steps move to an archive run

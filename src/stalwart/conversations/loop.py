@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from ..core import codec
 from ..core.context import Context
-from ..core.engine.control import Suspend
+from ..core.engine.unwind import Suspend
 from ..core.errors import StalwartError
 from ..core.mail import Mail
 from ..core.message import Message
@@ -94,7 +94,7 @@ class ConversationLoop:
             while True:
                 await self._window(scope)
                 if durable:
-                    await engine.continue_as_new(
+                    await engine.mailbox.continue_as_new(
                         (), {"carried": None, "generation": generation + 1}
                     )
         turns = 0
@@ -127,7 +127,7 @@ class ConversationLoop:
                 history = await self._carry(scope, history) if self.history else []
                 turns = 0
                 if durable:
-                    await engine.continue_as_new(
+                    await engine.mailbox.continue_as_new(
                         (), {"carried": history or None, "generation": generation + 1}
                     )
 
@@ -160,7 +160,7 @@ class ConversationLoop:
                         mail = await self._stop_taking(taking)
                         taking = None
                         if mail is None:
-                            mail = await engine.receive_mail(*keys, None, TURN, None)
+                            mail = await engine.mailbox.receive(*keys, None, TURN, None)
                         keys = None
                         taken += 1
                         running.add(self._start_turn(scope, taken, mail))
@@ -196,7 +196,7 @@ class ConversationLoop:
         pause = 0.02
         while True:
             try:
-                mail: Mail = await engine.receive_mail(*keys, None, TURN, None)
+                mail: Mail = await engine.mailbox.receive(*keys, None, TURN, None)
                 return mail
             except Suspend:
                 await asyncio.sleep(pause)

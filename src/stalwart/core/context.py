@@ -1,8 +1,8 @@
-"""Context: how a running policy reaches the runtime.
+"""Context: how a running policy reaches the engine that executes its run.
 
 A context belongs to one step. It hands out child step keys (S1) in the order
 calls are made, synchronously, so that concurrent calls get the same keys on
-every execution; and it gives the policy the runtime's recorded services:
+every execution; and it gives the policy the engine's recorded services:
 durable sleep, signals, and recorded time, ids and randomness.
 
 Subclass it to bind policies as typed attributes::
@@ -16,14 +16,23 @@ from __future__ import annotations
 import random as _random
 import time
 import uuid as _uuid
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any, NoReturn, ParamSpec, Protocol, TypeVar, overload
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
-from .errors import SerializationError, StalwartError
+from .errors import StalwartError
 from .ledger import StoredStep
 from .recorded import recorded_outcome
 
-__all__ = ["Child", "Context", "Engine", "SupportsPolicy", "arguments_of", "check_keywords"]
+if TYPE_CHECKING:
+    from .engine.engine import Engine
+
+__all__ = [
+    "Child",
+    "Context",
+    "Journaling",
+    "Mailboxes",
+    "SupportsPolicy",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -37,19 +46,41 @@ class SupportsPolicy(Protocol[P, R_co]):
     def __stalwart_policy__(self) -> Callable[P, Awaitable[R_co]]: ...
 
 
-class Engine(Protocol):
-    """What a context reaches: the execution of its run
-    (:class:`~stalwart.core.engine.execution.Execution`).
+class Mailboxes(Protocol):
+    """What a layer above the core reaches of a run's mailbox
+    (:class:`~stalwart.core.engine.mailbox.Mailbox`): a conversation's turns
+    are messages, and a long one continues as new."""
 
-    Besides what :class:`Context` needs, it is the public journaling API
-    (``docs/journaling.md``): what a layer above the core (``stalwart.flow``,
-    journeys, mailboxes) uses to run its own units of work durably inside a
-    run, without reaching into the engine's private state.
-    """
+    async def receive(
+        self,
+        deadline_key: str,
+        key: str,
+        sender: str | None,
+        kind: str | None,
+        timeout: float | None,
+    ) -> Any:
+        """The oldest matching message (a ``Mail``), suspending while there is none."""
+        ...
 
-    run_id: str
-    listeners: list[Any]
-    replay: dict[str, StoredStep]
+    async def continue_as_new(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NoReturn:
+        """Start the run again from the top with these inputs and an empty ledger."""
+        ...
+
+
+class Journaling(Protocol):
+    """The journaling API (``docs/journaling.md``): what a layer above the
+    core (``stalwart.flow``, journeys, conversations) reaches of the engine
+    that executes its run (:class:`~stalwart.core.engine.engine.Engine`) to
+    run its own units of work durably inside the run, without its private
+    state. ``ctx.engine`` gives it."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def replay(self) -> Mapping[str, StoredStep]:
+        """The records of the run's ledger when this execution began, by key."""
+        ...
 
     @property
     def durable(self) -> bool:
@@ -61,22 +92,11 @@ class Engine(Protocol):
         """Whether someone streams this run, so events are worth building."""
         ...
 
+    @property
+    def mailbox(self) -> Mailboxes: ...
+
     def context(self, key: str) -> Context:
         """A context of this run for the unit of work at ``key`` (S1 below it)."""
-        ...
-
-    def step(
-        self, key: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Coroutine[Any, Any, Any]: ...
-    def call_from(
-        self,
-        up: Context,
-        n: int,
-        target: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Coroutine[Any, Any, Any]:
-        """``Context.call``: run ``target`` as child ``n`` of the step ``up``."""
         ...
 
     def run_unit(
@@ -95,92 +115,21 @@ class Engine(Protocol):
         """A unit's recorded outcome read back without the event loop."""
         ...
 
+    async def recorded(self, key: str, kind: str, make: Callable[[], Any]) -> Any:
+        """The value recorded at ``key``, or ``make()`` recorded there."""
+        ...
+
     def replayed_values(self, kind: str) -> dict[str, Any]:
         """The decoded values of every replayed record of ``kind``, by key."""
+        ...
+
+    def emit(self, key: str, value: Any, *, replayed: bool = False, marked: bool = False) -> None:
+        """An event for whoever streams the run."""
         ...
 
     def halt(self, cause: StalwartError) -> BaseException:
         """Stop the run: a record that does not fit is the run's problem."""
         ...
-
-    def emit(
-        self, key: str, value: Any, *, replayed: bool = False, marked: bool = False
-    ) -> None: ...
-    def text_delta(self, key: str, text: str) -> None: ...
-    async def recorded(self, key: str, kind: str, make: Callable[[], Any]) -> Any: ...
-    async def sleep(self, key: str, seconds: float) -> None: ...
-    async def wait_for(
-        self,
-        deadline_key: str,
-        key: str,
-        name: str,
-        timeout: float | None,
-        asked: dict[str, Any] | None = None,
-    ) -> Any: ...
-    async def spawn(
-        self,
-        key: str,
-        target: Any,
-        calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
-        queue: str | None,
-        priority: int,
-    ) -> list[str]: ...
-    async def await_children(self, key: str, ids: list[str]) -> list[dict[str, Any]]: ...
-    def takes_patch(self, key: str, change: str) -> bool: ...
-    async def mark_patch(self, key: str, change: str) -> None: ...
-
-    # -- mailboxes (core/engine/mailbox.py) --------------------------------------
-    async def send_mail(self, key: str, to: str, payload: Any, kind: str) -> str:
-        """Deliver ``payload`` to run ``to``'s mailbox once; the delivery id."""
-        ...
-
-    async def receive_mail(
-        self,
-        deadline_key: str,
-        key: str,
-        sender: str | None,
-        kind: str | None,
-        timeout: float | None,
-    ) -> Any:
-        """The oldest matching message (a ``Mail``), suspending while there is none."""
-        ...
-
-    @property
-    def generation(self) -> int:
-        """Which generation of the run this is (1, then +1 per continue-as-new)."""
-        ...
-
-    async def continue_as_new(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NoReturn:
-        """Start the run again from the top with these inputs and an empty ledger."""
-        ...
-
-
-def arguments_of(key: str, run_id: str | None = None) -> str:
-    """How an error names a step's arguments: with the run when it is known
-    (a worker executes many runs, and step keys repeat in each); a path into
-    the value (``['*'][0]``) may follow."""
-    if run_id is None:
-        return f"arguments of step {key}"
-    return f"arguments of run {run_id!r}, step {key}"
-
-
-def check_keywords(kwargs: dict[str, Any], key: str, run_id: str | None = None) -> None:
-    """Refuse a keyword argument named ``*``: the ledger records positional
-    arguments under that name, so two different calls would share one
-    identity (S5).
-
-    The rule lives here, below the engine, because :meth:`Context.call`
-    applies it to every call, in memory too: a program that runs in memory
-    must not fail once it is given a store. The engine applies it again
-    where a step's identity is made, for units of work that do not enter
-    through a context's call. The error names step ``key`` and, when
-    given, run ``run_id``.
-    """
-    if "*" in kwargs:
-        raise SerializationError(
-            f"{arguments_of(key, run_id)}: a keyword argument may not be named '*' "
-            "(the ledger records positional arguments under that name)"
-        )
 
 
 def _no_binding(attr: str, value: Any) -> Any:
@@ -202,7 +151,7 @@ def on_bind(binder: Callable[[str, Any], Any]) -> None:
 
 
 class Context:
-    """The runtime, as seen from inside one step. Injected, never built by hand."""
+    """The engine, as seen from inside one step. Injected, never built by hand."""
 
     __slots__ = ("__dict__", "_key", "_n", "_seq", "_up", "_x")
 
@@ -222,11 +171,11 @@ class Context:
                 setattr(cls, attr, bound)
 
     def __init__(
-        self, execution: Engine, key: str | None, up: Context | None = None, n: int = 0
+        self, engine: Engine, key: str | None, up: Context | None = None, n: int = 0
     ) -> None:
         # ``key`` None: the child ``n`` of ``up``, its key spelled out only
         # when something asks for it (in memory, usually nothing does: B1).
-        self._x = execution
+        self._x = engine
         self._key = key
         self._up = up
         self._n = n
@@ -254,10 +203,17 @@ class Context:
         return self.key
 
     @property
-    def engine(self) -> Engine:
-        """The execution this context belongs to: the journaling API for
-        layers that run their own units of work durably (docs/journaling.md)."""
+    def engine(self) -> Journaling:
+        """The engine executing this context's run, as the journaling API
+        layers use to run their own units of work durably (docs/journaling.md)."""
         return self._x
+
+    def recast(self, cls: type[Context]) -> Context:
+        """This step's context as an instance of ``cls``, its keys taken so far
+        kept (a policy whose context class is known only once it is called)."""
+        ctx = cls(self._x, self.key)
+        ctx._seq = self._seq
+        return ctx
 
     def next_key(self) -> str:
         """Take the key of this step's next child (S1): the parent's key, a
@@ -292,12 +248,10 @@ class Context:
         The step key is taken now, before anything is awaited, so calls
         started together (``gather``, ``TaskGroup``) keep their keys on replay.
         Pass ``options=[...]`` to a policy that returns action calls, and the
-        runtime runs those calls and returns the messages followed by the
+        engine runs those calls and returns the messages followed by the
         results, in call order.
         """
         self._seq += 1
-        if kwargs and "*" in kwargs:  # in memory too (check_keywords); empty: one test (B1)
-            check_keywords(kwargs, self.child_key(self._seq), self._x.run_id)
         return self._x.call_from(self, self._seq, target, args, kwargs)
 
     # -- streaming -----------------------------------------------------------
@@ -338,7 +292,7 @@ class Context:
         The wake time is recorded the first time, so a run resumed after a
         crash wakes when it was meant to, not ``seconds`` after the restart.
         """
-        await self._x.sleep(self.next_key(), seconds)
+        await self._x.waits.sleep(self.next_key(), seconds)
 
     async def wait_for(
         self,
@@ -366,7 +320,7 @@ class Context:
         asked = None
         if prompt is not None or about is not None:
             asked = {"prompt": prompt, "signal": signal, "about": about}
-        return await self._x.wait_for(deadline_key, key, signal, timeout, asked)
+        return await self._x.waits.wait_for(deadline_key, key, signal, timeout, asked)
 
     async def ask(
         self,
@@ -395,7 +349,7 @@ class Context:
         id. A recipient that does not exist (``RunNotFound``) or has finished
         (``MailboxClosed``) is this step's error, naming run and step.
         """
-        return await self._x.send_mail(self.next_key(), to, payload, kind)
+        return await self._x.mailbox.send(self.next_key(), to, payload, kind)
 
     async def receive(
         self,
@@ -416,7 +370,7 @@ class Context:
         """
         deadline_key = self.next_key()
         key = self.next_key()
-        mail: Any = await self._x.receive_mail(deadline_key, key, sender, kind, timeout)
+        mail: Any = await self._x.mailbox.receive(deadline_key, key, sender, kind, timeout)
         return mail
 
     # -- child runs --------------------------------------------------------------
@@ -436,7 +390,7 @@ class Context:
         finds the same child instead of starting another.
         """
         key = self.next_key()
-        ids = await self._x.spawn(key, target, [(args, kwargs)], queue, priority)
+        ids = await self._x.waits.spawn(key, target, [(args, kwargs)], queue, priority)
         return Child(self, ids[0])
 
     async def map(
@@ -454,10 +408,11 @@ class Context:
         child failed, its error is raised.
         """
         key = self.next_key()
-        ids = await self._x.spawn(key, target, [((item,), {}) for item in items], queue, priority)
+        waits = self._x.waits
+        ids = await waits.spawn(key, target, [((item,), {}) for item in items], queue, priority)
         if not ids:
             return []
-        outcomes = await self._x.await_children(self.next_key(), ids)
+        outcomes = await waits.await_children(self.next_key(), ids)
         return [_unwrap(child_id, o) for child_id, o in zip(ids, outcomes, strict=True)]
 
     async def patched(self, change: str) -> bool:
@@ -468,10 +423,11 @@ class Context:
         until no run from before the change is left.
         """
         key = self.next_step_key()
-        if not self._x.takes_patch(key, change):
+        waits = self._x.waits
+        if not waits.takes_patch(key, change):
             return False  # this run passed here on code without the change
         self._seq += 1  # taken before the await below, as every key is (S1)
-        await self._x.mark_patch(key, change)
+        await waits.mark_patch(key, change)
         return True
 
 
@@ -487,7 +443,7 @@ class Child:
     async def result(self) -> Any:
         """The child's result (its error raised), suspending the parent meanwhile."""
         ctx = self._ctx
-        outcomes = await ctx.engine.await_children(ctx.next_key(), [self.run_id])
+        outcomes = await ctx._x.waits.await_children(ctx.next_key(), [self.run_id])
         return _unwrap(self.run_id, outcomes[0])
 
 

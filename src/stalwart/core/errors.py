@@ -52,7 +52,7 @@ gives a recorded error a stable name (``stalwart.errors.<Class>``), which a
 replay raises as itself (S4).
 
 Not errors, and so not in the tree: the engine unwinds a run with
-``Suspend`` and ``Halt`` (``BaseException``, in :mod:`.engine.control`), a
+``Suspend`` and ``Halt`` (``BaseException``, in :mod:`.engine.unwind`), a
 flow with ``Stopped`` (:mod:`stalwart.flow.visits`); no ``except Exception``
 in user code catches them. Two private classes never leave the function
 that raises them: ``_Stop`` (:mod:`stalwart.testing.guard`, the cause of a

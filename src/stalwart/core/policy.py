@@ -1,8 +1,8 @@
-"""Policies: plain functions (or objects) that the runtime can call as steps.
+"""Policies: plain functions (or objects) that the engine can call as steps.
 
 ``@policy`` leaves the function a function: it adds a name, a description and
 a schema (from type hints and docstring), retries, a timeout, and routing, so
-that awaiting a policy inside a run goes through the runtime and becomes a
+that awaiting a policy inside a run goes through the engine and becomes a
 recorded step, while awaiting it outside any run simply runs it.
 """
 
@@ -58,7 +58,7 @@ def _not_installed(pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[st
 
 
 # How a policy awaited outside any run executes: alone, in memory. The engine
-# (stalwart.core.engine.execution), which builds on this module, installs it
+# (stalwart.core.engine.engine), which builds on this module, installs it
 # when it loads, so that this module does not import the engine.
 _detached: Callable[[Policy[Any, Any], tuple[Any, ...], dict[str, Any]], Awaitable[Any]]
 _detached = _not_installed
@@ -105,7 +105,7 @@ class ToolSpec:
 
 
 class Policy(Generic[P, R]):
-    """A callable the runtime executes as a recorded step.
+    """A callable the engine executes as a recorded step.
 
     Build one with :func:`policy`. Calling it returns an awaitable: inside a
     run, a step of that run; outside, a plain call of the function.
@@ -183,7 +183,7 @@ class Policy(Generic[P, R]):
         self.max_parallel = max_parallel
         self.exclusive = exclusive
         self.declared = False  # declare_types() done (read on every durable step)
-        # No retries, no timeout, a coroutine: the runtime's fast path.
+        # No retries, no timeout, a coroutine: the engine's fast path.
         self.simple = self.is_async and not retries and timeout is None
         functools_update(self, fn)
 
@@ -482,9 +482,7 @@ def _make_class_call(cls: type) -> Callable[..., Any]:
         if want is not None and not isinstance(ctx, want):
             # The engine built the plain context before the class was known:
             # the same step as the class asks for, and the current one below.
-            upgraded = want(ctx.engine, ctx.key)
-            upgraded._seq = ctx._seq
-            ctx = upgraded
+            ctx = ctx.recast(want)
             token = current_step.set(ctx)
         try:
             obj = cls(ctx) if gives_ctx else cls()

@@ -34,7 +34,7 @@ for a run's root; keys follow S1, a parent's key plus a suffix):
   flow, the param dicts that decide the walks), and the store's change.
 
 On resume the run executes again from the top (S2): a visit whose ``V.post``
-exists is answered from the journal, its ``prep``, ``exec`` and ``post``
+exists is answered from the ledger, its ``prep``, ``exec`` and ``post``
 never running again; the first visit without one is the node that was
 running. Before the first user code runs live, the shared store is restored
 in place to the initial store plus every recorded change, that is, as it was
@@ -44,7 +44,7 @@ record. ``exec`` must not write the store (PocketFlow's rule): a write there
 is lost if the node was interrupted after it.
 
 Sync flows run on a worker thread (user code stays off the event loop); the
-journal's writes go to the loop with `asyncio.run_coroutine_threadsafe` and
+recorder's writes go to the loop with `asyncio.run_coroutine_threadsafe` and
 are waited for. Sync nodes inside an `AsyncFlow` run on the loop itself, as
 in PocketFlow; their writes are queued and flushed at the flow's next await.
 
@@ -60,7 +60,7 @@ streams the run, in which case a hook only emits the flow's events:
 ``ctx.emit`` values (`stalwart.Emitted` events of ``handle.events()`` and
 ``runner.stream()``; see `.events`).
 
-This module is the flow's entry into a run; `.journal` is the hook that
+This module is the flow's entry into a run; `.recorder` is the hook that
 records it. Both use only the engine's public journaling API
 (``docs/journaling.md``): keys from ``Context.next_key``, contexts from
 ``Engine.context``, an ``exec`` as ``Engine.run_unit``, the flow's own
@@ -80,8 +80,8 @@ from ..core.policy import Policy
 from ._seam import current_hook, install_runtime
 from .events import flow_name
 from .flow import Flow
-from .journal import FlowJournal
 from .node import AsyncNode, BaseNode
+from .recorder import FlowRecorder
 from .visits import walk_scope
 
 __all__ = ["FlowPolicy", "flow_policy", "run_flow", "run_here"]
@@ -129,7 +129,7 @@ def flow_policy(flow: BaseNode) -> Policy[..., Any]:
 async def run_flow(ctx: Context, flow: BaseNode, shared: Any, root: Context | None = None) -> Any:
     """Run ``flow`` on ``shared`` as part of the run ``ctx`` belongs to.
 
-    Returns the flow's last action. The journal's keys hang under ``root``
+    Returns the flow's last action. The recorder's keys hang under ``root``
     (default: ``ctx``, whose own key sequence must then be free, as in a
     flow's policy). Durable runs are journaled; in-memory ones run the flow
     as is, with a hook that emits events only when someone streams the run.
@@ -139,28 +139,28 @@ async def run_flow(ctx: Context, flow: BaseNode, shared: Any, root: Context | No
         if isinstance(flow, AsyncNode):
             return await flow._run_async(shared)
         return await asyncio.to_thread(flow._run, shared)
-    journal = FlowJournal(engine, root or ctx, shared, flow_name(flow))
-    hook_token = current_hook.set(journal)
-    scope_token = walk_scope.set(journal.root)
+    recorder = FlowRecorder(engine, root or ctx, shared, flow_name(flow))
+    hook_token = current_hook.set(recorder)
+    scope_token = walk_scope.set(recorder.root)
     try:
         if isinstance(flow, AsyncNode):
             action = await flow._run_async(shared)
         else:
             # The thread gets a copy of this context: the hook and scope included.
             action = await asyncio.to_thread(flow._run, shared)
-        await journal.flush()
-        journal.go_live()  # everything was replayed: the store as the flow left it
+        await recorder.flush()
+        recorder.go_live()  # everything was replayed: the store as the flow left it
         return action
     except Exception:
         # Keep what finished before the error (a caller may catch it and go on).
         with contextlib.suppress(Exception):
-            await journal.flush()
-        journal.stopped = True
-        journal.discard()
+            await recorder.flush()
+        recorder.stopped = True
+        recorder.discard()
         raise
     except BaseException:  # cancelled, or suspended: stop, write nothing more
-        journal.stopped = True  # a sync flow's thread stops at its next node
-        journal.discard()
+        recorder.stopped = True  # a sync flow's thread stops at its next node
+        recorder.discard()
         raise
     finally:
         walk_scope.reset(scope_token)

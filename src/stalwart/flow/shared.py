@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from ..core import codec
-from ..core.context import Engine
+from ..core.context import Journaling
 from ..core.errors import CorruptedRecord, SerializationError
 
 __all__ = ["SharedState", "journal_entry"]
@@ -85,7 +85,7 @@ class SharedState:
         self.last = self._snapshot(state.items(), "when resuming")
 
 
-def journal_entry(engine: Engine, key: str, value: Any) -> dict[str, Any]:
+def journal_entry(engine: Journaling, key: str, value: Any) -> dict[str, Any]:
     """A flow journal record of the shape :meth:`SharedState.change` writes,
     or the run halted with a CorruptedRecord naming the run, the step and
     what is wrong (S14)."""

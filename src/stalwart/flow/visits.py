@@ -2,7 +2,7 @@
 
 Every node (or sub-flow) a walk runs is a *visit*, keyed in walk order under
 the walk's scope (S1). :class:`Visits` decides, once for the sync and the
-async hook of `.journal`, what a visit's phases answer from the journal and
+async hook of `.recorder`, what a visit's phases answer from the journal and
 what they record: it finds a visit's records (a mismatch is nondeterminism,
 S5), builds the records of a finished ``prep`` and ``post``, emits the node
 events, and carries writes from a sync flow's thread to the event loop.
@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from ..core import codec
-from ..core.context import Context, Engine
+from ..core.context import Context, Journaling
 from ..core.errors import NonDeterminismError
 from .events import NodeFailed, NodeFinished, NodeStarted, flow_name, node_name
 from .flow import BatchFlow, Flow
@@ -62,7 +62,7 @@ class Visits:
     """What both halves of a flow's hook share: the visits of one flow run,
     their records, their events, and writes from sync code."""
 
-    def __init__(self, engine: Engine, root: Context, shared: Any, name: str) -> None:
+    def __init__(self, engine: Journaling, root: Context, shared: Any, name: str) -> None:
         self.x = engine
         self.durable = engine.durable
         self.root = root
@@ -240,7 +240,7 @@ class Visits:
                     raise Stopped from None
 
 
-def _mismatch(engine: Engine, key: str, recorded: str, now: str) -> NonDeterminismError:
+def _mismatch(engine: Journaling, key: str, recorded: str, now: str) -> NonDeterminismError:
     return NonDeterminismError(
         f"step {key} of run {engine.run_id} does not match its record:\n"
         f"  recorded: {recorded}\n"

@@ -65,8 +65,8 @@ class Outcomes:
             queue = asyncio.Queue()
             self.table.listeners.setdefault(run_id, []).append(queue)
         live = self.table.live.get(run_id)
-        if live is not None and queue not in live.execution.listeners:
-            live.execution.listen(queue)
+        if live is not None and queue not in live.engine.listeners:
+            live.engine.listen(queue)
         finisher = asyncio.create_task(self._finish_event(run_id, queue))
         try:
             while True:

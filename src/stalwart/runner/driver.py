@@ -7,7 +7,7 @@ failure or a lost lease leaves it to be resumed (here or by another worker);
 anything the policy's own code raised fails it, once; a suspension parks it
 in the store until its timer, signal or children wake it (S7).
 
-:class:`Children` is the engine's :class:`~stalwart.core.engine.journal.Host`.
+:class:`Children` is the engine's :class:`~stalwart.core.engine.engine.Host`.
 Children are runs like any other, in the parent's store; their ids derive
 from the spawning step's key, so spawning again after a crash finds them
 instead of starting them twice. A child spawned into the parent's queue is
@@ -24,9 +24,8 @@ from functools import partial
 from typing import Any
 
 from ..core import codec
-from ..core.engine.control import as_exception, find_halt, find_suspend
-from ..core.engine.execution import Execution
-from ..core.engine.journal import Journal
+from ..core.engine.engine import Engine
+from ..core.engine.unwind import as_exception, find_halt, find_suspend
 from ..core.errors import (
     CancelledRun,
     SerializationError,
@@ -108,7 +107,7 @@ class Driver:
             return  # already executing here; its claim is the one that counts
         observe.claimed(rec, prior, rec.owner or "")
         durable = not self.store.ephemeral
-        execution = Execution(
+        engine = Engine(
             rec.id,
             store=self.store if durable else None,
             fence=rec.fence,
@@ -116,12 +115,12 @@ class Driver:
             max_parallel=self.max_parallel,
             inline_sleep=self.inline_sleep,
         )
-        execution.host = self.children
-        execution.parent_id = rec.parent_id
-        execution.queue = rec.queue
+        engine.host = self.children
+        engine.parent_id = rec.parent_id
+        engine.queue = rec.queue
         for q in self.table.listeners.get(rec.id, ()):
-            execution.listen(q)
-        live = Live(execution)
+            engine.listen(q)
+        live = Live(engine)
         self.table.live[rec.id] = live
         self.table.mine.add(rec.id)  # executed here: resumed here when it wakes
         live.task = asyncio.create_task(self._drive(live, pol, rec, call), name=f"run:{rec.id}")
@@ -141,7 +140,7 @@ class Driver:
         cleanup.add_done_callback(self._cleanups.discard)
 
     async def _settle_unstarted(self, live: Live, rec: RunRecord) -> None:
-        x = live.execution
+        x = live.engine
         outcome: tuple[str, Any] = ("released", None)
         try:
             if live.cancel_requested or self.store.ephemeral:
@@ -159,7 +158,7 @@ class Driver:
     async def _drive(
         self, live: Live, pol: Policy[Any, Any], rec: RunRecord, call: Call | None
     ) -> None:
-        x = live.execution
+        x = live.engine
         outcome: tuple[str, Any] = ("lost", None)
         began = time.monotonic()
         # Hooks see the execution begin and end in this task, around every
@@ -194,7 +193,7 @@ class Driver:
     ) -> tuple[str, Any]:
         """Run the policy from the top (replaying what is recorded) and write
         how it ended; the outcome for this process's waiters."""
-        x = live.execution
+        x = live.engine
         pol.declare_types()
         if call is None:
             data = read_inputs(x.run_id, rec.inputs)  # a bad row fails this run, not the worker
@@ -218,7 +217,7 @@ class Driver:
         return ("succeeded", result)
 
     async def _cancelled(self, live: Live) -> tuple[str, Any]:
-        x = live.execution
+        x = live.engine
         if live.lost:
             return ("lost", None)  # another worker holds the run now; it writes, not us
         if not live.cancel_requested and not self.store.ephemeral:
@@ -230,7 +229,7 @@ class Driver:
         await self._finish(x, "cancelled", err)
         return ("cancelled", err)
 
-    async def _raised(self, x: Execution, exc: BaseException) -> tuple[str, Any]:
+    async def _raised(self, x: Engine, exc: BaseException) -> tuple[str, Any]:
         halt = find_halt(exc)
         if halt is not None:
             raise halt.cause from None  # the store's problem: settled by _drive
@@ -250,14 +249,14 @@ class Driver:
         await self.store.suspend_run(x.run_id, x.fence, suspend.wake_at, suspend.waiting_for)
         return ("suspended", None)
 
-    async def _finish(self, x: Execution, status: RunStatus, err: BaseException) -> None:
+    async def _finish(self, x: Engine, status: RunStatus, err: BaseException) -> None:
         await self.store.finish_run(x.run_id, x.fence, status, None, error_to_json(err))
 
     def _settled(self, live: Live, outcome: tuple[str, Any]) -> None:
         """Every way a run stops here ends here: a final outcome of a memory
         run is kept (the only copy of its value), then waiters are told."""
         if outcome[0] in TERMINAL and self.store.ephemeral:
-            self.table.kept[live.execution.run_id] = outcome
+            self.table.kept[live.engine.run_id] = outcome
         self.table.finish(live, outcome)
 
     async def _wake_parent(self, parent_id: str, child_id: str) -> None:
@@ -294,7 +293,7 @@ class Children:
 
     async def spawn_children(
         self,
-        parent: Journal,
+        parent: Engine,
         pol: Policy[Any, Any],
         calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
         ids: list[str],
@@ -330,10 +329,10 @@ class Children:
             return
         self.table.wake_worker()
 
-    def live_execution(self, run_id: str) -> Journal | None:
-        """The execution of ``run_id`` if this runner executes it now."""
+    def live_engine(self, run_id: str) -> Engine | None:
+        """The engine of ``run_id`` if this runner executes it now."""
         live = self.table.live.get(run_id)
-        return None if live is None else live.execution
+        return None if live is None else live.engine
 
     def wake_worker(self) -> None:
         self.table.wake_worker()

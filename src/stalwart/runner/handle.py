@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..core.engine.execution import Execution
+from ..core.engine.engine import Engine
 from ..core.events import Event, RunFinished
 from ..core.ledger import RunRecord
 
@@ -34,7 +34,7 @@ __all__ = ["EventBuffer", "Live", "RunHandle"]
 class Live:
     """A run executing in this process."""
 
-    execution: Execution
+    engine: Engine
     task: asyncio.Task[None] | None = None
     done: asyncio.Future[tuple[str, Any]] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()

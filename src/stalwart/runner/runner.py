@@ -473,7 +473,7 @@ class Runner:
             live = self._table.live.get(run_id)
             if live is None:
                 raise RunNotFound(f"no live run {run_id!r} in this runner")
-            live.execution.deliver(name, payload)
+            live.engine.waits.deliver(name, payload)
             return
         await self.store.send_signal(run_id, name, codec.dumps(payload, f"signal {name!r}"))
         self._table.wake_worker()

@@ -122,8 +122,8 @@ class RunTable:
     def listen(self, run_id: str, queue: asyncio.Queue[Any]) -> None:
         self.listeners.setdefault(run_id, []).append(queue)
         live = self.live.get(run_id)
-        if live is not None and queue not in live.execution.listeners:
-            live.execution.listen(queue)
+        if live is not None and queue not in live.engine.listeners:
+            live.engine.listen(queue)
 
     def unlisten(self, run_id: str, queue: asyncio.Queue[Any]) -> None:
         listeners = self.listeners.get(run_id)
@@ -133,11 +133,11 @@ class RunTable:
                 del self.listeners[run_id]
         live = self.live.get(run_id)
         if live is not None:
-            live.execution.unlisten(queue)
+            live.engine.unlisten(queue)
 
     def finish(self, live: Live, outcome: tuple[str, Any]) -> None:
         """The run stopped executing here: settle its waiters and listeners."""
-        run_id = live.execution.run_id
+        run_id = live.engine.run_id
         if self.live.get(run_id) is live:
             del self.live[run_id]
         status, value = outcome
@@ -149,10 +149,10 @@ class RunTable:
             self.retry_after[run_id] = (time.monotonic() + delay, delay)
         else:
             self.retry_after.pop(run_id, None)
-        for q in list(live.execution.listeners):
+        for q in list(live.engine.listeners):
             # It publishes nothing more; holding the queues would keep every
             # event (and the step values in them) alive with the execution.
-            live.execution.unlisten(q)
+            live.engine.unlisten(q)
         if not live.done.done():
             live.done.set_result(outcome)
         self.wake_worker()  # room for another run: claim now, not at the next poll

@@ -7,7 +7,7 @@ refuses any write (a step the record lacks would be written there);
 spawning a child run is refused. A sync flow node asks for its record off
 the event loop, where nothing can be awaited: its missing record stops the
 replay at once. All of it goes through the engine's public API:
-``Execution``, its ``replay`` map, hooks, and the :class:`Ledger` protocol.
+``Engine``, its ``replay`` map, hooks, and the :class:`Ledger` protocol.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core import codec
-from ..core.engine.control import Halt
-from ..core.engine.execution import Execution
-from ..core.engine.journal import Journal
+from ..core.engine.engine import Engine
+from ..core.engine.unwind import Halt
 from ..core.errors import NonDeterminismError, StalwartError
 from ..core.events import CallInfo, Hook
 from ..core.ledger import TERMINAL, RunRecord, StoredStep
@@ -75,17 +74,17 @@ class Guard(Hook):
         self.recording = recording
         self.seen: list[str] = []
         self.misses: set[str] = set()
-        self.x: Journal | None = None
+        self.x: Engine | None = None
         keys = [k for k in recording.steps if k != LINEAGE_KEY]
         self.last_key = max(keys, key=key_parts) if keys else None
         self.finished = recording.run.status in TERMINAL
 
-    def execution(self) -> Execution:
-        """The engine execution of the recorded run, with this guard as its
+    def engine(self) -> Engine:
+        """The engine of the recorded run, with this guard as its
         ledger, hook and host and a replay map that reports to it: one per
         replay, so nothing the new code does escapes the guard."""
         run = self.recording.run
-        x = Execution(run.id, store=self, fence=1, hooks=[self], inline_sleep=0.0)
+        x = Engine(run.id, store=self, fence=1, hooks=[self], inline_sleep=0.0)
         steps = self.recording.steps
         kept = {k: StoredStep.of(v) for k, v in steps.items() if v.kind not in REWALKED}
         x.replay = _Observed(kept, self)
@@ -164,7 +163,7 @@ class Guard(Hook):
     # -- the host: no child run is started -------------------------------------
     async def spawn_children(
         self,
-        parent: Journal,
+        parent: Engine,
         pol: Policy[Any, Any],
         calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
         ids: list[str],
@@ -179,7 +178,7 @@ class Guard(Hook):
     def find_policy(self, name: str) -> Policy[Any, Any] | None:
         return None  # a replay is offered what the recording's program offered
 
-    def live_execution(self, run_id: str) -> Journal | None:
+    def live_engine(self, run_id: str) -> Engine | None:
         return None  # no other run executes beside a replay
 
     def wake_worker(self) -> None:

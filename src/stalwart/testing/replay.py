@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..core.engine.control import find_halt, find_suspend
+from ..core.engine.unwind import find_halt, find_suspend
 from ..core.ledger import TERMINAL
 from ..core.policy import as_policy
 from ..runner.inputs import read_inputs
@@ -45,7 +45,7 @@ async def replay_async(recording: Any, policy: Any, *, run_id: str | None = None
     pol = as_policy(policy)
     pol.declare_types()
     guard = Guard(rec)
-    x = guard.execution()
+    x = guard.engine()
     data = read_inputs(rec.run.id, rec.run.inputs)
     report = ReplayReport(rec.run.id, rec.source, pol.name, [], [])
     outcome: tuple[str, Any] = ("succeeded", None)

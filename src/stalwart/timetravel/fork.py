@@ -31,7 +31,7 @@ from dataclasses import replace as copy
 from typing import Any
 
 from ..core import codec
-from ..core.engine.execution import Execution
+from ..core.engine.engine import Engine
 from ..core.errors import CorruptedRecord, ForkError, RunNotFound, StoreError
 from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord, StepRecord, StoredStep, check_run_id
 from ..core.policy import Policy, as_policy
@@ -303,10 +303,10 @@ async def _replaced(
     args: list[Any] = []
     if "options" in kwargs:
         kwargs["options"] = _options(kwargs["options"], replace.options, runner)
-    execution = Execution(new_id)  # in memory: the call's own steps are not recorded
+    engine = Engine(new_id)  # in memory: the call's own steps are not recorded
     started = time.time()
     try:
-        value = await pol.invoke(execution.context(target.key), tuple(args), kwargs)
+        value = await pol.invoke(engine.context(target.key), tuple(args), kwargs)
     except Exception as exc:
         return copy(
             stored,

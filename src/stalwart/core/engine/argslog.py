@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import codec
-from ..context import arguments_of, check_keywords
 from ..errors import SerializationError
 from ..keys import key_parts
 from ..message import Message, ReadOnlyDict, ReadOnlyList, ReadOnlySet
@@ -23,6 +22,8 @@ from ..recorded import SCALARS
 from ..stepargs import args_digest, ext_node, out_node
 from .identity import (
     args_for_record,
+    arguments_of,
+    check_keywords,
     identity_json,
     record_json,
     scalars_json,

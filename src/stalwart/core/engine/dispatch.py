@@ -1,5 +1,6 @@
 """Options dispatch: a step called with ``options`` returns action calls;
-the engine, not the policy, executes them.
+the engine, not the policy, executes them. A part of the
+:class:`~.engine.Engine`, which makes it and owns it (``engine.dispatch``).
 
 Each call is checked against the offered options (an allow-list), its
 arguments validated against the option's schema, and it runs as a recorded
@@ -19,14 +20,14 @@ Three rules on top of that:
   written when duplicates ran replays as it ran (the duplicate's key is in
   it);
 * an ``exclusive`` option runs one call at a time within the run (its lock
-  is the execution's, so sibling calls, sub-agents and parallel branches of
+  is the run's, so sibling calls, sub-agents and parallel branches of
   one run wait for each other; other runs are not held back). A call that
   would wait for a lock held by a call that is itself waiting, through any
   chain of such waits, for a lock this call's callers hold (tool X holding
   "a" asks for "b" while tool Y holding "b" asks for "a") would wait for
   ever: it is not run, and its result is an ``ExclusiveDeadlock`` error
   naming the locks and the step. The check is made once, when the call
-  would start waiting (the execution's :class:`~.locks.LockTable`); nothing
+  would start waiting (the run's :class:`~.locks.LockTable`); nothing
   polls. A call made from inside the call holding its lock is refused the
   same way (``ExclusiveReentry``). Such a refusal is recorded as the call's
   step (kind ``refused:<option>``, under the key the call has), since
@@ -42,8 +43,6 @@ Three rules on top of that:
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Coroutine
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -58,10 +57,12 @@ from ..errors import (
 )
 from ..message import ActionCall, Message, thaw
 from ..policy import Policy, ToolSpec, as_policy, current_step
-from .control import NOT_STEP_ERRORS, Halt, leaves_of
 from .identity import OPTIONS, option_policies, step_hash
-from .journal import Journal
 from .locks import LockTable
+from .unwind import NOT_STEP_ERRORS, Halt, leaves_of
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 __all__ = ["Dispatch", "bound_policies"]
 
@@ -88,14 +89,12 @@ def bound_policies(ctx_class: type[Context]) -> dict[str, Policy[Any, Any]]:
     return out
 
 
-class Dispatch(Journal):
-    """The options dispatch of an execution."""
+class Dispatch:
+    """The options dispatch of one run."""
 
-    if TYPE_CHECKING:
-
-        def step(
-            self, key: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-        ) -> Coroutine[Any, Any, Any]: ...
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._locks: LockTable | None = None  # made at the run's first exclusive call
 
     # -- what is offered ---------------------------------------------------------
     def offered(self, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -129,11 +128,12 @@ class Dispatch(Journal):
         bound = bound_policies(type(caller)) if caller is not None else {}
         pol = bound.get(name) or next((p for p in bound.values() if p.name == name), None)
         if pol is None:
-            pol = self.host.find_policy(name) if self.host is not None else None
+            host = self.engine.host
+            pol = host.find_policy(name) if host is not None else None
         if pol is not None:
             return pol
         step = (caller.step_key if caller is not None else "") or "(root)"
-        where = f"step {step} of run {self.run_id!r}"
+        where = f"step {step} of run {self.engine.run_id!r}"
         ctx_name = type(caller).__name__ if caller is not None else "(no context)"
         known = ", ".join(sorted({*bound, *(p.name for p in bound.values())})) or "(none)"
         raise UnknownOption(
@@ -144,7 +144,7 @@ class Dispatch(Journal):
         )
 
     # -- running the calls --------------------------------------------------------
-    async def dispatch(self, key: str, result: Any, options: Any, pol: Policy[Any, Any]) -> Any:
+    async def run(self, key: str, result: Any, options: Any, pol: Policy[Any, Any]) -> Any:
         """Run the action calls in ``result`` (the reply of step ``key``,
         offered ``options``) and return the messages followed by the results."""
         # With options, a reply is always a list of messages (``history +=``).
@@ -162,7 +162,7 @@ class Dispatch(Journal):
         # the reply answers itself keeps its number and is simply not run,
         # unless the ledger holds it: a run recorded before answered calls were
         # skipped replays as it ran (its result appended), so it stays the same.
-        replay = self.replay
+        replay = self.engine.replay
         keyed = [(f"{key}#{i}", c) for i, c in enumerate(calls, 1)]
         todo = [(k, c) for k, c in keyed if c.id not in answered or k in replay]
         if not todo:
@@ -174,7 +174,7 @@ class Dispatch(Journal):
         duplicates = _duplicates(keyed, replay)
         if duplicates:
             todo = [(k, c) for k, c in todo if k not in duplicates]
-        limit = pol.max_parallel or self.max_parallel
+        limit = pol.max_parallel or self.engine.max_parallel
         sem = asyncio.Semaphore(limit) if limit else None
         tasks: dict[str, asyncio.Task[Message]] = {}
         try:
@@ -216,7 +216,7 @@ class Dispatch(Journal):
         refuse a call that ran (S2)."""
         pol = allowed.get(call.name)
         lock_name = _lock_name(pol) if pol is not None and call.invalid is None else None
-        rec = self.replay.get(key)
+        rec = self.engine.replay.get(key)
         if rec is not None and rec.name.startswith(_REFUSED):  # refused when it ran
             return self._replayed_refusal(key, call)
         if lock_name is None or rec is not None:  # no lock, or recorded: replays without
@@ -237,7 +237,9 @@ class Dispatch(Journal):
         A refusal is recorded as the call's step (S2): whether a lock cycle
         exists depends on timing, so a run resumed before the reply that read
         the refusal was recorded could find none and run the call."""
-        locks = self._lock_table
+        locks = self._locks
+        if locks is None:
+            locks = self._locks = LockTable()
         if locks.reentered(lock_name):
             refusal = Message.result(
                 call,
@@ -265,19 +267,13 @@ class Dispatch(Journal):
         async with locks.hold(lock_name):
             return await self._action(key, allowed, call)
 
-    @functools.cached_property
-    def _lock_table(self) -> LockTable:
-        """This execution's locks (each run has its own), made at its first
-        exclusive call."""
-        return LockTable()
-
     async def _refused(self, key: str, call: ActionCall, refusal: Message) -> Message:
         """``refusal``, recorded at the call's key, with the call's arguments
         (S5), so a replay answers the same call with it."""
-        if self.store is None:
+        if self.engine.store is None:
             return refusal
         args_json = _refused_args(call)
-        await self.record_value(
+        await self.engine.record_value(
             key, _refused_kind(call), refusal, args_json=args_json, args_hash=step_hash(args_json)
         )
         return refusal
@@ -286,9 +282,10 @@ class Dispatch(Journal):
         """The refusal recorded at ``key``, answering ``call`` (whose id may be
         new: a reply that was not recorded is asked for again on replay); a
         record of another call's refusal is nondeterminism (S5)."""
+        x = self.engine
         args_json = _refused_args(call)
-        value = self.replayed_value(
-            self.replay[key],
+        value = x.replayed_value(
+            x.replay[key],
             key,
             f"stalwart.{_refused_kind(call)}",
             args_json,
@@ -296,9 +293,9 @@ class Dispatch(Journal):
             publish=False,
         )
         if not isinstance(value, Message) or value.action_result is None:
-            raise self.halt(
+            raise x.halt(
                 CorruptedRecord(
-                    f"step {key} of run {self.run_id!r}: the recorded refusal of "
+                    f"step {key} of run {x.run_id!r}: the recorded refusal of "
                     f"{call.name!r} is not an action result"
                 )
             )
@@ -330,7 +327,7 @@ class Dispatch(Journal):
         except ArgumentError as exc:
             return Message.result(call, error_type="InvalidArguments", error_message=str(exc))
         try:
-            value = await self.step(key, pol, (), kwargs)
+            value = await self.engine.step(key, pol, (), kwargs)
         except NOT_STEP_ERRORS:
             raise
         except Exception as exc:

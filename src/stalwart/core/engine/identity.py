@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 from .. import codec
-from ..context import arguments_of, check_keywords
 from ..errors import DuplicatePolicy, SerializationError
 from ..message import Message
 from ..policy import Policy, ToolSpec, as_policy, same_policy, where_defined
@@ -27,6 +26,8 @@ OPTIONS = "options"
 __all__ = [
     "OPTIONS",
     "args_for_record",
+    "arguments_of",
+    "check_keywords",
     "identity_json",
     "is_option",
     "option_policies",
@@ -35,6 +36,34 @@ __all__ = [
     "step_hash",
     "strip_ids",
 ]
+
+
+def arguments_of(key: str, run_id: str | None = None) -> str:
+    """How an error names a step's arguments: with the run when it is known
+    (a worker executes many runs, and step keys repeat in each); a path into
+    the value (``['*'][0]``) may follow."""
+    if run_id is None:
+        return f"arguments of step {key}"
+    return f"arguments of run {run_id!r}, step {key}"
+
+
+def check_keywords(kwargs: dict[str, Any], key: str, run_id: str | None = None) -> None:
+    """Refuse a keyword argument named ``*``: the ledger records positional
+    arguments under that name, so two different calls would share one
+    identity (S5).
+
+    The engine applies it to every call a context makes
+    (:meth:`~.engine.Engine.call_from`), in memory too: a program that runs
+    in memory must not fail once it is given a store; and again where a
+    step's identity is made, for units of work that do not enter through a
+    context's call. The error names step ``key`` and, when given, run
+    ``run_id``.
+    """
+    if "*" in kwargs:
+        raise SerializationError(
+            f"{arguments_of(key, run_id)}: a keyword argument may not be named '*' "
+            "(the ledger records positional arguments under that name)"
+        )
 
 
 def args_for_record(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -109,7 +138,7 @@ def scalars_json(
     args: tuple[Any, ...], kwargs: dict[str, Any], key: str, run_id: str | None = None
 ) -> str:
     """Plain arguments' JSON. The error's words
-    (:func:`~stalwart.core.context.arguments_of`) are made only when there
+    (:func:`arguments_of`) are made only when there
     is an error, so good values pay nothing for them."""
     out: dict[str, Any] = {"*": list(args)} if args else {}
     out.update(kwargs)
@@ -124,7 +153,7 @@ def scalars_json(
 
 def record_json(record: dict[str, Any], where: str) -> str:
     """Arguments as :func:`args_for_record` gives them, as JSON; ``where``
-    names them in errors (:func:`~stalwart.core.context.arguments_of`)."""
+    names them in errors (:func:`arguments_of`)."""
     tree = strip_ids(codec.encode(record, where))
     try:
         text = json.dumps(tree, separators=(",", ":"), allow_nan=False)

@@ -25,7 +25,8 @@ are (``waits.py``):
   The run then starts again from the top with an empty ledger: replay and
   the ledger stay bounded however long the run lives.
 
-Messages are JSON data (:mod:`..codec`): the envelope is read as data, never
+A part of the :class:`~.engine.Engine`, which makes it and owns it
+(``engine.mailbox``). Messages are JSON data (:mod:`..codec`): the envelope is read as data, never
 imported or called (S13). In memory (no ledger) a send is handed to the
 recipient executing in the same runner, and a receive awaits inline.
 """
@@ -36,14 +37,13 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Mapping
-from typing import Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import codec
 from ..errors import MailboxClosed, RunNotFound, StoreError
 from ..ledger import StoredStep
 from ..mail import (
     GENERATION_KEY,
-    MAIL,
     Mail,
     MailLedger,
     archive_run_id,
@@ -53,9 +53,11 @@ from ..mail import (
     mail_wakes,
 )
 from ..recorded import error_to_json
-from .control import Suspend
 from .identity import identity_json, step_hash
-from .journal import Journal
+from .unwind import Suspend
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 __all__ = ["Mailbox"]
 
@@ -89,52 +91,60 @@ def _check_kind(kind: object, run_id: str, key: str) -> str:
     return kind
 
 
-class Mailbox(Journal):
-    """``send``, ``receive`` and continue-as-new of an execution."""
+class Mailbox:
+    """``send``, ``receive`` and continue-as-new of one run."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        # Messages sent to a run in memory, and its receives waiting for one.
+        self._box: deque[Mail] = deque()
+        self._waiters: list[asyncio.Future[None]] = []
 
     def _ledger(self, what: str) -> MailLedger:
-        store = self.store
+        x = self.engine
+        store = x.store
         if not isinstance(store, MailLedger):
-            raise self.halt(
+            raise x.halt(
                 StoreError(
-                    f"run {self.run_id!r}: {what} needs a store with mailboxes; "
+                    f"run {x.run_id!r}: {what} needs a store with mailboxes; "
                     f"{type(store).__name__} has none"
                 )
             )
         return store
 
     # -- sending -------------------------------------------------------------------
-    async def send_mail(self, key: str, to: str, payload: Any, kind: str) -> str:
-        """Deliver ``payload`` to run ``to``'s mailbox, once; the delivery id."""
-        to = _check_address(to, self.run_id, key)
-        kind = _check_kind(kind, self.run_id, key)
-        args_json = identity_json(
-            (), {"to": to, "kind": kind, "payload": payload}, key, self.run_id
-        )
+    async def send(self, key: str, to: str, payload: Any, kind: str) -> str:
+        """``ctx.send``: deliver ``payload`` to run ``to``'s mailbox, once; the
+        delivery id."""
+        x = self.engine
+        run_id = x.run_id
+        to = _check_address(to, run_id, key)
+        kind = _check_kind(kind, run_id, key)
+        args_json = identity_json((), {"to": to, "kind": kind, "payload": payload}, key, run_id)
         args_hash = step_hash(args_json)
-        if self.store is None:
+        if x.store is None:
             return self._send_in_memory(key, to, payload, kind)
-        rec = self.replay.get(key)
+        rec = x.replay.get(key)
         if rec is not None:  # S2: sent before; never again
-            uid: str = self.replayed_value(rec, key, "stalwart.send", args_json, args_hash)
+            uid: str = x.replayed_value(rec, key, "stalwart.send", args_json, args_hash)
             return uid
-        uid = mail_uid(self.run_id, key, to, self.generation)
-        body = codec.dumps(payload, f"message of run {self.run_id!r}, step {key}")
-        env = envelope(uid, self.run_id, kind, time.time(), body)
+        uid = mail_uid(run_id, key, to, self.generation)
+        body = codec.dumps(payload, f"message of run {run_id!r}, step {key}")
+        env = envelope(uid, run_id, kind, time.time(), body)
         started = time.time()
         ledger = self._ledger("ctx.send")
-        status = await self.write(ledger.deliver_mail(to, env, uid, mail_wakes(self.run_id, kind)))
+        status = await x.write(ledger.deliver_mail(to, env, uid, mail_wakes(run_id, kind)))
         output = error = None
         if status in ("sent", "again"):
             output = codec.dumps(uid)
         elif status == "missing":
             error = error_to_json(
-                RunNotFound(f"run {self.run_id!r}, step {key}: no run {to!r} to send to")
+                RunNotFound(f"run {run_id!r}, step {key}: no run {to!r} to send to")
             )
         else:
             error = error_to_json(
                 MailboxClosed(
-                    f"run {self.run_id!r}, step {key}: run {to!r} has finished; "
+                    f"run {run_id!r}, step {key}: run {to!r} has finished; "
                     "it reads no more messages"
                 )
             )
@@ -150,36 +160,38 @@ class Mailbox(Journal):
             time.time(),
             "send",
         )
-        won = await self.record_step(rec)
-        if self.host is not None:
-            self.host.wake_worker()  # a recipient executed by this runner resumes now
+        won = await x.record_step(rec)
+        if x.host is not None:
+            x.host.wake_worker()  # a recipient executed by this runner resumes now
         if won is rec and error is None:
             return uid
         # Another executor's outcome (S3), or the failure as a replay raises it (S4).
-        sent: str = self.replayed_value(won, key, "stalwart.send", args_json, args_hash, False)
+        sent: str = x.replayed_value(won, key, "stalwart.send", args_json, args_hash, False)
         return sent
 
     def _send_in_memory(self, key: str, to: str, payload: Any, kind: str) -> str:
-        recipient = self.host.live_execution(to) if self.host is not None else None
-        if not isinstance(recipient, Mailbox):
+        x = self.engine
+        recipient = x.host.live_engine(to) if x.host is not None else None
+        if recipient is None:
             raise RunNotFound(
-                f"run {self.run_id!r}, step {key}: no run {to!r} executing in this runner "
+                f"run {x.run_id!r}, step {key}: no run {to!r} executing in this runner "
                 "to send to (in memory, messages go to live runs only)"
             )
-        uid = mail_uid(self.run_id, key, to)
-        mail = Mail(payload, self.run_id, kind, time.time(), uid)
-        recipient.take_delivery(mail)
+        uid = mail_uid(x.run_id, key, to)
+        mail = Mail(payload, x.run_id, kind, time.time(), uid)
+        recipient.mailbox.take_delivery(mail)
         return uid
 
     def take_delivery(self, mail: Mail) -> None:
         """Queue a message sent in memory, and wake this run's receive."""
-        self._mailbox.setdefault(MAIL, deque()).append(mail)
-        for fut in self._waiters.pop(MAIL, []):
+        self._box.append(mail)
+        waiters, self._waiters = self._waiters, []
+        for fut in waiters:
             if not fut.done():
                 fut.set_result(None)
 
     # -- receiving -----------------------------------------------------------------
-    async def receive_mail(
+    async def receive(
         self,
         deadline_key: str,
         key: str,
@@ -187,28 +199,28 @@ class Mailbox(Journal):
         kind: str | None,
         timeout: float | None,
     ) -> Mail:
-        """The oldest unread message that matches, suspending the run while
-        there is none (S7); recorded, so replay returns the same message."""
-        if self.store is None:
+        """``ctx.receive``: the oldest unread message that matches, suspending
+        the run while there is none (S7); recorded, so replay returns the same
+        message."""
+        x = self.engine
+        if x.store is None:
             return await self._receive_in_memory(sender, kind, timeout)
-        deadline = await self.recorded(
+        deadline = await x.recorded(
             deadline_key, "deadline", lambda: None if timeout is None else time.time() + timeout
         )
-        args_json = identity_json((), {"sender": sender, "kind": kind}, key, self.run_id)
+        args_json = identity_json((), {"sender": sender, "kind": kind}, key, x.run_id)
         args_hash = step_hash(args_json)
-        where = f"run {self.run_id!r}, step {key}"
-        rec = self.replay.get(key)
+        where = f"run {x.run_id!r}, step {key}"
+        rec = x.replay.get(key)
         if rec is not None:
-            value = self.replayed_value(rec, key, "stalwart.receive", args_json, args_hash, False)
+            value = x.replayed_value(rec, key, "stalwart.receive", args_json, args_hash, False)
             return _mail_of(value, where)
-        text = await self.write(
-            self._ledger("ctx.receive").take_mail(self.run_id, key, sender, kind)
-        )
+        text = await x.write(self._ledger("ctx.receive").take_mail(x.run_id, key, sender, kind))
         now = time.time()
         if text is not None:
             value = codec.loads(text, f"{where}: the message received")
             mail = _mail_of(value, where)
-            await self.record_step(
+            await x.record_step(
                 StoredStep(
                     key,
                     "stalwart.receive",
@@ -225,7 +237,7 @@ class Mailbox(Journal):
             return mail
         if deadline is not None and now >= deadline:
             exc = TimeoutError(f"{where}: no message{_filters(sender, kind)} within {timeout} s")
-            await self.record_step(
+            await x.record_step(
                 StoredStep(
                     key,
                     "stalwart.receive",
@@ -245,7 +257,7 @@ class Mailbox(Journal):
     async def _receive_in_memory(
         self, sender: str | None, kind: str | None, timeout: float | None
     ) -> Mail:
-        box: deque[Any] = self._mailbox.setdefault(MAIL, deque())
+        box = self._box
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):
@@ -255,13 +267,13 @@ class Mailbox(Journal):
                             kind is None or mail.kind == kind
                         ):
                             del box[i]
-                            return cast(Mail, mail)
+                            return mail
                     fut: asyncio.Future[None] = loop.create_future()
-                    self._waiters.setdefault(MAIL, []).append(fut)
+                    self._waiters.append(fut)
                     await fut
         except TimeoutError:
             raise TimeoutError(
-                f"run {self.run_id!r}: no message{_filters(sender, kind)} within {timeout} s"
+                f"run {self.engine.run_id!r}: no message{_filters(sender, kind)} within {timeout} s"
             ) from None
 
     # -- continue-as-new -----------------------------------------------------------
@@ -269,14 +281,15 @@ class Mailbox(Journal):
     def generation(self) -> int:
         """Which generation of the run this is: 1, then one more each time it
         continued as new (read from the record that opens the generation)."""
-        rec = self.replay.get(GENERATION_KEY)
+        x = self.engine
+        rec = x.replay.get(GENERATION_KEY)
         if rec is None or rec.name != "stalwart.generation":
             return 1
-        value = self.decode_output(rec, GENERATION_KEY)
+        value = x.decode_output(rec, GENERATION_KEY)
         gen = value.get("generation") if isinstance(value, dict) else None
         if not isinstance(gen, int) or gen < 2:
-            raise self.halt(
-                StoreError(f"run {self.run_id!r}, step 0: the generation record is not a number")
+            raise x.halt(
+                StoreError(f"run {x.run_id!r}, step 0: the generation record is not a number")
             )
         return gen
 
@@ -288,16 +301,15 @@ class Mailbox(Journal):
         The keys of the next generation must differ from this one's where they
         name child runs (scope them by generation): child ids derive from keys.
         """
-        if self.store is None:
+        x = self.engine
+        if x.store is None:
             raise RuntimeError(
-                f"run {self.run_id!r}: continue-as-new needs a durable store "
+                f"run {x.run_id!r}: continue-as-new needs a durable store "
                 "(in memory nothing is recorded: go on in a loop)"
             )
         gen = self.generation
-        archive = archive_run_id(self.run_id, gen)
-        inputs = codec.dumps(
-            {"args": list(args), "kwargs": kwargs}, f"inputs of run {self.run_id!r}"
-        )
+        archive = archive_run_id(x.run_id, gen)
+        inputs = codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {x.run_id!r}")
         now = time.time()
         first = StoredStep(
             GENERATION_KEY,
@@ -311,10 +323,8 @@ class Mailbox(Journal):
             now,
             "generation",
         )
-        await self.write(
-            self._ledger("continue-as-new").continue_run(
-                self.run_id, self.fence, inputs, archive, first
-            )
+        await x.write(
+            self._ledger("continue-as-new").continue_run(x.run_id, x.fence, inputs, archive, first)
         )
         raise Suspend(now, None)  # due at once: a worker resumes the new generation
 

@@ -1,6 +1,7 @@
 """Waits: durable sleep, signals, patch markers and child runs (S7).
 
-A wait that cannot end now raises :class:`~.control.Suspend`: the runner
+A part of the :class:`~.engine.Engine`, which makes it and owns it
+(``engine.waits``). A wait that cannot end now raises :class:`~.unwind.Suspend`: the runner
 records the wake time (or the signal awaited) and lets the run go; it
 resumes by replay when the time comes or the signal arrives. In memory
 (no ledger) a wait simply awaits.
@@ -11,31 +12,41 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import codec
 from ..errors import StoreError
 from ..ledger import ASKED, CHILDREN_WAIT, TERMINAL, asked_key, child_group, child_run_id
 from ..policy import as_policy
 from ..recorded import error_to_json
-from .control import Suspend
-from .journal import Journal
+from .unwind import Suspend
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 __all__ = ["Waits"]
 
 
-class Waits(Journal):
-    """Durable sleep, signals, patch markers and child runs of an execution."""
+class Waits:
+    """Durable sleep, signals, patch markers and child runs of one run."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        # Signals delivered to a run in memory, by name, and who waits for one.
+        self._signals: dict[str, deque[Any]] = {}
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
 
     async def sleep(self, key: str, seconds: float) -> None:
-        if self.store is None:
+        """``ctx.sleep``: a long sleep suspends the run (S7)."""
+        x = self.engine
+        if x.store is None:
             await asyncio.sleep(seconds)
             return
-        wake_at = await self.recorded(key, "sleep", lambda: time.time() + seconds)
+        wake_at = await x.recorded(key, "sleep", lambda: time.time() + seconds)
         remaining = wake_at - time.time()
         if remaining <= 0:
             return
-        if remaining <= self.inline_sleep:
+        if remaining <= x.inline_sleep:
             await asyncio.sleep(remaining)
             return
         raise Suspend(wake_at, None)
@@ -48,24 +59,26 @@ class Waits(Journal):
         timeout: float | None,
         asked: dict[str, Any] | None = None,
     ) -> Any:
-        if self.store is None:
+        """``ctx.wait_for``: the signal's payload, suspending the run until it comes."""
+        x = self.engine
+        if x.store is None:
             return await self._wait_in_memory(name, timeout)
         if asked is not None:
             await self._note_asked(deadline_key, asked)
-        deadline = await self.recorded(
+        deadline = await x.recorded(
             deadline_key, "deadline", lambda: None if timeout is None else time.time() + timeout
         )
-        rec = self.replay.get(key)
+        rec = x.replay.get(key)
         if rec is not None:
-            return self.replayed_value(rec, key, f"stalwart.signal:{name}", "{}", "", publish=False)
-        payload = await self.write(self.store.take_signal(self.run_id, name, key))
+            return x.replayed_value(rec, key, f"stalwart.signal:{name}", "{}", "", publish=False)
+        payload = await x.write(x.store.take_signal(x.run_id, name, key))
         if payload is not None:
-            value = codec.loads(payload, f"signal {name!r} of run {self.run_id!r}")
-            await self.record_value(key, f"signal:{name}", value)
+            value = codec.loads(payload, f"signal {name!r} of run {x.run_id!r}")
+            await x.record_value(key, f"signal:{name}", value)
             return value
         if deadline is not None and time.time() >= deadline:
             exc = TimeoutError(f"no signal {name!r} within {timeout} s")
-            await self.record_value(key, f"signal:{name}", None, error_to_json(exc))
+            await x.record_value(key, f"signal:{name}", None, error_to_json(exc))
             raise exc
         raise Suspend(deadline, name)
 
@@ -82,12 +95,13 @@ class Waits(Journal):
         nondeterminism (S5).
         """
         key = asked_key(deadline_key)
-        if deadline_key in self.replay or key in self.replay:
+        replay = self.engine.replay
+        if deadline_key in replay or key in replay:
             return
-        await self.record_value(key, ASKED, asked)
+        await self.engine.record_value(key, ASKED, asked)
 
     async def _wait_in_memory(self, name: str, timeout: float | None) -> Any:
-        box = self._mailbox.setdefault(name, deque())
+        box = self._signals.setdefault(name, deque())
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):
@@ -101,7 +115,7 @@ class Waits(Journal):
 
     def deliver(self, name: str, payload: Any) -> None:
         """Hand a signal to a run waiting in memory."""
-        self._mailbox.setdefault(name, deque()).append(payload)
+        self._signals.setdefault(name, deque()).append(payload)
         for fut in self._waiters.pop(name, []):
             if not fut.done():
                 fut.set_result(None)
@@ -111,13 +125,14 @@ class Waits(Journal):
         live or when its marker is recorded there; no when the run passed
         here on older code (another record at ``key``). The context takes the
         key only on yes, so the old path keeps the keys it had."""
-        rec = self.replay.get(key)
+        rec = self.engine.replay.get(key)
         return rec is None or rec.name == f"stalwart.patch:{change}"
 
     async def mark_patch(self, key: str, change: str) -> None:
         """Record the patch marker at ``key`` the first time a run passes it."""
-        if self.store is not None and key not in self.replay:
-            await self.record_value(key, f"patch:{change}", True)
+        x = self.engine
+        if x.store is not None and key not in x.replay:
+            await x.record_value(key, f"patch:{change}", True)
 
     # -- child runs ------------------------------------------------------------
     async def spawn(
@@ -132,17 +147,18 @@ class Waits(Journal):
         pol = as_policy(target)
         pol.declare_types()  # the children's results are read back here
         name = f"stalwart.spawn:{pol.name}"
-        if self.store is not None:
-            rec = self.replay.get(key)
+        x = self.engine
+        if x.store is not None:
+            rec = x.replay.get(key)
             if rec is not None:
-                ids: list[str] = self.replayed_value(rec, key, name, "{}", "", publish=False)
+                ids: list[str] = x.replayed_value(rec, key, name, "{}", "", publish=False)
                 return ids
-        if self.host is None:
+        if x.host is None:
             raise RuntimeError("child runs need a Runner (this run has none)")
-        ids = [child_run_id(self.run_id, key, i) for i in range(len(calls))]
-        await self.write(self.host.spawn_children(self, pol, calls, ids, queue, priority))
-        if self.store is not None:
-            await self.record_value(key, f"spawn:{pol.name}", ids)
+        ids = [child_run_id(x.run_id, key, i) for i in range(len(calls))]
+        await x.write(x.host.spawn_children(x, pol, calls, ids, queue, priority))
+        if x.store is not None:
+            await x.record_value(key, f"spawn:{pol.name}", ids)
         return ids
 
     async def await_children(self, key: str, ids: list[str]) -> list[dict[str, Any]]:
@@ -151,22 +167,23 @@ class Waits(Journal):
         The last child to finish wakes this run; a timer that backs off with
         the children's age covers any wake-up lost to a race or a crash.
         """
-        if self.store is None:
-            assert self.host is not None
-            return await self.host.await_memory_children(ids)
-        rec = self.replay.get(key)
+        x = self.engine
+        if x.store is None:
+            assert x.host is not None
+            return await x.host.await_memory_children(ids)
+        rec = x.replay.get(key)
         if rec is not None:
-            out: list[dict[str, Any]] = self.replayed_value(
+            out: list[dict[str, Any]] = x.replayed_value(
                 rec, key, "stalwart.children", "{}", "", publish=False
             )
             return out
-        runs = {r.id: r for r in await self.write(self.store.get_runs(ids))}
+        runs = {r.id: r for r in await x.write(x.store.get_runs(ids))}
         missing = [i for i in ids if i not in runs]
         if missing:
             # Pruned (or deleted by hand): waiting would never end. Say so.
-            raise self.halt(
+            raise x.halt(
                 StoreError(
-                    f"run {self.run_id!r}, step {key}: child run {missing[0]!r} is not in the "
+                    f"run {x.run_id!r}, step {key}: child run {missing[0]!r} is not in the "
                     f"store ({len(missing)} of {len(ids)} missing); it was deleted before this "
                     "run read it"
                 )
@@ -176,7 +193,7 @@ class Waits(Journal):
                 {"status": runs[i].status, "result": runs[i].result, "error": runs[i].error}
                 for i in ids
             ]
-            await self.record_value(key, "children", outcomes)
+            await x.record_value(key, "children", outcomes)
             return outcomes
         # The last child to finish wakes this run, and suspending re-checks
         # the children, so the timer is only a safety net (a worker that died

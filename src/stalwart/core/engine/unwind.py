@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 # Errors about the run itself, not the step: never recorded as a step's error,
-# so that fixing the cause (code, store) lets the run resume. The runtime
+# so that fixing the cause (code, store) lets the run resume. The engine
 # raises them inside a Halt; these types are also refused as a step's error
 # in case one escapes without. A StoreError a step's own code raises (it
 # talks to some store) is that step's error like any other.

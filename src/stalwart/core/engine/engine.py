@@ -1,12 +1,22 @@
-"""The engine: executes steps, replays recorded ones, dispatches action calls.
+"""The engine: the one object that executes a run in this process.
 
-One engine serves every store. In memory (``store is None``) nothing is
-recorded and a call with no hook, listener, retry or timeout takes a fast path
-that costs little more than the ``await`` itself. With a store, each call is
-looked up in the replay map loaded when the run resumed (S2): a recorded call
-returns its result (or raises its error, S4) without executing, after its
-identity is checked (S5); an unrecorded call executes live and its outcome is
-recorded under its key before the caller sees it (S3, S11).
+:class:`Engine` holds what every part shares: the run, the ledger and the
+fencing token of its claim, the replay map loaded when the run resumed (S2),
+hooks and listeners. It executes steps: in memory (``store is None``) a call
+with no hook, listener, retry or timeout takes a fast path that costs little
+more than the ``await`` itself; with a store, each call is looked up in the
+replay map: a recorded call returns its result (or raises its error, S4)
+without executing, after its identity is checked (S5); an unrecorded call
+executes live and its outcome is recorded under its key before the caller
+sees it (S3, S11). Every ledger write goes through :meth:`Engine.write` (or
+its inlined copy on the step's path), so the first one a store refuses halts
+the run (S6, S8, S14).
+
+Its parts, each given the engine when it is made: :attr:`Engine.waits`
+(durable sleep, signals, patch markers, child runs: ``waits.py``),
+:attr:`Engine.mailbox` (messages between runs, continue-as-new:
+``mailbox.py``) and :attr:`Engine.dispatch` (the action calls of a step
+offered options: ``dispatch.py``).
 """
 
 from __future__ import annotations
@@ -16,30 +26,59 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Protocol, TypeVar
 
 from .. import codec
 from ..context import Context
-from ..errors import CorruptedRecord, StoreError, Veto
-from ..events import CallFailed, CallFinished, CallInfo, CallStarted
-from ..ledger import StoredStep
+from ..errors import CorruptedRecord, NonDeterminismError, StalwartError, StoreError, Veto
+from ..events import CallFailed, CallFinished, CallInfo, CallStarted, Emitted, Hook, TextDelta
+from ..ledger import Ledger, StoredStep
 from ..policy import Policy, as_policy, current_step, on_detached_call
 from ..recorded import error_from_json, error_to_json, warn_rebuilt
 from ..stepargs import full_args, is_compact
-from .control import NOT_STEP_ERRORS, Halt, as_exception, is_step_failure
+from .argslog import ArgsLog
 from .dispatch import Dispatch
-from .identity import OPTIONS, args_for_record, identity_json, step_hash
+from .identity import OPTIONS, args_for_record, check_keywords, identity_json, step_hash
 from .mailbox import Mailbox
+from .unwind import NOT_STEP_ERRORS, Halt, as_exception, is_step_failure
 from .waits import Waits
 
-__all__ = ["Execution", "Unit", "run_detached"]
+__all__ = ["Engine", "Host", "Unit", "run_detached"]
 
 T = TypeVar("T")
 
 #: Retries are logged here (a warning each): a step that keeps failing is the
 #: first thing an operator looks for.
 _log = logging.getLogger("stalwart.engine")
+
+
+class Host(Protocol):
+    """What an engine needs from its runner to start and await child runs."""
+
+    async def spawn_children(
+        self,
+        parent: Engine,
+        pol: Policy[Any, Any],
+        calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
+        ids: list[str],
+        queue: str | None,
+        priority: int,
+    ) -> None: ...
+
+    async def await_memory_children(self, ids: list[str]) -> list[dict[str, Any]]: ...
+
+    def find_policy(self, name: str) -> Policy[Any, Any] | None:
+        """The runner's policy of that name (an option offered by name)."""
+        ...
+
+    def live_engine(self, run_id: str) -> Engine | None:
+        """The engine of ``run_id`` if it runs in this process (in-memory mail)."""
+        ...
+
+    def wake_worker(self) -> None:
+        """Make the runner look for ready runs now (a recipient woke)."""
+        ...
 
 
 class _Step:
@@ -60,7 +99,7 @@ class _Step:
 
 class Unit:
     """A unit of work that is not a policy, run as one step by
-    :meth:`Execution.run_unit`: recorded, one attempt, no timeout (the work
+    :meth:`Engine.run_unit`: recorded, one attempt, no timeout (the work
     retries itself if it wants to), never an options dispatch. Its ``args``
     are its identity only (S1, S5); ``work`` gets just the unit's context.
     It has the attributes of a :class:`Policy` that a step reads."""
@@ -82,8 +121,249 @@ class Unit:
         """Nothing to declare (``declared`` is always true)."""
 
 
-class Execution(Dispatch, Waits, Mailbox):
-    """One run being executed in this process: steps, replay, recording."""
+class Engine:
+    """One run being executed in this process: its state, its steps, their
+    replay and recording, and every write to its ledger. Nothing inherits
+    from it; its parts (:attr:`waits`, :attr:`mailbox`, :attr:`dispatch`)
+    are given it when it is made."""
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        store: Ledger | None = None,
+        fence: int = 0,
+        replay: dict[str, StoredStep] | None = None,
+        hooks: Sequence[Hook] = (),
+        max_parallel: int | None = None,
+        inline_sleep: float = 1.0,
+    ) -> None:
+        self.run_id = run_id
+        self.host: Host | None = None
+        self.parent_id: str | None = None
+        self.queue = "default"
+        self.store = store
+        self.fence = fence
+        self.replay = replay or {}
+        self.hooks = tuple(hooks)
+        self.listeners: list[asyncio.Queue[Any]] = []
+        self.max_parallel = max_parallel
+        self.inline_sleep = inline_sleep
+        self.halted: StalwartError | None = None
+        self.live_steps = 0  # steps that executed for real in this execution
+        self.replayed_steps = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._decoded: dict[str, dict[str, Any]] = {}
+        # The list arguments of recent steps: what is new in the next (S1, S5).
+        self.args_log = ArgsLog(run_id)
+        # The parts, each holding this engine.
+        self.waits = Waits(self)
+        self.mailbox = Mailbox(self)
+        self.dispatch = Dispatch(self)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.plain = self.store is None and not self.hooks and not self.listeners
+
+    # -- the journaling API (docs/journaling.md) -------------------------------
+    @property
+    def durable(self) -> bool:
+        """Whether this run records its steps: a layer above keys and records
+        its units only then, and in memory runs its user code as is."""
+        return self.store is not None
+
+    @property
+    def watched(self) -> bool:
+        """Whether someone streams this run: events are built only then."""
+        return bool(self.listeners)
+
+    def replayed_values(self, kind: str) -> dict[str, Any]:
+        """The decoded values of every replayed record of ``kind`` (written by
+        :meth:`recorded`), by key; decoded once per execution.
+
+        What a layer reads to rebuild its own state before it goes live (a
+        flow's shared store); a record that cannot be read halts the run.
+        """
+        values = self._decoded.get(kind)
+        if values is None:
+            name = f"stalwart.{kind}"
+            values = {
+                key: self.decode_output(rec, key)
+                for key, rec in self.replay.items()
+                if rec.name == name
+            }
+            self._decoded[kind] = values
+        return values
+
+    def listen(self, queue: asyncio.Queue[Any]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.listeners.append(queue)
+        self._refresh()
+
+    def unlisten(self, queue: asyncio.Queue[Any]) -> None:
+        if queue in self.listeners:
+            self.listeners.remove(queue)
+        self._refresh()
+
+    def publish(self, event: Any) -> None:
+        if self._loop is not None and not _in_loop(self._loop):
+            # emit() from a sync policy's worker thread: hand over to the loop.
+            self._loop.call_soon_threadsafe(self.publish, event)
+            return
+        for q in self.listeners:
+            q.put_nowait(event)
+
+    def emit(self, key: str, value: Any, *, replayed: bool = False, marked: bool = False) -> None:
+        """Deliver ``value`` to listeners, unless it is a ``replayed`` emit.
+
+        ``marked``: the value says itself whether it is a replay (a flow's
+        node events do), so it is delivered either way.
+        """
+        if self.listeners and (marked or not replayed):
+            self.publish(Emitted(self.run_id, key, value))
+
+    def text_delta(self, key: str, text: str) -> None:
+        if self.listeners:  # only a live call streams text: a replayed one has its result
+            self.publish(TextDelta(self.run_id, key, text))
+
+    # -- writes and replay -------------------------------------------------------
+    async def record_step(self, rec: StoredStep) -> StoredStep:
+        """Record a step's outcome; the first refused write halts the run.
+
+        :meth:`write`, inlined: this is on every durable step's path.
+        """
+        assert self.store is not None
+        if self.halted is not None:
+            raise Halt(self.halted)
+        try:
+            won = await self.store.record_step(self.run_id, self.fence, rec)
+        except StoreError as exc:
+            raise self.halt(exc) from exc
+        self.live_steps += 1
+        return won
+
+    async def write(self, write: Awaitable[T]) -> T:
+        """A store call for this run; the first one that fails halts it."""
+        if self.halted is not None:
+            close = getattr(write, "close", None)
+            if close is not None:
+                close()  # never awaited: say so to the coroutine, not to the GC
+            raise Halt(self.halted)
+        try:
+            return await write
+        except StoreError as exc:
+            raise self.halt(exc) from exc
+
+    def halt(self, cause: StalwartError) -> Halt:
+        """Stop this execution for good: every later step raises the same.
+
+        Public for layers above the core: a record of theirs that does not
+        fit (nondeterminism, corruption) is the run's problem, not a step's
+        (S5, S14). Raise what it returns.
+        """
+        if self.halted is None:
+            self.halted = cause
+        return Halt(self.halted)
+
+    def replayed_value(
+        self,
+        rec: StoredStep,
+        key: str,
+        name: str,
+        args_json: str,
+        args_hash: str,
+        publish: bool = True,
+        *,
+        full: Callable[[], str] | None = None,
+    ) -> Any:
+        """A recorded step's outcome, after checking it is the same call (S5):
+        its value, or its recorded error raised (S4).
+
+        ``args_json`` is the call's arguments as it would record them;
+        ``full`` builds their whole JSON when that record is compact
+        (``core/stepargs.py``): both sides of a mismatch are shown whole.
+        """
+        if rec.name != name or rec.args_hash != args_hash:
+            try:
+                recorded = full_args(self.run_id, rec, self.replay)
+            except CorruptedRecord as bad:
+                raise self.halt(bad) from None
+            raise self.halt(
+                NonDeterminismError(
+                    f"step {key} of run {self.run_id} does not match its record:\n"
+                    f"  recorded: {rec.name}({recorded})\n"
+                    f"  now:      {name}({args_json if full is None else full()})\n"
+                    "The policy's code changed, or it is not deterministic; "
+                    "guard changed code with `await ctx.patched(...)`."
+                )
+            )
+        self.replayed_steps += 1
+        if rec.error is not None:
+            try:
+                exc = error_from_json(rec.error, f"error of step {key} of run {self.run_id!r}")
+            except CorruptedRecord as bad:
+                raise self.halt(bad) from None
+            if self.listeners and publish:
+                self.publish(CallFailed(self.run_id, key, name, type(exc).__name__, str(exc), True))
+            raise exc
+        value = self.decode_output(rec, key)
+        if self.listeners and publish:
+            self.publish(CallFinished(self.run_id, key, name, value, 0.0, True))
+        return value
+
+    def decode_output(self, rec: StoredStep, key: str) -> Any:
+        """A record's output as a value; one that cannot be read halts the run."""
+        where = f"step {key} of run {self.run_id!r}: the recorded output cannot be read back"
+        try:
+            return codec.loads(rec.output or "null", where)
+        except CorruptedRecord as bad:
+            raise self.halt(bad) from None
+
+    async def recorded(self, key: str, kind: str, make: Callable[[], Any]) -> Any:
+        """Replay the value recorded at ``key``, or ``make()`` it and record it.
+
+        For values the run must see again on replay (time, ids, a layer's own
+        records): ``make`` runs only live, and the record is named
+        ``stalwart.<kind>`` so that another kind at ``key`` is nondeterminism.
+        """
+        if self.store is None:
+            return make()
+        rec = self.replay.get(key)
+        if rec is not None:
+            return self.replayed_value(rec, key, f"stalwart.{kind}", "{}", "", publish=False)
+        value = make()
+        await self.record_value(key, kind, value)
+        return value
+
+    async def record_value(
+        self,
+        key: str,
+        kind: str,
+        value: Any,
+        error: str | None = None,
+        *,
+        args_json: str | None = None,
+        args_hash: str = "",
+    ) -> None:
+        """Record ``value`` (or ``error``) as the engine's own step ``kind``;
+        ``args_json``/``args_hash``: what a replay checks it against (S5), for
+        records that stand in for a call with arguments."""
+        assert self.store is not None
+        now = time.time()
+        rec = StoredStep(
+            key=key,
+            name=f"stalwart.{kind}",
+            args_hash=args_hash,
+            args=args_json,
+            output=None if error else codec.dumps(value, f"step {key}"),
+            error=error,
+            attempts=1,
+            started_at=now,
+            finished_at=now,
+            kind=kind,
+        )
+        await self.write(self.store.record_step(self.run_id, self.fence, rec))
+        self.live_steps += 1
 
     # -- steps -------------------------------------------------------------
     def step(
@@ -110,6 +390,8 @@ class Execution(Dispatch, Waits, Mailbox):
         """``Context.call``: the child ``n`` of step ``up``. On the in-memory
         fast path the child's key is not spelled out unless asked for: the
         string costs more than the rest of the call's bookkeeping (B1)."""
+        if kwargs and "*" in kwargs:  # in memory too (check_keywords); empty: one test (B1)
+            check_keywords(kwargs, up.child_key(n), self.run_id)
         if self.halted is not None:
             raise Halt(self.halted)
         pol = target if type(target) is Policy else as_policy(target)
@@ -127,12 +409,12 @@ class Execution(Dispatch, Waits, Mailbox):
     ) -> Any:
         """A step offered ``options``: the reply's action calls run as steps
         of their own once the step's outcome is known, live or replayed."""
-        kwargs = self.offered(kwargs)  # options named or given as specs: their policies
+        kwargs = self.dispatch.offered(kwargs)  # options named or given as specs: their policies
         if self.plain and pol.simple:
             result = await self._plain((pol.ctx_class or Context)(self, key), pol, args, kwargs)
         else:
             result = await self._full(key, pol, args, kwargs, root)
-        return await self.dispatch(key, result, kwargs[OPTIONS], pol)
+        return await self.dispatch.run(key, result, kwargs[OPTIONS], pol)
 
     async def _plain(
         self, ctx: Context, pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -203,7 +485,7 @@ class Execution(Dispatch, Waits, Mailbox):
             return await self._failure(step, caught)  # S4
         if step.recorded:
             rec = self._record_of(step, output, None)
-            # Journal.record_step, inlined: one coroutine less on every step.
+            # Engine.record_step, inlined: one coroutine less on every step.
             if self.halted is not None:
                 raise Halt(self.halted)
             try:
@@ -477,7 +759,14 @@ def run_detached(
     pol: Policy[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Coroutine[Any, Any, Any]:
     """A policy awaited outside any run: run it alone, in memory."""
-    return Execution(uuid.uuid4().hex).run_root(pol, args, kwargs)
+    return Engine(uuid.uuid4().hex).run_root(pol, args, kwargs)
+
+
+def _in_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 on_detached_call(run_detached)

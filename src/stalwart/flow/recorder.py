@@ -1,6 +1,6 @@
-"""The journal of one flow run inside a run: the `FlowHook` that records it.
+"""The recorder of one flow run inside a run: the `FlowHook` that records it.
 
-Both hooks, sync and async, are thin: what a phase answers from the journal
+Both hooks, sync and async, are thin: what a phase answers from the ledger
 and what it records is decided once, in `.visits`. What differs is only how
 user code is called and how a record is written: awaited on the loop, or,
 from a sync flow's worker thread, handed to the loop and waited for
@@ -24,7 +24,7 @@ from ._seam import Phase, current_hook
 from .node import BaseNode
 from .visits import LIVE, POST, PREP, Stopped, Visit, Visits, walk_scope
 
-__all__ = ["FlowJournal"]
+__all__ = ["FlowRecorder"]
 
 _T = TypeVar("_T")
 _AsyncFn = Callable[..., Awaitable[Any]]
@@ -57,7 +57,7 @@ async def _unhooked(fn: _AsyncFn, args: tuple[Any, ...], ctx: Context) -> Any:
         current_hook.reset(token)
 
 
-class FlowJournal(Visits):
+class FlowRecorder(Visits):
     """The `FlowHook` of one flow run inside a run: events, and records when durable."""
 
     # -- FlowHook: async -------------------------------------------------------
