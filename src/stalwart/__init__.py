@@ -1,6 +1,6 @@
 """Stalwart: durable AI agents.
 
-A policy is a plain async function; the runtime runs the action calls it asks
+A policy is a plain async function; the engine runs the action calls it asks
 for, records every step in a ledger, and resumes a run that died by replay.
 
 S1 to S14, cited throughout the code, are the clauses of the durability

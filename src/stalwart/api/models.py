@@ -198,7 +198,7 @@ class Step(BaseModel):
 
     key: str = Field(description="the step's place in the run: 1, 1.2, 2#1 ...")
     name: str
-    kind: str = Field(description="call (a policy), or the runtime's own: sleep, signal, ask, ...")
+    kind: str = Field(description="call (a policy), or the engine's own: sleep, signal, ask, ...")
     arguments: Any = None
     output: Any = None
     error: ErrorInfo | None = None

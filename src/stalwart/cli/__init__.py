@@ -1,7 +1,7 @@
 """The ``stalwart`` command line (typer + rich).
 
 Only the entry point imports this package: ``import stalwart`` stays free of
-typer and rich, and each command imports the runtime pieces it needs when it
+typer and rich, and each command imports the pieces it needs when it
 runs, so ``stalwart --help`` starts quickly.
 """
 

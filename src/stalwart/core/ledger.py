@@ -46,7 +46,7 @@ class StepRecord:
     """One finished step: its identity (S1), and its output or error (S4).
 
     ``output`` and ``error`` are JSON text; exactly one is set. ``kind`` tells
-    a policy call from the runtime's own records (sleep, signal, now, ...).
+    a policy call from the engine's own records (sleep, signal, now, ...).
     """
 
     key: str
@@ -131,7 +131,7 @@ class RunRecord:
 CHILDREN_WAIT = "stalwart.children:"
 
 # What a wait for a signal asks (``ctx.ask``, ``ctx.wait_for(..., about=...)``):
-# a runtime record named ``stalwart.ask`` whose output is ``{"prompt": str or
+# an engine record named ``stalwart.ask`` whose output is ``{"prompt": str or
 # None, "signal": name, "about": any value}``, at the wait's deadline key plus
 # ".0". Readers (the CLI, the inspector) find a waiting run's question there.
 ASKED = "ask"

@@ -162,6 +162,6 @@ def mail_wakes(sender: str | None, kind: str) -> tuple[str, str, str, str]:
 
 def archive_run_id(run_id: str, generation: int) -> str:
     """The run that keeps generation ``generation`` of ``run_id`` after it
-    continued as new (``~`` is kept for runs the runtime makes, so it never
+    continued as new (``~`` is kept for runs the engine makes, so it never
     clashes with a user's run id)."""
     return f"{run_id}{CHILD_MARK}{generation}"

@@ -339,7 +339,7 @@ class ActionCall:
     """A request to run the option ``name`` with ``arguments``.
 
     ``invalid`` carries why the arguments could not be parsed (a model that
-    wrote broken JSON); the runtime turns such a call into an error result the
+    wrote broken JSON); the engine turns such a call into an error result the
     model can read instead of running it.
     """
 
@@ -543,7 +543,7 @@ class Message:
             )
         parts = tuple(_part_from_dict(p) for p in data.get("parts", ()))
         meta = decode(data["meta"]) if "meta" in data else None
-        # Recorded step arguments leave ids out (see runtime._identity_json).
+        # Recorded step arguments leave ids out (see core/engine/identity.py: identity_json).
         msg_id = data.get("id") or _new_id()
         return cls(data["role"], data["actor"], parts, call, result, msg_id, meta)
 

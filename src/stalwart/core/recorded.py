@@ -118,7 +118,7 @@ def error_from_json(text: str, where: str = "recorded error") -> Exception:
     when it is a builtin exception, one of Stalwart's own that a step may
     raise, or a class the program declared; anything else is a
     :class:`StepError` carrying the recorded type name and message. Never a
-    runtime control error (a store or nondeterminism error), which an edited
+    run-level error (a store or nondeterminism error), which an edited
     row could otherwise use to make every worker retry the run for ever.
     """
     try:

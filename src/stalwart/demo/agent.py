@@ -154,7 +154,7 @@ async def model(
 def _stable_ids(messages: list[Message]) -> list[Message]:
     """Name each tool result after its call, the same on every execution.
 
-    The runtime builds result messages afresh when it replays a dispatch, with
+    The engine builds result messages afresh when it replays a dispatch, with
     new random ids; fed back to the model they would make its next step differ
     from the record (S5). The call ids come from the recorded model output, so
     ids derived from them are stable.

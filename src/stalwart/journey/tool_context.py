@@ -48,7 +48,7 @@ class Scope:
     moves: Collection[Enum] | None
 
 
-# The scope of the model call in progress. The runtime runs the tool calls in
+# The scope of the model call in progress. The engine runs the tool calls in
 # tasks started inside that call, and tasks copy the context variables of the
 # task that starts them, so each tool sees the scope of the call that asked
 # for it.

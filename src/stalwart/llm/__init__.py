@@ -8,7 +8,7 @@
     answer = await agent.run("What changed in Python 3.13?")
 
 A model is a policy: ``await ctx.call(model, observations=..., options=[...])``
-is one recorded step, and the runtime runs the tool calls it returns. The
+is one recorded step, and the engine runs the tool calls it returns. The
 provider SDKs (``openai``, ``anthropic``) are optional extras, imported only
 when a model is built, so ``import stalwart.llm`` works without either.
 

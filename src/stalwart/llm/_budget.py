@@ -18,10 +18,10 @@ from ._usage import Usage, usage_of
 __all__ = ["Tally", "inherited_budget", "passing_down"]
 
 # What the enclosing agent has left of its token budget, seen by the agents it
-# runs as tools (context variables reach the tasks the runtime starts for
+# runs as tools (context variables reach the tasks the engine starts for
 # them). None: no enclosing budget. It is what was left as the enclosing
 # agent's round began: the usage of the model call that asked for the sub-agent
-# is known to the agent only once the runtime has run the calls, and counting
+# is known to the agent only once the engine has run the calls, and counting
 # it earlier from live data would make a replay decide differently.
 _BUDGET_LEFT: ContextVar[int | None] = ContextVar("stalwart_agent_budget_left", default=None)
 

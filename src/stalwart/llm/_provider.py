@@ -2,7 +2,7 @@
 
 A provider policy is a class policy: ``await ctx.call(llm, observations=...,
 options=[...])`` runs it as one recorded step, so a model call that finished
-is never paid for again on replay, and the runtime (not the provider) runs the
+is never paid for again on replay, and the engine (not the provider) runs the
 tool calls it returns. Each provider module supplies four small pieces (the
 request, the SDK call, reading the response, a stream accumulator); the
 loop, the usage bookkeeping and the error mapping live here once.
@@ -156,7 +156,7 @@ class Provider:
     ) -> list[Message]:
         """Ask the model for its next round: text, action calls, or both.
 
-        The options become the model's tools; the runtime runs the calls it
+        The options become the model's tools; the engine runs the calls it
         makes. The first message of the reply carries the call's token usage
         in ``meta["usage"]`` (an empty assistant message carries it when the
         model said nothing), so a run's usage can be summed from its ledger.

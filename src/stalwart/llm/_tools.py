@@ -19,8 +19,8 @@ def tool_specs(options: Iterable[Any]) -> list[ToolSpec]:
 
     Options are policies (anything :func:`~stalwart.core.policy.as_policy` takes);
     a :class:`ToolSpec` passes as it is, for callers that describe a tool the
-    runtime will not run for them. A name is refused with the reason: the
-    runtime resolves ``options=["web_search"]`` to policies before a model
+    engine will not run for them. A name is refused with the reason: the
+    engine resolves ``options=["web_search"]`` to policies before a model
     step runs, so a model called directly must be given the policies.
     """
     specs: list[ToolSpec] = []
@@ -29,7 +29,7 @@ def tool_specs(options: Iterable[Any]) -> list[ToolSpec]:
             specs.append(o)
         elif isinstance(o, str):
             raise TypeError(
-                f"options[{i}] is the name {o!r}: names are resolved by the runtime when a "
+                f"options[{i}] is the name {o!r}: names are resolved by the engine when a "
                 "step is offered them (ctx.call(model, options=[...])); a model called "
                 "directly needs the policy itself"
             )
@@ -55,7 +55,7 @@ def parse_arguments(
     Models do write broken JSON (and a reply cut off by the token limit always
     does). Raising here would fail the whole model call and lose the reply, so
     the call is kept with ``{}`` and the reason, raw text included, goes into
-    ``invalid`` for the runtime to hand back to the model as an error result.
+    ``invalid`` for the engine to hand back to the model as an error result.
     An empty string means no arguments: some servers send it for
     parameterless functions. Arguments nested more than :data:`MAX_DEPTH`
     levels deep are refused the same way, before they are parsed.

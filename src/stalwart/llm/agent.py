@@ -1,7 +1,7 @@
 """A ready tool-calling agent: the common loop, as a policy.
 
 The loop is the one every agent framework has: send the conversation and the
-tools to the model, let the runtime run the calls it makes, add the calls and
+tools to the model, let the engine run the calls it makes, add the calls and
 results to the conversation, and go on until the model answers without
 calling anything. What Stalwart adds is that each model call and each tool
 call is a recorded step, so an agent killed mid-run resumes by replay without

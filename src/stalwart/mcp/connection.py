@@ -4,7 +4,7 @@ One session per toolbox: opened on the first live need, shared by every call
 (concurrent ones included), opened again after the server went away, closed
 by :meth:`~stalwart.mcp.Toolbox.aclose` or the end of ``async with``. The
 session lives in a task of its own, because the SDK's transports must be
-entered and left in one task while the calls come from the runtime's tasks.
+entered and left in one task while the calls come from the engine's tasks.
 
 Each live call keeps the third durability rule of :mod:`stalwart.mcp.toolbox`
 here: it checks the tool against the server's live listing before sending it.

@@ -155,7 +155,7 @@ def request_run_id(tool_name: str, arguments: Mapping[str, Any], meta: Mapping[s
             raise ValueError(f"_meta[{IDEMPOTENCY_KEY!r}] must be a non-empty string")
         # Hashed with the tool's name: two tools' keys can never name one run
         # (``a`` + ``b-key-c`` vs ``a-key-b`` + ``c``), and no client key can
-        # make a run id the runtime refuses (control characters, length).
+        # make a run id the engine refuses (control characters, length).
         digest = hashlib.sha256(f"{tool_name}\0{key}".encode()).hexdigest()[:32]
         return f"mcp-{tool_name}-key-{digest}"
     canonical = json.dumps(

@@ -3,7 +3,7 @@
 ``connect`` reaches a server over stdio (a command) or streamable HTTP (a URL)
 and gives back a :class:`Toolbox`: a list of policies, one per tool, each with
 the server's name, description and input schema. Offer it like any options
-(``options=tools`` or ``options=[*tools, search]``); the runtime's allow-list,
+(``options=tools`` or ``options=[*tools, search]``); the engine's allow-list,
 validation (against the server's JSON schema) and error results apply to them
 as to any policy.
 

@@ -12,7 +12,7 @@ and pays nothing. The shape of a trace:
   so every execution of a run is in one trace.
 * Under it, one span per step: ``chat {model}`` for a model call (a step
   given ``observations``, GenAI semantic conventions), ``execute_tool
-  {name}`` for a call the runtime dispatched from a model's reply, ``step
+  {name}`` for a call the engine dispatched from a model's reply, ``step
   {name}`` otherwise. A step answered from the ledger is a ``step {name}``
   span marked ``stalwart.step.replayed``: never a new model-call span, since
   no model was called.

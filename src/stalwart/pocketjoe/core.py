@@ -75,7 +75,7 @@ class Policy:
     """Base class of a PocketJoe class policy: implement an async ``__call__``.
 
     The policy reaches its application context as ``self.ctx``, which the
-    runtime passes to the constructor on every call.
+    engine passes to the constructor on every call.
     """
 
     ctx: BaseContext

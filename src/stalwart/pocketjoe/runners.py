@@ -37,7 +37,7 @@ B = TypeVar("B", bound=Binding)
 
 
 class PocketJoeRunner(Generic[B]):
-    """Runs PocketJoe programs on Stalwart's runtime, in memory.
+    """Runs PocketJoe programs on Stalwart's engine, in memory.
 
     ``store``: where runs are recorded; "memory" here (see :class:`Durable`).
     """

@@ -207,7 +207,7 @@ def _like_call(cls: type[Policy], fn: Any) -> Any:
 
 
 class InMemoryRunner(PocketJoeRunner[BoundPolicy]):
-    """Runs PocketJoe programs on Stalwart's runtime, in memory.
+    """Runs PocketJoe programs on Stalwart's engine, in memory.
 
     ``store``: where runs are recorded; "memory" here (see
     :class:`DurableRunner`). What it does is in :mod:`.runners`; here is how

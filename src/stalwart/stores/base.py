@@ -1,6 +1,6 @@
-"""The Store interface: what the runtime needs from a durable ledger.
+"""The Store interface: what the engine needs from a durable ledger.
 
-It is small on purpose. The runtime decides what to record and when; a store
+It is small on purpose. The engine decides what to record and when; a store
 only keeps rows in order, enforces that the first result of a step wins (S3),
 refuses writes with a stale fencing token (S8), and answers a few queries.
 Values arrive already serialized to JSON text, so a store never sees Python

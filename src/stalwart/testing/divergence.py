@@ -193,7 +193,7 @@ def first_missing(rec: Recording, seen: list[str]) -> list[Divergence]:
     out = []
     for key in sorted(rec.steps, key=key_parts):
         if key in looked or key_parts(key) < last or rec.steps[key].kind != "call":
-            continue  # the runtime's own records (time, signals, a flow's journal) are read in bulk
+            continue  # the engine's own records (time, signals, a flow's journal) are read in bulk
         if any(is_ancestor(k, key) for k in looked):
             continue  # answered by an enclosing step's record
         step = rec.steps[key]

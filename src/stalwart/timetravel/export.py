@@ -117,7 +117,7 @@ def spawn_record(run_id: str, step: StoredStep) -> list[str]:
     The output is data from a store, so it is checked before anything
     follows it: text that is not a JSON list of strings is a
     :class:`CorruptedRecord` naming the run and step. An id that is not
-    under ``run_id`` (``<run_id>~...``) is left out: the runtime never
+    under ``run_id`` (``<run_id>~...``) is left out: the engine never
     records one, and following it would copy an unrelated run's ledger.
     """
     if not (step.name.startswith(SPAWN_PREFIX) and step.output):
@@ -305,7 +305,7 @@ def _finite(value: Any, name: str, at: str) -> None:
 
 
 def _run_id(run: RunRecord, at: str) -> None:
-    """The id a file may give a run is one the runtime could have made: a
+    """The id a file may give a run is one the engine could have made: a
     user's id as ``check_run_id`` allows it, or a child's, under its parent's."""
     run_id, parent = run.id, run.parent_id
     top = run_id

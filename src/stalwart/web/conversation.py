@@ -207,7 +207,7 @@ def pending_ask(steps: Mapping[str, StepRecord], signal: str | None, run_id: str
         if not isinstance(value, dict) or _TAG in value or value.get("signal", signal) != signal:
             continue
         if not isinstance(value.get("prompt"), str) and s.name != asked_name:
-            continue  # details alone are a question only in the runtime's own record
+            continue  # details alone are a question only in the engine's own record
         if best is None or (s.finished_at, s.key) >= best[:2]:
             best = (s.finished_at, s.key, value)
     if best is None:

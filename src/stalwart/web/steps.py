@@ -1,5 +1,5 @@
 """The steps of a run as the pages show them: a tree by key, bars on a
-timeline, the runtime's own records, and the child runs spawned.
+timeline, the engine's own records, and the child runs spawned.
 
 Read from records as plain JSON trees, as :mod:`.values` says (S13).
 """
@@ -158,7 +158,7 @@ def timeline(run: RunRecord, steps: Mapping[str, StepRecord]) -> list[Span]:
 
 
 def events_of(steps: Mapping[str, StepRecord], run_id: str = "") -> list[tuple[StepRecord, Shown]]:
-    """What the runtime recorded besides calls (timers, signals received,
+    """What the engine recorded besides calls (timers, signals received,
     recorded clocks and ids, child runs spawned, patch markers), in time
     order, each with its value as shown (cut, linked to the whole)."""
     out: list[tuple[StepRecord, Shown]] = []

@@ -1,4 +1,4 @@
-"""PocketJoe 0.2's runners, on Stalwart's runtime.
+"""PocketJoe 0.2's runners, on Stalwart's engine.
 
 :class:`InMemoryRunner` runs a program in memory. :class:`DurableRunner`
 records it in a store (``sqlite:///app.db`` or a PostgreSQL URL): the n-th
@@ -22,7 +22,7 @@ __all__ = ["DurableRunner", "InMemoryRunner"]
 
 
 class InMemoryRunner(PocketJoeRunner[BoundPolicy]):
-    """Runs PocketJoe programs on Stalwart's runtime, in memory."""
+    """Runs PocketJoe programs on Stalwart's engine, in memory."""
 
     def _bind_strategy(self, policy: Callable[..., Any], ctx: BaseContext) -> BoundPolicy:
         return BoundPolicy(policy, ctx, self)

@@ -37,7 +37,7 @@ method; what differs is how concurrency is handled:
   never wait for each other.
 * **Leases** are measured on the server's clock (``clock_timestamp()``), so
   clock skew between worker machines cannot make a lease look expired early.
-  Timer wake times are recorded by the runtime on the worker's clock, as on
+  Timer wake times are recorded by the engine on the worker's clock, as on
   SQLite.
 * **Retries.** Transient failures (connection lost, server restarting or
   out of connections, serialization failures, deadlocks, lock or statement
