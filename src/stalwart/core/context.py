@@ -192,7 +192,7 @@ class Context:
             k = self._key = up.child_key(self._n)
         return k
 
-    # -- identity -------------------------------------------------------------
+    # -- which run and step ---------------------------------------------------
     @property
     def run_id(self) -> str:
         return self._x.run_id
