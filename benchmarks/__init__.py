@@ -1,1 +1,1 @@
-"""Benchmarks B1 to B11 (each described in docs/performance.md): ``python -m benchmarks [IDS...]``."""
+"""Benchmarks B1 to B11 (docs/performance.md): ``python -m benchmarks [IDS...]``."""
