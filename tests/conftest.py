@@ -8,8 +8,11 @@ where it must run.
 
 from __future__ import annotations
 
+import ast
+import functools
 import inspect
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -146,6 +149,7 @@ SLOW_MODULES = (
     "tests/api/test_openapi_contract.py",
     "tests/conversations/test_workers.py",
     "tests/docs/test_readme_setup.py",
+    "tests/docs/test_snippets.py",
     "tests/durable/test_crash.py",
     "tests/durable/test_pg_restart.py",
     "tests/durable/test_wakeups.py",
@@ -158,8 +162,45 @@ SLOW_MODULES = (
     "tests/web/test_live_browser.py",
 )
 SLOW_FIXTURES = frozenset({"worker"})
-SLOW_CODE = ("subprocess.", "spawn(", "_launch(", "Popen", "sys.executable")
+SLOW_CODE = (
+    "subprocess.",
+    "spawn(",
+    "_launch(",
+    "Popen",
+    "sys.executable",
+    "StdioServerParameters",
+)
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def _process_starters(path: Path) -> frozenset[str]:
+    """The module-level names of ``path`` (helpers, constants) whose code
+    starts a process, and those that use them, to a fixed point."""
+    source = path.read_text()
+    text = {
+        name: ast.get_source_segment(source, node) or ""
+        for node in ast.parse(source).body
+        for name in _defined(node)
+    }
+    found = {name for name, code in text.items() if any(c in code for c in SLOW_CODE)}
+    while True:
+        more = {
+            name
+            for name, code in text.items()
+            if name not in found and any(re.search(rf"\b{n}\b", code) for n in found)
+        }
+        if not more:
+            return frozenset(found)
+        found |= more
+
+
+def _defined(node: ast.stmt) -> list[str]:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.Assign):
+        return [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return []
 
 
 def _starts_a_process(item: pytest.Item) -> bool:
@@ -170,7 +211,9 @@ def _starts_a_process(item: pytest.Item) -> bool:
         source = inspect.getsource(function)
     except (OSError, TypeError):
         return False
-    return any(code in source for code in SLOW_CODE)
+    if any(code in source for code in SLOW_CODE):
+        return True
+    return any(re.search(rf"\b{n}\b", source) for n in _process_starters(item.path))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
