@@ -95,7 +95,8 @@ def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[st
     yield from _fresh_url(request.param, tmp_path)
 
 
-async def _opened(url: str) -> AsyncIterator[Store]:
+async def opened_store(url: str) -> AsyncIterator[Store]:
+    """The store at ``url``, opened, and closed after."""
     s = open_store(url)
     assert s is not None
     await s.open()
@@ -110,21 +111,21 @@ async def store(store_url: str) -> AsyncIterator[Store]:
     """An open store over ``store_url``: SQLite and PostgreSQL. A module that
     needs another set of stores overrides this with one line (``any_store``,
     ``sqlite_store``)."""
-    async for s in _opened(store_url):
+    async for s in opened_store(store_url):
         yield s
 
 
 @pytest.fixture
 async def any_store(any_store_url: str) -> AsyncIterator[Store]:
     """An open store over ``any_store_url``: memory, SQLite and PostgreSQL."""
-    async for s in _opened(any_store_url):
+    async for s in opened_store(any_store_url):
         yield s
 
 
 @pytest.fixture
 async def sqlite_store(sqlite_url: str) -> AsyncIterator[SQLiteStore]:
     """An open SQLite store on a real file (the file of ``sqlite_url``)."""
-    async for s in _opened(sqlite_url):
+    async for s in opened_store(sqlite_url):
         assert isinstance(s, SQLiteStore)
         yield s
 

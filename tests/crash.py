@@ -18,7 +18,15 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["executions", "kill", "numbered_executions", "spawn", "wait_for_files", "wait_for_line"]
+__all__ = [
+    "executions",
+    "kill",
+    "numbered_executions",
+    "spawn",
+    "wait_for_files",
+    "wait_for_line",
+    "wait_for_marks",
+]
 
 
 def spawn(
@@ -53,6 +61,20 @@ def wait_for_line(proc: subprocess.Popen[str], prefix: str) -> list[str]:
         seen.append(line.strip())
         if line.startswith(prefix):
             return seen
+
+
+def wait_for_marks(proc: subprocess.Popen[str], prefix: str, count: int) -> list[str]:
+    """Read the program's output until ``count`` lines ``<prefix> <mark>``
+    have come; their marks, in order. Fails with its stderr if it ends
+    first."""
+    assert proc.stdout is not None
+    marks: list[str] = []
+    while len(marks) < count:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else "the child died"
+        if line.startswith(prefix + " "):
+            marks.append(line.split()[1])
+    return marks
 
 
 def wait_for_files(proc: subprocess.Popen[str], *paths: Path, timeout: float = 30) -> None:

@@ -17,7 +17,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.crash import kill, numbered_executions, spawn
+from tests.crash import kill, numbered_executions, spawn, wait_for_marks
 
 import stalwart as sw
 from stalwart.core.ledger import StepRecord
@@ -45,13 +45,7 @@ def test_a_journey_killed_mid_message_resumes_without_repeating_model_calls(
 ) -> None:
     url = sqlite_url
     first = _spawn(url, tmp_path, "run")
-    assert first.stdout is not None
-    progress: list[str] = []
-    while len(progress) < 2:
-        line = first.stdout.readline()
-        assert line, first.stderr.read() if first.stderr else "the child died"
-        if line.startswith("model "):
-            progress.append(line.split()[1])
+    progress = wait_for_marks(first, "model", 2)
     kill(first)
     assert first.returncode == -signal.SIGKILL
     assert progress == ["1", "3"]  # step 2 is the journey's move to DIAGNOSE

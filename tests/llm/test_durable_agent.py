@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.crash import kill, numbered_executions, spawn
+from tests.crash import kill, numbered_executions, spawn, wait_for_marks
 
 import stalwart as sw
 from stalwart import llm
@@ -51,13 +51,7 @@ def test_an_agent_killed_after_its_second_model_call_resumes_without_repeating_t
     # The agent's steps: the run's own, or under the step of the awaiting policy.
     at = "" if how == "root" else "1."
     first = _spawn(url, tmp_path, "run", how)
-    assert first.stdout is not None
-    progress = []
-    while len(progress) < 2:
-        line = first.stdout.readline()
-        assert line, first.stderr.read() if first.stderr else "the child died"
-        if line.startswith("model "):
-            progress.append(line.split()[1])
+    progress = wait_for_marks(first, "model", 2)
     kill(first)
     assert first.returncode == -signal.SIGKILL
     assert progress == [f"{at}1", f"{at}2"]  # the step keys of the two model calls

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from tests.conftest import PG_URL, drop_schema, pg_schema_url, require_postgres
+from tests.conftest import PG_URL, drop_schema, opened_store, pg_schema_url, require_postgres
 
 if TYPE_CHECKING:
     from stalwart.stores.postgres import PostgresStore
@@ -65,12 +65,9 @@ def pg_fresh_schema(pg_server: str) -> Iterator[str]:
 async def _opened_pg(schema: str, options: dict[str, object]) -> AsyncIterator[PostgresStore]:
     from stalwart.stores.postgres import PostgresStore
 
-    s = PostgresStore.from_url(pg_schema_url(schema, **options))
-    await s.open()
-    try:
+    async for s in opened_store(pg_schema_url(schema, **options)):
+        assert isinstance(s, PostgresStore)
         yield s
-    finally:
-        await s.close()
 
 
 @pytest.fixture

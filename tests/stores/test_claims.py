@@ -16,9 +16,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator
-
-import pytest
 
 from stalwart.core.ledger import RunRecord
 from stalwart.stores import open_store
@@ -26,17 +23,6 @@ from stalwart.stores.base import CANCELLED_ERROR, Store, this_host
 
 ME = f"{this_host()}:{os.getpid()}:me"  # this process: alive
 FAR = "elsewhere:1:far"  # another host: only its lease frees its runs
-
-
-@pytest.fixture
-async def store(store_url: str) -> AsyncIterator[Store]:
-    s = open_store(store_url)
-    assert s is not None
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 async def _exited_holder() -> str:
