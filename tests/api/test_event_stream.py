@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import drop_schema, pg_schema_url, require_postgres
+from tests.records import step_record
 
 import stalwart as sw
 from stalwart.api.events import Cursor, run_events
@@ -146,7 +147,9 @@ async def polls(store: Any, n: int) -> None:
 
 
 def step(key: str, at: float, args: str = "{}", args_hash: str = "h") -> StepRecord:
-    return StepRecord(key, "echo", args_hash, args, json.dumps(key), None, 1, at, at)
+    return step_record(
+        key, json.dumps(key), name="echo", args_hash=args_hash, args=args, started_at=at
+    )
 
 
 @asynccontextmanager
@@ -348,7 +351,7 @@ def test_large_values_kept_out_of_the_hot_rows_come_back_whole(
     big = "x" * (SPILL_BYTES * 2)
 
     def large(key: str, at: float) -> StepRecord:
-        return StepRecord(key, "echo", "h", "{}", json.dumps(big + key), None, 1, at, at)
+        return step_record(key, json.dumps(big + key), name="echo", started_at=at)
 
     async def go() -> None:
         async with running(make_store, "big") as store:
@@ -615,13 +618,12 @@ def test_a_large_step_recorded_late_comes_back_whole(make_store: Callable[[], An
     row (S11), with a new large step beside it: both merged back whole."""
     import json
 
-    from stalwart.core.ledger import StepRecord
     from stalwart.stores.base import SPILL_BYTES
 
     big = "y" * (SPILL_BYTES * 2)
 
     def large(key: str, at: float) -> StepRecord:
-        return StepRecord(key, "echo", "h", "{}", json.dumps(big + key), None, 1, at, at)
+        return step_record(key, json.dumps(big + key), name="echo", started_at=at)
 
     async def go() -> None:
         async with running(make_store, "bigl") as store:

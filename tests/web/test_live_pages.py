@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.records import step_record
 
 from stalwart.core.ledger import RunRecord, StepRecord
 from stalwart.stores.base import SPILL_BYTES, this_host
@@ -111,12 +112,20 @@ async def inspector(tmp_path: Path) -> AsyncIterator[Inspector]:
 
 
 def step(key: str, at: float, output: object = None, name: str = "echo") -> StepRecord:
-    return StepRecord(key, name, "h", "{}", json.dumps(output if output else key), None, 1, at, at)
+    return step_record(key, json.dumps(output if output else key), name=name, started_at=at)
 
 
 def asked(key: str, at: float, prompt: str, signal: str = "approve") -> StepRecord:
     value = {"prompt": prompt, "signal": signal, "about": None}
-    return StepRecord(key, "stalwart.ask", "", None, json.dumps(value), None, 1, at, at, "ask")
+    return step_record(
+        key,
+        json.dumps(value),
+        name="stalwart.ask",
+        args_hash="",
+        args=None,
+        started_at=at,
+        kind="ask",
+    )
 
 
 async def running(store: Any, run_id: str) -> int:
