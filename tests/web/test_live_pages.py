@@ -259,7 +259,9 @@ async def test_what_the_browser_sends_back_is_only_ever_a_hint(tmp_path: Path) -
 
 async def test_a_live_refresh_reads_spilled_and_late_steps_whole(tmp_path: Path) -> None:
     """A step whose output was spilled out of the hot row, and one recorded
-    late with an earlier time (another worker's clock), are shown whole."""
+    late with an earlier time (another worker's clock), are shown: the
+    spilled value read whole (its preview cut as every long value is, the
+    rest counted exactly and served whole by its link)."""
     big = "x" * (SPILL_BYTES + 10)
     async with inspector(tmp_path) as ui:
         fence = await running(ui.worker, "r")
@@ -268,7 +270,15 @@ async def test_a_live_refresh_reads_spilled_and_late_steps_whole(tmp_path: Path)
         await ui.worker.record_step("r", fence, step("1", START - 300, big))
         moved = await ui.live("r", shown)
         assert moved.status_code == 200
-        assert step_keys(moved.text) == ["1", "2"] and big in moved.text
+        assert step_keys(moved.text) == ["1", "2"] and big[:3000] in moved.text
+        assert big not in moved.text  # cut: a page never carries the whole of it
+        cut = re.search(r"… (\d+) more characters", moved.text)
+        assert cut is not None
+        assert 4000 + int(cut.group(1)) == len(json.dumps(big))  # the whole value was read
+        whole = await ui.client.get(
+            "/run/value", params={"id": "r", "step": "1", "field": "output"}
+        )
+        assert whole.status_code == 200 and big in whole.text
 
 
 async def waiting_run(store: Any, run_id: str, prompt: str, at: float) -> None:
