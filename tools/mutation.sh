@@ -31,7 +31,7 @@ E=tests/core; D=tests/durable; S=tests/stores
 case "$pass" in
 engine)
     files="src/stalwart/core/engine/engine.py"
-    tests="$E;$D/test_durable.py;$D/test_hostile_rows.py;$D/test_edge_cases.py;$S/test_sqlite_fencing.py;tests/engine;-k;not postgres"
+    tests="$E;$D/test_durable.py;$D/test_hostile_rows.py;$D/test_edge_cases.py;$S/test_sqlite_fencing.py;-k;not postgres"
     globs=(
         "stalwart.core.engine.engine.xǁEngineǁ_full__mutmut_*"
         "stalwart.core.engine.engine.xǁEngineǁ_plain__mutmut_*"
