@@ -174,3 +174,36 @@ async def test_a_run_of_ours_cancelled_and_pruned_elsewhere_leaves_the_others_cl
         async with asyncio.timeout(BOUND):
             assert await ours.result() == "got 4"
         assert gone.run_id not in [r.id for r in await runner.list_runs(limit=CROWD + 5)]
+
+
+HELD: dict[str, asyncio.Event] = {}
+
+
+@sw.policy
+async def wakes_then_holds(ctx: sw.Context) -> str:
+    got = await ctx.wait_for("go")
+    await ctx.call(other, 1)  # a step after the wake: the claim's fence is written
+    await HELD["after wake"].wait()  # in-process: live here while the test looks
+    return f"got {got}"
+
+
+async def test_a_run_of_ours_claimed_behind_a_crowd_is_held_in_our_name(store_url: str) -> None:
+    """The woken run is recorded as held by this runner while it executes,
+    so its heartbeats keep it and no other worker takes it over."""
+    HELD["after wake"] = asyncio.Event()
+    async with sw.Runner(
+        store_url, policies=[wakes_then_holds, other], poll_interval=0.05
+    ) as runner:
+        handle = await runner.start(wakes_then_holds, run_id="held")
+        await _until_suspended(runner, "held")
+        async with sw.Runner(store_url) as producer:
+            await producer.enqueue_many([sw.RunCall(other, i) for i in range(CROWD)], priority=5)
+            await producer.signal("held", "go", 3)
+        async with asyncio.timeout(BOUND):
+            while len(await runner.steps("held")) < 3:  # the wait's record and the step after
+                await asyncio.sleep(0.01)
+        rec = await runner.get_run("held")
+        assert (rec.status, rec.owner) == ("running", runner.owner)
+        HELD["after wake"].set()
+        async with asyncio.timeout(BOUND):
+            assert await handle.result() == "got 3"
