@@ -192,3 +192,40 @@ async def test_a_call_that_loses_to_another_extended_call_shows_both_whole(
     rival = converse_too if too else converse
     assert recorded == f'  recorded: {rival.name}({{"*":[[{whole},"{theirs}"]]}})'
     assert now == f'  now:      {converse.name}({{"*":[[{whole},"mine"]]}})'
+
+
+@sw.policy
+async def swallowing_root(x: int) -> str:
+    try:
+        return f"value {await contested(x)}"
+    except Exception as exc:  # a policy that swallows whatever its step raises
+        return f"swallowed {type(exc).__name__}"
+
+
+async def test_a_failure_that_loses_to_an_unreadable_record_fails_the_run(
+    sqlite_url: str,
+) -> None:
+    """A rival recorded the same call's failure, but its error cannot be
+    read back: the run stops with the store's word, naming the run and the
+    step, however the policy handles errors; it never ends succeeded."""
+    async with sw.Runner(sqlite_url, policies=[contest_root, swallowing_root]) as runner:
+        FAILS.add("model")
+        URLS["model"] = sqlite_url
+        assert await runner.run(contest_root, 21, run_id="model") == "ValueError mine"
+        [model] = [s for s in await runner.steps("model") if s.name == contested.name]
+        db = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), timeout=30)
+        with db:
+            db.execute(
+                "UPDATE steps SET error = ? WHERE run_id = ? AND key = ?",
+                ("{not json", "model", model.key),
+            )
+        db.close()
+        RIVALS["lost"] = ("model", model.key, None)
+        URLS["lost"] = sqlite_url
+        FAILS.add("lost")
+        with pytest.raises(sw.CorruptedRecord) as caught:
+            await runner.run(swallowing_root, 21, run_id="lost")
+        assert f"step {model.key} of run 'lost'" in str(caught.value)
+        run = await runner.get_run("lost")
+        assert run.status == "failed"
+        assert run.error is not None and f"step {model.key} of run 'lost'" in run.error

@@ -598,9 +598,12 @@ class Engine:
                 return self.decode_output(won, step.key)
             # What a replay will raise is what the caller sees now (S2, S4):
             # the winner's error, or ours as the ledger rebuilds it.
-            recorded = error_from_json(
-                won.error or "", f"error of step {step.key} of run {self.run_id!r}"
-            )
+            try:
+                recorded = error_from_json(
+                    won.error or "", f"error of step {step.key} of run {self.run_id!r}"
+                )
+            except CorruptedRecord as bad:  # a rival's record we cannot read halts the run
+                raise self.halt(bad) from None
             if won is not rec or type(recorded) is not type(err):
                 if won is rec:
                     warn_rebuilt(type(err), type(recorded))
