@@ -41,13 +41,30 @@ max-stream-events = {STREAM_EVENTS}
 """
 
 
+# CPython 3.11 up to 3.11.7 can raise "SystemError: AST constructor recursion
+# depth mismatch" from ast.parse deep in a stack (fixed in later releases),
+# and Hypothesis parses a lambda's source only to name it in a repr: naming
+# each lambda plainly keeps the client off that path. What is generated and
+# checked is unchanged.
+PLAIN_LAMBDA_NAMES = """
+import hypothesis.internal.reflection as reflection
+import hypothesis.strategies._internal.lazy as lazy
+def plain(f):
+    return getattr(f, "__qualname__", "function")
+reflection.get_pretty_function_description = plain
+lazy.get_pretty_function_description = plain
+from schemathesis.cli import schemathesis
+schemathesis()
+"""
+
+
 def schemathesis(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The ``schemathesis`` command of this interpreter."""
     return subprocess.run(
         [
             sys.executable,
             "-c",
-            "from schemathesis.cli import schemathesis; schemathesis()",
+            PLAIN_LAMBDA_NAMES,
             "--config-file",
             str(config),
             *args,
