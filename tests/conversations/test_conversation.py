@@ -112,7 +112,11 @@ def test_continue_as_new_keeps_a_thread_of_1000_turns_bounded(tmp_path: Path) ->
                 "FROM steps WHERE run_id LIKE 'long%'"
             ).fetchone()
             assert left < 20_000, left
-            assert (await runner.get_run("long")).status == "suspended"
+            # Between turns it waits for the next (suspended): just after its
+            # last reply it may still be on its way to that receive.
+            async with asyncio.timeout(10):
+                while (await runner.get_run("long")).status != "suspended":
+                    await asyncio.sleep(0.01)
             assert await thread.send("still there?") == f"still there? ({carry} before)"
 
     asyncio.run(main())
