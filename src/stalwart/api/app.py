@@ -23,17 +23,16 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..core.errors import StoreError
 from ..core.policy import Policy, as_policy
 from ..http.access import (
     LOOPBACK_NAMES,
-    SECURITY_HEADERS,
     check_tokens,
     is_loopback,
     loopback_hosts,
 )
+from ..http.errors import ServerErrors
 from ..runner import Runner
 from ..stores import Store
 from . import routes
@@ -43,7 +42,7 @@ from .security import Guard
 if TYPE_CHECKING:
     from ..http.serving import Limits
 
-__all__ = ["ServerErrors", "create_app", "serve"]
+__all__ = ["create_app", "serve"]
 
 MAX_BODY = 1 << 20  # bytes of a request body: inputs and signals, not uploads
 
@@ -150,7 +149,9 @@ def create_app(
     app = Starlette(
         routes=api_routes,
         middleware=[
-            Middleware(ServerErrors),  # outermost of ours: it answers for the Guard too
+            Middleware(
+                ServerErrors, who="the server"
+            ),  # outermost of ours: it answers for the Guard too
             Middleware(Guard, tokens=tokens, hosts=hosts, static=static is not None),
         ],
         exception_handlers=routes.ERROR_HANDLERS,
@@ -159,48 +160,6 @@ def create_app(
     app.state.api = api
     app.state.runner = runner
     return app
-
-
-class ServerErrors:
-    """ASGI middleware: an exception no handler took is answered as every
-    other error is, a JSON problem (500), with the security headers every
-    other response carries, naming its type and nothing of its text (which
-    may quote ledger data); then raised on, for the server to log.
-
-    Starlette's own error middleware sits outside every middleware an app
-    is given, the Guard that adds the headers included, and answers
-    ``text/plain`` without them: this one is the first an app is given, so
-    it is inside that one and outside the Guard (a failing Guard included).
-    After the response has started nothing can be said; the exception is
-    raised on alone.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def watched(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watched)
-        except Exception as exc:
-            if not started:
-                response = routes.problem(
-                    500,
-                    f"internal error ({type(exc).__name__}): the server failed to answer "
-                    "this request; its log has the details",
-                )
-                response.headers.update(SECURITY_HEADERS)
-                await response(scope, receive, send)
-            raise
 
 
 def serve(

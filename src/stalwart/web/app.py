@@ -16,20 +16,18 @@ from typing import TYPE_CHECKING, Any
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
-from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..core.errors import StoreError
 from ..http.access import (
     LOOPBACK_NAMES,
-    SECURITY_HEADERS,
     check_tokens,
     is_loopback,
     loopback_hosts,
     url_host,
 )
+from ..http.errors import ServerErrors
 from ..runner import Runner
 from ..runner.registry import Registry
 from ..stores import Store
@@ -39,7 +37,7 @@ from .security import Guard, new_token
 if TYPE_CHECKING:
     from ..http.serving import Limits
 
-__all__ = ["ServerErrors", "create_app", "serve"]
+__all__ = ["create_app", "serve"]
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -90,7 +88,9 @@ def create_app(
             Mount("/static", StaticFiles(directory=_STATIC), name="static"),
         ],
         middleware=[
-            Middleware(ServerErrors),  # outermost of ours: it answers for the Guard too
+            Middleware(
+                ServerErrors, who="the inspector"
+            ),  # outermost of ours: it answers for the Guard too
             Middleware(BaseHTTPMiddleware, dispatch=Guard(token, hosts)),
         ],
         exception_handlers={StoreError: views.store_error},
@@ -102,49 +102,6 @@ def create_app(
     for target in policies:
         app.state.policies.register(target)
     return app
-
-
-class ServerErrors:
-    """ASGI middleware: an exception no handler took is answered as the
-    API answers one, a JSON problem (500: ``{"error": ..., "fields": []}``)
-    with the security headers every page carries, naming its type and
-    nothing of its text (which may quote ledger data); then raised on, for
-    the server to log.
-
-    Starlette's own error middleware sits outside every middleware an app
-    is given, the Guard that adds the headers included, and answers
-    ``text/plain`` without them: this one is the first the app is given, so
-    it is inside that one and outside the Guard (a failing Guard included).
-    After the response has started nothing can be said; the exception is
-    raised on alone.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def watched(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watched)
-        except Exception as exc:
-            if not started:
-                message = (
-                    f"internal error ({type(exc).__name__}): the inspector failed to answer "
-                    "this request; its log has the details"
-                )
-                response = JSONResponse({"error": message, "fields": []}, 500)
-                response.headers.update(SECURITY_HEADERS)
-                await response(scope, receive, send)
-            raise
 
 
 def serve(
