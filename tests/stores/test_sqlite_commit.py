@@ -89,3 +89,50 @@ async def test_two_runs_stepping_side_by_side_both_progress(store: SQLiteStore) 
     # They take turns: neither runs ahead while the other waits.
     for i in range(0, 600, 50):
         assert set(done[i : i + 50]) == {"a", "b"}, done[i : i + 50]
+
+
+async def _holding_a_batch(path: Path, delay: float) -> SQLiteStore:
+    """A store whose step record waits in an open transaction for ``delay``
+    seconds (``durability=group``): it holds the file's write lock until then."""
+    holder = SQLiteStore(path, durability="group", group_delay=delay)
+    await holder.open()
+    fence = await _claimed(holder, "held")
+    await holder.record_step("held", fence, _step("0"))
+    assert holder.db.in_transaction
+    return holder
+
+
+@pytest.mark.parametrize("doing", ["open", "write"])
+async def test_a_second_store_in_the_same_process_waits_without_blocking_the_loop(
+    tmp_path: Path, doing: str
+) -> None:
+    """Two stores on one file in one process (a runner and the web app, say):
+    while one holds the write lock until its scheduled commit, the other's
+    write (or its opening of the file) waits for the lock without stopping the
+    event loop, so that commit can run, and then goes through."""
+    path = tmp_path / "ledger.db"
+    other = SQLiteStore(path, busy_timeout=5.0)
+    if doing == "write":
+        await other.open()
+    holder = await _holding_a_batch(path, 0.2)
+    try:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        ticker = asyncio.ensure_future(tick())
+        if doing == "open":
+            await other.open()
+        await other.create_run(RunRecord("after", "p", "{}"))
+        ticker.cancel()
+        assert not holder.db.in_transaction  # its commit ran meanwhile
+        assert ticks >= 5  # the loop went on while the second store waited
+        assert (await other.get_run("after")) is not None
+        assert [s.key for s in (await other.load_steps("held")).values()] == ["0"]
+    finally:
+        await holder.close()
+        await other.close()

@@ -17,7 +17,8 @@ write, so that each run resumes by replay from what was committed.
 
 Every transaction that writes starts with ``BEGIN IMMEDIATE``, so that two
 processes never deadlock on a lock upgrade; ``busy_timeout`` bounds how long a
-write waits for another process's commit. No method returns with a
+write waits for another process's commit, with the event loop free (SQLite's own
+busy handler, which sleeps on the loop's thread, gets 20 ms). No method returns with a
 transaction open unless a commit of it is already scheduled, so this process
 never holds the file's write lock while it is idle.
 

@@ -40,7 +40,7 @@ class SQLiteClaims(SQLiteBase):
         if rec is None:
             return None
         dead = rec.owner if rec.status == "running" and owner_is_dead(rec.owner) else None
-        got = self._write_now(lambda db: self._claim(db, run_id, owner, lease, now, dead))
+        got = await self._write(lambda db: self._claim(db, run_id, owner, lease, now, dead))
         if got is not None:
             self._lost.pop(run_id, None)  # a lost execution has a successor now
         return got
@@ -120,7 +120,7 @@ class SQLiteClaims(SQLiteBase):
             dead = rec.owner if running and owner_is_dead(rec.owner) else None
             if not accept(rec):
                 continue
-            got = self._write_now(
+            got = await self._write(
                 partial(self._claim_queued, rec=rec, owner=owner, lease=lease, now=now, dead=dead)
             )
             if got is not None:
@@ -183,10 +183,10 @@ class SQLiteClaims(SQLiteBase):
         check_queue_limits(concurrency, rate)
         now = time.time()
         if concurrency is None and rate is None:
-            self._write_now(lambda db: db.execute(self.sql.queue_delete, (name,)))
+            await self._write(lambda db: db.execute(self.sql.queue_delete, (name,)))
             return
         params = (name, concurrency, rate, full_bucket(rate), now)
-        self._write_now(lambda db: db.execute(self.sql.queue_upsert, params))
+        await self._write(lambda db: db.execute(self.sql.queue_upsert, params))
 
     async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> Beat:
         now = time.time()
@@ -213,7 +213,7 @@ class SQLiteClaims(SQLiteBase):
                 found.lost.extend(run_id for run_id in chunk if run_id not in held)
             return found
 
-        result: Beat = self._write_now(beat)
+        result: Beat = await self._write(beat)
         for run_id in result.lost:  # not ours to write any more
             self._lost.pop(run_id, None)
         return result

@@ -59,4 +59,4 @@ class SQLiteDump(SQLiteBase):
                 )
             return True
 
-        return self._write_now(insert)
+        return await self._write(insert)

@@ -39,7 +39,7 @@ class SQLiteRuns(SQLiteBase):
             found = db.execute(self.sql.get_run, (run.id,)).fetchall()
             return run_from_row(found[0]), False
 
-        out: tuple[RunRecord, bool] = self._write_now(write)
+        out: tuple[RunRecord, bool] = await self._write(write)
         return out
 
     async def create_runs(self, runs: Sequence[RunRecord]) -> list[RunRecord]:
@@ -62,7 +62,7 @@ class SQLiteRuns(SQLiteBase):
             db.executemany(self.sql.create_run, rows)
             return existed
 
-        existed: list[RunRecord] = self._write_now(write)
+        existed: list[RunRecord] = await self._write(write)
         return existed
 
     def _existing(self, db: sqlite3.Connection, ids: list[str]) -> list[RunRecord]:
@@ -128,7 +128,7 @@ class SQLiteRuns(SQLiteBase):
 
     async def wake(self, run_id: str, waiting_for: str) -> None:
         now = time.time()
-        self._write_now(lambda db: db.execute(self.sql.wake, (now, run_id, waiting_for)))
+        await self._write(lambda db: db.execute(self.sql.wake, (now, run_id, waiting_for)))
 
     async def unfinished_children(self, parent_id: str, prefix: str) -> int:
         rows = self._read(self.sql.unfinished_children, (parent_id, prefix))
@@ -152,7 +152,7 @@ class SQLiteRuns(SQLiteBase):
     ) -> None:
         self._refuse_lost(run_id, fence, "ending the execution")
         params = (status, result, error, time.time(), run_id, fence)
-        self._write_now(lambda db: self._fenced(db, self.sql.finish, params, run_id, fence))
+        await self._write(lambda db: self._fenced(db, self.sql.finish, params, run_id, fence))
 
     async def suspend_run(
         self, run_id: str, fence: int, wake_at: float | None, waiting_for: str | None
@@ -186,14 +186,14 @@ class SQLiteRuns(SQLiteBase):
             self._fenced(db, self.sql.suspend, params, run_id, fence)
             return not ready
 
-        parked: bool = self._write_now(park)
+        parked: bool = await self._write(park)
         return parked
 
     async def release(self, run_id: str, fence: int) -> None:
         if self._lost.get(run_id) == fence:
             del self._lost[run_id]  # handed back: the next claim replays it
         now = time.time()
-        self._write_now(lambda db: db.execute(self.sql.release, (now, run_id, fence)))
+        await self._write(lambda db: db.execute(self.sql.release, (now, run_id, fence)))
 
     async def request_cancel(self, run_id: str) -> RunRecord | None:
         now = time.time()
@@ -219,7 +219,7 @@ class SQLiteRuns(SQLiteBase):
                 (now, run_id),
             )
 
-        self._write_now(cancel)
+        await self._write(cancel)
         return await self.get_run(run_id)
 
     async def next_wake(self) -> float | None:
@@ -258,5 +258,5 @@ class SQLiteRuns(SQLiteBase):
                 db.executemany(f"DELETE FROM {table} WHERE {col} = ?", [(i,) for i in ids])
             return len(ids)
 
-        count: int = self._write_now(delete)
+        count: int = await self._write(delete)
         return count

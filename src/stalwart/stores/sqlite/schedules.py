@@ -25,11 +25,11 @@ class SQLiteSchedules(SQLiteBase):
             row = db.execute(_SQL.get, (schedule.name,)).fetchone()
             return schedule_from_row(row), created
 
-        return self._write_now(insert)
+        return await self._write(insert)
 
     async def redefine_schedule(self, schedule: ScheduleRecord, retime: bool) -> bool:
         params = definition_row(schedule, retime)
-        return self._write_now(lambda db: db.execute(_SQL.redefine, params).rowcount == 1)
+        return await self._write(lambda db: db.execute(_SQL.redefine, params).rowcount == 1)
 
     async def get_schedule(self, name: str) -> ScheduleRecord | None:
         rows = self._read(_SQL.get, (name,))
@@ -49,11 +49,11 @@ class SQLiteSchedules(SQLiteBase):
         self, name: str, expected: int, next_at: int, last_at: int | None
     ) -> bool:
         params = (next_at, last_at, time.time(), name, expected)
-        return self._write_now(lambda db: db.execute(_SQL.advance, params).rowcount == 1)
+        return await self._write(lambda db: db.execute(_SQL.advance, params).rowcount == 1)
 
     async def pause_schedule(self, name: str, paused: bool, next_at: int | None) -> bool:
         params = (paused, next_at, time.time(), name)
-        return self._write_now(lambda db: db.execute(_SQL.pause, params).rowcount == 1)
+        return await self._write(lambda db: db.execute(_SQL.pause, params).rowcount == 1)
 
     async def delete_schedule(self, name: str) -> bool:
-        return self._write_now(lambda db: db.execute(_SQL.delete, (name,)).rowcount == 1)
+        return await self._write(lambda db: db.execute(_SQL.delete, (name,)).rowcount == 1)

@@ -198,8 +198,25 @@ async def prepare(db: sqlite3.Connection, path: str, synchronous: str, busy_time
         pause = min(pause * 2, _MAX_OPEN_BACKOFF)
 
 
+def _version(db: sqlite3.Connection) -> int:
+    """The file's schema version (0 for a new file), read without a lock."""
+    exists = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stalwart_schema'"
+    ).fetchone()
+    if exists is None:
+        return 0
+    (current,) = db.execute("SELECT max(version) FROM stalwart_schema").fetchone()
+    return int(current or 0)
+
+
 def migrate(db: sqlite3.Connection, path: str) -> None:
-    """Bring the file's tables to :data:`SCHEMA_VERSION`, in one transaction."""
+    """Bring the file's tables to :data:`SCHEMA_VERSION`, in one transaction.
+
+    A file already at that version is only read: opening a store takes no
+    write lock, so it never waits for another process's (or store's) writes.
+    """
+    if _version(db) == SCHEMA_VERSION:
+        return
     db.execute("BEGIN IMMEDIATE")
     try:
         db.execute("CREATE TABLE IF NOT EXISTS stalwart_schema (version INTEGER NOT NULL)")

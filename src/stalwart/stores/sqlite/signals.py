@@ -55,7 +55,7 @@ class SQLiteSignals(SQLiteBase):
             db.execute(self.sql.signal_insert, (uid, run_id, name, payload, now))
             db.execute(self.sql.wake, (now, run_id, name))
 
-        self._write_now(send)
+        await self._write(send)
         rec = await self.get_run(run_id)
         assert rec is not None
         return rec
@@ -75,7 +75,7 @@ class SQLiteSignals(SQLiteBase):
             ).fetchone()
             return None if row is None else str(row[0])
 
-        payload: str | None = self._write_now(take)
+        payload: str | None = await self._write(take)
         return payload
 
     # -- mailboxes (core/engine/mailbox.py) -------------------------------------
@@ -96,7 +96,7 @@ class SQLiteSignals(SQLiteBase):
             db.execute(self.sql.mail_wake, (now, run_id, *wakes))
             return "sent"
 
-        status: Delivery = self._write_now(send)
+        status: Delivery = await self._write(send)
         return status
 
     async def take_mail(
@@ -112,7 +112,7 @@ class SQLiteSignals(SQLiteBase):
             db.execute(self.sql.signal_consume, (step_key, found[0]))
             return found[1]
 
-        payload: str | None = self._write_now(take)
+        payload: str | None = await self._write(take)
         return payload
 
     async def continue_run(
@@ -141,4 +141,4 @@ class SQLiteSignals(SQLiteBase):
             db.execute(sql.new_inputs, (inputs, now, run_id, fence))
             db.execute(sql.insert_step, step_row(run_id, first))
 
-        self._write_now(move)
+        await self._write(move)

@@ -46,7 +46,8 @@ class SQLiteSteps(SQLiteBase):
     async def record_step(self, run_id: str, fence: int, step: StoredStep) -> StoredStep:
         if self._lost:
             self._refuse_lost(run_id, fence, f"step {step.key}")
-        db = self._begin()
+        await self._begin()
+        db = self.db
         try:
             if self._insert(db, run_id, fence, step):
                 self._batch.append((run_id, fence, step))

@@ -1,6 +1,6 @@
 """The SQLite store's connection, its transactions, and group commit (S6).
 
-Every write goes through :meth:`SQLiteBase._begin` / :meth:`_write_now` on
+Every write goes through :meth:`SQLiteBase._begin` / :meth:`_write` on
 the one connection; step records join the open transaction and are
 committed together (:meth:`_committed` says when). The store's other
 modules (runs, claims, steps, signals) are mixins of this class and share
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import sqlite3
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from ...core.ledger import StoredStep
 from ..base import Store
 from ..sql import SQLITE, Statements, spilled_values, split_spill
 from .paths import why_unopenable
-from .schema import UNBINDABLE, is_transient, prepare
+from .schema import UNBINDABLE, is_busy, is_transient, prepare
 
 __all__ = ["SQLiteBase"]
 
@@ -31,6 +32,12 @@ T = TypeVar("T")
 
 # The longest a run may go on committing inline without yielding to the loop.
 _MAX_INLINE = 0.005
+
+# How long SQLite's own busy handler may block the loop's thread on a locked
+# file before :meth:`SQLiteBase._begin` takes over and waits with the loop
+# free; and the longest pause between two of its attempts.
+_BLOCKING_WAIT = 0.02
+_MAX_LOCK_BACKOFF = 0.05
 
 _SQL = Statements(SQLITE)
 _INSERT_STEP = (
@@ -118,7 +125,7 @@ class SQLiteBase(Store):
                 self.path,
                 isolation_level=None,
                 check_same_thread=False,
-                timeout=self.busy_timeout,
+                timeout=min(self.busy_timeout, _BLOCKING_WAIT),
             )
         except sqlite3.Error as exc:
             raise self._open_error(exc) from exc
@@ -170,15 +177,34 @@ class SQLiteBase(Store):
             raise self._error("cannot read", exc) from exc
 
     # -- transactions -----------------------------------------------------------
-    def _begin(self) -> sqlite3.Connection:
-        db = self.db
-        if not self._in_tx:
+    async def _begin(self) -> bool:
+        """Open a write transaction unless one is open; whether this call opened it.
+
+        Another process, or another store on the same file in this process,
+        may hold the write lock. SQLite's busy handler would wait for it by
+        sleeping on the event loop's thread: the loop would stop, and with it
+        the other store's scheduled commit that would release the lock. So a
+        busy file is waited for here, with the loop free, in jittered
+        backoff, within ``busy_timeout``; SQLite's own handler is given
+        ``_BLOCKING_WAIT`` only.
+        """
+        if self._in_tx:
+            return False
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.001
+        while True:
             try:
-                db.execute("BEGIN IMMEDIATE")
+                self.db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise self._error("cannot begin a write", exc) from exc
-            self._in_tx = True
-        return db
+                if not is_busy(exc) or time.monotonic() + pause > deadline:
+                    raise self._error("cannot begin a write", exc) from exc
+            else:
+                self._in_tx = True
+                return True
+            await asyncio.sleep(pause * (0.5 + random.random()))
+            pause = min(pause * 2, _MAX_LOCK_BACKOFF)
+            if self._in_tx:  # another task of this store opened one meanwhile: join it
+                return False
 
     def _flush(self) -> None:
         """Commit the open transaction and wake every step that waits for it."""
@@ -203,18 +229,18 @@ class SQLiteBase(Store):
             if not fut.done():
                 fut.set_result(None)
 
-    def _write_now(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` in a write transaction and commit it (with any batched steps).
 
         ``fn`` runs inside a savepoint: when it fails (a refused signal, a
         stale fence), only its own writes are undone, never the step records
         batched beside it that other runs were already told are recorded.
-        With no transaction open there is nothing beside it, and the
+        In a transaction of its own there is nothing beside it, and the
         transaction is its own savepoint: two statements fewer a write (B11).
         """
-        if not self._in_tx:
+        if await self._begin():
             return self._write_alone(fn)
-        db = self._begin()
+        db = self.db
         try:
             db.execute("SAVEPOINT stalwart_write")
         except sqlite3.Error as exc:
@@ -242,9 +268,9 @@ class SQLiteBase(Store):
         return out
 
     def _write_alone(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """:meth:`_write_now` when no transaction is open: ``fn`` in one of
-        its own, rolled back whole if it fails."""
-        db = self._begin()
+        """:meth:`_write` in the transaction it has just opened: ``fn``
+        alone in it, rolled back whole if it fails."""
+        db = self.db
         try:
             out = fn(db)
         except BaseException as exc:
