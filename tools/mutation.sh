@@ -52,7 +52,7 @@ sqlite)
     # close, from_url, __init__) nor the reads, whose mutants cost a pass
     # of every test each and guard no durability rule.
     globs=()
-    for f in _begin _flush _write_now _write_alone _abort _rewrite _insert_all _insert \
+    for f in _begin _flush _write _write_alone _abort _rewrite _insert_all _insert \
              _refuse_lost _end_unless_batched _committed _flush_quietly; do
         globs+=("stalwart.stores.sqlite.writer.xǁSQLiteBaseǁ${f}__mutmut_*")
     done
