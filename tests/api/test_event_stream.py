@@ -32,7 +32,7 @@ from tests.records import step_record
 import stalwart as sw
 from stalwart.api.events import Cursor, run_events
 from stalwart.core.ledger import RunRecord, StepRecord
-from stalwart.core.stepargs import args_digest, ext_node
+from stalwart.core.stepargs import ext_node, step_hash
 from stalwart.stores.base import SPILL_BYTES, Store, this_host
 from stalwart.stores.memory import MemoryStore
 from stalwart.stores.sqlite import SQLiteStore
@@ -292,12 +292,12 @@ def test_a_new_compact_step_is_shown_with_its_whole_arguments(
     async def go() -> None:
         async with running(make_store, "compact") as store:
             fence = store.fence
-            await record(store, "compact", fence, step("1", START, whole_1, args_digest(whole_1)))
+            await record(store, "compact", fence, step("1", START, whole_1, step_hash(whole_1)))
             stream = Stream(store.runner, await store.get_run("compact"))
             try:
                 await until(lambda: stream.keys() == ["1"])
                 await polls(store, 2)
-                later = step("2", START + 10, compact, args_digest(whole_2))
+                later = step("2", START + 10, compact, step_hash(whole_2))
                 await record(store, "compact", fence, later)
                 await until(lambda: stream.keys() == ["1", "2"])
                 assert [f.data["arguments"] for f in stream.steps()] == [

@@ -27,7 +27,7 @@ import pytest
 
 import stalwart as sw
 from stalwart.core.ledger import StoredStep
-from stalwart.core.stepargs import args_digest, ext_node
+from stalwart.core.stepargs import ext_node, step_hash
 from stalwart.timetravel import export_runs, fork, import_runs, read_export, write_export
 
 BIG = {"data": "y" * 400}  # a tool result large enough to be referred to, not copied
@@ -155,7 +155,7 @@ async def test_reading_a_long_conversation_takes_memory_linear_in_its_length(
 
 
 # More of the compact step-argument format (core/stepargs.py,
-# core/engine/argslog.py).
+# core/engine/identity.py).
 #
 # * A keyword argument named ``"*5"`` was taken for the sixth positional
 #   argument: a list under that keyword was recorded as extending an earlier
@@ -248,7 +248,7 @@ async def test_a_lost_race_on_other_arguments_is_nondeterminism(store_url: str, 
             compact = '{"messages":' + ext_node("1", 2, tail) + "}"
             now = time.time()
             theirs = StoredStep(
-                "2", raced_chat.name, args_digest(whole), compact, '"theirs"', None, 1, now, now
+                "2", raced_chat.name, step_hash(whole), compact, '"theirs"', None, 1, now, now
             )
             won = await store.record_step("raced", run.fence, theirs)
             assert won.args == compact

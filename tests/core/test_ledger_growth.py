@@ -20,8 +20,7 @@ from typer.testing import CliRunner
 
 import stalwart as sw
 from stalwart.cli.app import app
-from stalwart.core.engine.argslog import ArgsLog
-from stalwart.core.engine.identity import identity_json, step_hash
+from stalwart.core.engine.identity import ArgsLog, identity_json, step_hash
 from stalwart.core.errors import CorruptedRecord
 from stalwart.core.ledger import StepRecord
 from stalwart.core.stepargs import ArgsTable, StoredStep

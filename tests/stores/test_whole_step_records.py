@@ -19,7 +19,7 @@ import pytest
 
 import stalwart as sw
 from stalwart.core.ledger import RunRecord, StepRecord, StoredStep
-from stalwart.core.stepargs import args_digest, ext_node
+from stalwart.core.stepargs import ext_node, step_hash
 from stalwart.stores import open_store
 from stalwart.stores.base import Store
 
@@ -47,7 +47,7 @@ async def _claimed(store: Store, run_id: str) -> int:
 
 
 def _step(key: str, whole: str, stored: str, at: float) -> StoredStep:
-    return StoredStep(key, "chat", args_digest(whole), stored, '"ok"', None, 1, at, at)
+    return StoredStep(key, "chat", step_hash(whole), stored, '"ok"', None, 1, at, at)
 
 
 async def test_readers_get_plain_records_with_whole_arguments(store: Store) -> None:

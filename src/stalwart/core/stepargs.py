@@ -48,12 +48,12 @@ from .ledger import StepRecord, StoredStep
 
 __all__ = [
     "ArgsTable",
-    "args_digest",
     "check_references",
     "ext_node",
     "full_args",
     "is_compact",
     "out_node",
+    "step_hash",
     "whole_steps",
 ]
 
@@ -69,7 +69,7 @@ _OUT_MARK = '"$t":"out"'
 _Record = StoredStep | StepRecord
 
 
-def args_digest(text: str) -> str:
+def step_hash(text: str) -> str:
     """The identity hash of a step's arguments (their whole JSON text)."""
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
@@ -152,7 +152,7 @@ class ArgsTable:
             whole = json.dumps(tree, separators=(",", ":"), allow_nan=False)
         except ValueError as exc:
             raise self._bad(key, None, f"the recorded arguments are not JSON ({exc})") from None
-        if step.args_hash and args_digest(whole) != step.args_hash:
+        if step.args_hash and step_hash(whole) != step.args_hash:
             raise self._bad(
                 key,
                 None,

@@ -3,7 +3,8 @@ which holds the run's state and writes its ledger) and its parts, each given
 the engine when it is made: ``waits.py`` (sleep, signals, patch markers,
 child runs), ``mailbox.py`` (messages between runs, continue-as-new) and
 ``dispatch.py`` (a step's action calls, with ``locks.py``). ``identity.py``
-and ``argslog.py`` make a step's recorded identity; ``unwind.py`` says how an
+makes a step's recorded identity, incrementally for list arguments;
+``unwind.py`` says how an
 execution unwinds (a wait, a halted run). Each module owns one part of the
 durability contract.
 """

@@ -37,9 +37,8 @@ from ..ledger import Ledger, StoredStep
 from ..policy import Policy, as_policy, current_step, on_detached_call
 from ..recorded import error_from_json, error_to_json, warn_rebuilt
 from ..stepargs import full_args, is_compact
-from .argslog import ArgsLog
 from .dispatch import Dispatch
-from .identity import OPTIONS, args_for_record, check_keywords, identity_json, step_hash
+from .identity import OPTIONS, ArgsLog, args_for_record, check_keywords, identity_json, step_hash
 from .mailbox import Mailbox
 from .unwind import NOT_STEP_ERRORS, Halt, as_exception, is_step_failure
 from .waits import Waits
