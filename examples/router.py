@@ -6,7 +6,7 @@ durable run. Two conversations, on one SQLite file:
 
 * "I was charged twice..." goes to **billing**, an agent whose tools move
   money. Its ``refund`` tool is ``exclusive``: the model asks for two refunds
-  at once, and the runtime runs them one after the other. The customer's
+  at once, and Stalwart runs them one after the other. The customer's
   account is set by the program with ``functools.partial(refund,
   account_id=...)``: the model is not shown that argument and cannot give it.
 * "hello" is unclear, so the desk asks what it is about, the run waits for

@@ -1,4 +1,4 @@
-"""Rows written behind the runtime's back, and a module whose import is the
+"""Rows written behind the engine's back, and a module whose import is the
 bug: what the trust tests (S13) are built from."""
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ DOCUMENTS = {
     ),
     "agents.md": (
         "An agent is a policy that reads observations and returns actions. "
-        "The runtime runs the tool calls a model asks for and records each of them. "
+        "Stalwart runs the tool calls a model asks for and records each of them. "
         "A human can approve a step by sending a signal to a waiting run."
     ),
 }

@@ -1,6 +1,6 @@
 """Randomized crash trials: seeded run shapes killed with SIGKILL at random points.
 
-The way Restate verifies its runtime: each seed makes a run (sequential
+The way Restate verifies its engine: each seed makes a run (sequential
 steps, fan-out, durable sleeps, signals from the test or from a sibling run,
 a flow with batch nodes, an agent with parallel tool calls, child runs; on
 SQLite or PostgreSQL, with ``durability=commit`` or ``group``; started or

@@ -1,4 +1,4 @@
-"""The context: an application class binding policies, and the runtime's services."""
+"""The context: an application class binding policies, and the engine's services."""
 
 import asyncio
 from collections.abc import Sequence
@@ -60,7 +60,7 @@ async def test_an_application_context_binds_policies_as_attributes() -> None:
     hook = Recorder()
     answer = await sw.Runner(hooks=[hook]).run(research, question="py")
     assert answer == "py-0 / answer: python-0"
-    # every bound call went through the runtime as a step of the run
+    # every bound call went through the engine as a step of the run
     assert [(k, n) for k, n, _ in hook.of("before")] == [
         ("", "research"),
         ("1", "web_search"),

@@ -2,7 +2,7 @@
 
 A policy offered options may answer some of its own calls (a provider-side
 tool, a policy that ran a call itself, a PocketJoe policy returning calls and
-results). The runtime runs only the calls nobody answered, and the reply the
+results). The engine runs only the calls nobody answered, and the reply the
 caller gets holds each result once.
 """
 

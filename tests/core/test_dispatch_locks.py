@@ -1,7 +1,7 @@
 """Per-tool locks: an ``exclusive`` option runs one call at a time within a run.
 
 Concurrency is observed, not timed: each tool counts the calls running at
-once and yields to the event loop a few times, so that calls the runtime
+once and yields to the event loop a few times, so that calls the engine
 started together overlap unless something holds them apart.
 """
 

@@ -1,7 +1,7 @@
 """A halted execution keeps its cause (S6, S14): when the ledger refuses one
 of a run's writes, the run stops there and fails with the store's reason,
 naming the run and the step, whichever write it was (a step's value, a
-step's error, a value the runtime records such as ``ctx.now()``); and once
+step's error, a value the engine records such as ``ctx.now()``); and once
 halted, every later write of that execution is refused with the same cause,
 even when the policy's code swallowed the first refusal (``asyncio.gather``
 with ``return_exceptions=True`` does) and goes on.

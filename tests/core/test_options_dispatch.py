@@ -1,4 +1,4 @@
-"""Options dispatch: the runtime runs the action calls a policy returns."""
+"""Options dispatch: the engine runs the action calls a policy returns."""
 
 import asyncio
 import gc
@@ -547,7 +547,7 @@ async def lookup(term: str) -> str:
 
 
 def agent_tool(name: str, llm: ScriptedLLM, options: list[Any]) -> sw.Policy[..., str]:
-    """An option that is itself an agent: its model's calls go through the runtime."""
+    """An option that is itself an agent: its model's calls go through the engine."""
 
     @sw.policy(name=name)
     async def tool(ctx: sw.Context, task: str) -> str:

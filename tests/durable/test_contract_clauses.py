@@ -334,7 +334,7 @@ async def waits_then_reads(ctx: sw.Context) -> str:
 @pytest.mark.parametrize("kind", ["StoreUnavailable", "StaleLeaseError"])
 async def test_a_recorded_error_cannot_make_every_worker_spin(store_url: str, kind: str) -> None:
     """S13 and S14: a row is data, and nothing loops. A step's recorded error
-    naming one of the runtime's own store errors is rebuilt as that class;
+    naming one of the engine's own store errors is rebuilt as that class;
     replaying it, the runner takes the run for "store down" or "fenced out",
     drops it and claims it again, for ever, in every worker."""
     async with sw.Runner(store_url, poll_interval=0.02) as runner:
@@ -641,7 +641,7 @@ async def test_a_message_input_rebuilt_by_a_retrying_client_is_the_same_run(
     """A run id is an idempotency key and inputs compare as values.
     A client that retries ``start(p, Message.user(q), run_id=...)`` builds a
     new Message, whose random id differs: InputMismatchError. Step identity
-    already leaves message ids out (runtime._identity_json); run identity
+    already leaves message ids out (identity.identity_json); run identity
     does not."""
     async with sw.Runner(sqlite_url) as runner:
         first = await runner.run(answers, sw.Message.user("hi"), run_id="conv-1")

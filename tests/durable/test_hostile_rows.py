@@ -1,4 +1,4 @@
-"""S13 and S14 on real stores: hostile rows written behind the runtime's back
+"""S13 and S14 on real stores: hostile rows written behind the engine's back
 run nothing; one name is one policy and one run id is one run; errors end
 where they belong and nothing loops."""
 

@@ -1,4 +1,4 @@
-"""The seam a durable runtime will hook into: every call into user code."""
+"""The seam a durable layer hooks into: every call into user code."""
 
 from __future__ import annotations
 
@@ -183,7 +183,7 @@ async def test_parallel_calls_enter_the_hook_in_item_order() -> None:
 
 
 class Replaying(Recording):
-    """A toy durable runtime: exec results are journaled and answered on replay."""
+    """A toy durable layer: exec results are journaled and answered on replay."""
 
     def __init__(self, journal: dict[tuple[str, int, int], Any]) -> None:
         super().__init__()

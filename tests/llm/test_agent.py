@@ -404,7 +404,7 @@ async def test_a_sub_agent_gets_only_what_is_left_of_the_budget() -> None:
         "agent 'parent' stopped: its sub-agent 'researcher' ran out of budget"
     )
     # What the parent had left as its turn began: 250 (its first call's 110
-    # count once the runtime has run the calls it asked for).
+    # count once the engine has run the calls it asked for).
     assert "used 330 tokens (300 in, 30 out)" in message
     assert "over the 250 tokens its caller had left of its budget" in message
     assert boss.calls == 1 and child.model.calls == 3  # 110, 220, 330 > 250: stopped

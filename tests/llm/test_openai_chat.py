@@ -134,7 +134,7 @@ async def test_malformed_arguments_give_an_invalid_call_not_an_error(
     assert good.action_call.arguments == {"timezone": "Europe/Paris"}
     assert good.action_call.invalid is None
 
-    # The runtime answers the invalid call with an error result; the model
+    # The engine answers the invalid call with an error result; the model
     # reads it, and the broken call goes back with empty arguments.
     convo = [
         Message.user("Paris?"),

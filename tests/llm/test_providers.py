@@ -3,7 +3,7 @@
 Each test runs a model as a step of a run (``ctx.call(model, observations=...,
 options=[...])``), so what is checked is what a user gets: the JSON the SDK put
 on the wire, the messages the step returns and records, the tool calls the
-runtime ran, the token deltas a listener saw, and the errors a run fails with.
+engine ran, the token deltas a listener saw, and the errors a run fails with.
 """
 
 from __future__ import annotations

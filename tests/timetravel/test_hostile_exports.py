@@ -2,7 +2,7 @@
 
 The bar: an export file is data; a line that does not fit fails with the
 file, the line and the field named, before anything is written; what a
-file may put in a store is what the runtime itself could have written
+file may put in a store is what the engine itself could have written
 (``check_run_id``'s rules included).
 """
 

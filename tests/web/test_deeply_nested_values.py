@@ -3,7 +3,7 @@
 ``values.load`` catches ValueError only; ``json.loads`` of a value nested
 100,000 deep raises RecursionError, so the run's page is a 500 (the CLI
 shows the same run, marking the value unreadable). A row written behind
-the runtime's back, or an imported export, is enough.
+the engine's back, or an imported export, is enough.
 """
 
 from __future__ import annotations

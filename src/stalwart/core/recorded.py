@@ -20,7 +20,7 @@ from .errors import (
     StoreUnavailable,
 )
 
-_log = logging.getLogger("stalwart.runtime")
+_log = logging.getLogger("stalwart.engine")
 
 __all__ = [
     "ERRORS_WIRE_MODULE",

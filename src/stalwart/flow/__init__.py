@@ -2,7 +2,7 @@
 
 The API, warnings and errors match PocketFlow's so that existing programs and
 their tests see no difference. Every call a flow makes into user code goes
-through `stalwart.flow._seam`, where a durable runtime can journal it.
+through `stalwart.flow._seam`, where the durable layer journals it.
 
 `asyncio`, `copy`, `time` and `warnings` are exported too, because
 `from pocketflow import *` exports them and programs rely on that (for
@@ -14,7 +14,7 @@ import copy
 import time
 import warnings
 
-from . import durable  # noqa: F401 (installs how flows enter runs: ._seam.Runtime)
+from . import durable  # noqa: F401 (installs how flows enter runs: ._seam.RunEntry)
 from .flow import (
     AsyncBatchFlow,
     AsyncFlow,

@@ -1,12 +1,12 @@
 """The one place where a flow hands control to user code.
 
 Why this module exists: flows are durable under a durable runner
-(:mod:`stalwart.flow.durable`). A durable runtime must
+(:mod:`stalwart.flow.durable`). The durable layer must
 see every call into a node's `prep`, `exec` and `post` (each batch item's
 `exec` on its own), and every walk of a sub-flow, so that it can journal
 finished `exec` results, snapshot the shared store after each node, and on
 resume answer finished calls from the journal instead of running them again.
-Rather than subclassing eleven classes, the runtime installs a *hook*, and
+Rather than subclassing eleven classes, it installs a *hook*, and
 every such call goes through exactly one function per kind:
 
     invoke(node, phase, index, fn, *args) -> result                 # sync
@@ -34,7 +34,7 @@ the last action, which is what `Flow.post` returns by default. Sync nodes,
 even inside an `AsyncFlow`, go through `invoke`; async ones through
 `invoke_async`.
 
-How a durable runtime hooks in (what :mod:`stalwart.flow.durable` does):
+How the durable layer hooks in (what :mod:`stalwart.flow.durable` does):
 
 - Implement `FlowHook` and install it for the run with `use_hook(hook)` (a
   `ContextVar`, so concurrent flows with and without durability do not see
@@ -56,11 +56,11 @@ How a durable runtime hooks in (what :mod:`stalwart.flow.durable` does):
   synchronous too (or buffered until the next async point).
 
 The other half of the seam is how a flow enters a run, the two places where
-the graph classes hand themselves to the runtime: `Flow.__stalwart_policy__`
-(a flow run as a policy) and `AsyncFlow.run_async` inside a run. The runtime
-(:mod:`stalwart.flow.durable`, loaded with the package) installs a `Runtime`
-with `install_runtime`; the graph modules ask `runtime()`. So the graph never
-imports the runtime that walks it: layers point one way.
+the graph classes hand themselves to the durable layer: `Flow.__stalwart_policy__`
+(a flow run as a policy) and `AsyncFlow.run_async` inside a run. The durable
+layer (:mod:`stalwart.flow.durable`, loaded with the package) installs a
+`RunEntry` with `install_run_entry`; the graph modules ask `run_entry()`. So
+the graph never imports the code that journals it: layers point one way.
 """
 
 from __future__ import annotations
@@ -76,12 +76,12 @@ from ..core.policy import Policy
 __all__ = [
     "FlowHook",
     "Phase",
-    "Runtime",
+    "RunEntry",
     "current_hook",
-    "install_runtime",
+    "install_run_entry",
     "invoke",
     "invoke_async",
-    "runtime",
+    "run_entry",
     "use_hook",
 ]
 
@@ -91,7 +91,7 @@ _T = TypeVar("_T")
 
 
 class FlowHook(Protocol):
-    """What a runtime implements to observe or replace calls into user code.
+    """What a hook implements to observe or replace calls into user code.
 
     Each method must either call ``fn(*args)`` (and may record its result) or
     return a recorded result instead; it must not call the node's methods
@@ -151,7 +151,7 @@ def use_hook(hook: FlowHook | None) -> Iterator[None]:
         current_hook.reset(token)
 
 
-class Runtime(Protocol):
+class RunEntry(Protocol):
     """How a flow enters a run (what :mod:`stalwart.flow.durable` provides)."""
 
     def policy_of(self, flow: Any) -> Policy[..., Any]:
@@ -163,16 +163,16 @@ class Runtime(Protocol):
         ...
 
 
-_runtime: list[Runtime] = []
+_entry: list[RunEntry] = []
 
 
-def install_runtime(rt: Runtime) -> None:
+def install_run_entry(entry: RunEntry) -> None:
     """Install how flows enter runs; the package does it once, at import."""
-    _runtime[:] = [rt]
+    _entry[:] = [entry]
 
 
-def runtime() -> Runtime:
-    """The installed runtime (always there once ``stalwart.flow`` is imported)."""
-    if not _runtime:
+def run_entry() -> RunEntry:
+    """How flows enter runs (always installed once ``stalwart.flow`` is imported)."""
+    if not _entry:
         raise RuntimeError("stalwart.flow.durable is not loaded; import stalwart.flow")
-    return _runtime[0]
+    return _entry[0]

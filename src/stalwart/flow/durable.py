@@ -77,7 +77,7 @@ from typing import Any
 
 from ..core.context import Context
 from ..core.policy import Policy
-from ._seam import current_hook, install_runtime
+from ._seam import current_hook, install_run_entry
 from .events import flow_name
 from .flow import Flow
 from .node import AsyncNode, BaseNode
@@ -173,8 +173,8 @@ async def run_here(ctx: Context, flow: BaseNode, shared: Any) -> Any:
     return await run_flow(ctx, flow, shared, ctx.engine.context(ctx.next_key()))
 
 
-class _Runtime:
-    """How flows enter runs, installed in the seam (see `._seam.Runtime`)."""
+class _RunEntry:
+    """How flows enter runs, installed in the seam (see `._seam.RunEntry`)."""
 
     def policy_of(self, flow: Any) -> Policy[..., Any]:
         return flow_policy(flow)
@@ -183,4 +183,4 @@ class _Runtime:
         return run_here(ctx, flow, shared)
 
 
-install_runtime(_Runtime())
+install_run_entry(_RunEntry())

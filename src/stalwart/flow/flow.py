@@ -16,7 +16,7 @@ import warnings
 from typing import Any, TypeVar
 
 from ..core.policy import Policy, current_context
-from ._seam import invoke, invoke_async, runtime
+from ._seam import invoke, invoke_async, run_entry
 from .node import AsyncNode, BaseNode
 
 __all__ = [
@@ -88,7 +88,7 @@ class Flow(BaseNode):
 
         See `stalwart.flow.durable` for what a durable runner records.
         """
-        return runtime().policy_of(self)
+        return run_entry().policy_of(self)
 
     def get_next_node(self, curr: BaseNode, action: Any) -> BaseNode | None:
         """Follow `action` (None meaning "default") from `curr`.
@@ -154,7 +154,7 @@ class AsyncFlow(Flow, AsyncNode):
         if ctx is None:
             return await self._run_async(shared)
         # Inside a run (a policy, a node's exec): journaled as part of that run.
-        return await runtime().run_inside(ctx, self, shared)
+        return await run_entry().run_inside(ctx, self, shared)
 
     async def _walk_async(self, shared: Any, params: dict[str, Any] | None = None) -> Any:
         walk_params = {**self.params} if params is None else params

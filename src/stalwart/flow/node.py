@@ -2,7 +2,7 @@
 
 A node's life is `prep` (read the shared store) → `exec` (the work, which may
 be retried and should not touch the store) → `post` (write the store, pick
-the next action). Keeping `exec` apart is what lets a durable runtime journal
+the next action). Keeping `exec` apart is what lets the durable layer journal
 its result and never run a finished one again: every call goes through
 `stalwart.flow._seam` for that reason.
 """

@@ -3,7 +3,7 @@
 Writes run on the event loop's thread, through one connection per store, and
 are cheap (tens of microseconds), so the thread hop of an executor would cost
 more than the write. Step records are batched into the open transaction and
-committed once every step that finished in the same turn of the loop has
+committed once every step that finished in the same pass of the event loop has
 joined (see ``SQLiteBase._committed`` in :mod:`.writer`): a step's caller
 resumes only after the commit (``durability=commit``, the default), yet
 concurrent steps that finish together share one commit. With

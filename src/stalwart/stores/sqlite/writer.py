@@ -79,10 +79,10 @@ class SQLiteBase(Store):
         self._waiting: list[asyncio.Future[None]] = []
         self._flush_handle: asyncio.Handle | asyncio.TimerHandle | None = None
         self._last_yield = 0.0
-        # The task that committed inline in the current turn of the loop, if
-        # any (see _committed); reset by a callback at the next turn.
-        self._turn: asyncio.Task[Any] | None = None
-        self._turn_handle: asyncio.Handle | None = None
+        # The task that committed inline in the current pass of the event loop, if
+        # any (see _committed); reset by a callback at the next pass.
+        self._inline: asyncio.Task[Any] | None = None
+        self._pass_handle: asyncio.Handle | None = None
         self._contended = False
         # The step records in the open transaction (run, fence, record), to
         # write again if a neighbour's failure rolls it back (see _abort);
@@ -144,9 +144,9 @@ class SQLiteBase(Store):
             return
         with contextlib.suppress(StoreError):
             self._flush()
-        if self._turn_handle is not None:
-            self._turn_handle.cancel()
-            self._turn_handle = None
+        if self._pass_handle is not None:
+            self._pass_handle.cancel()
+            self._pass_handle = None
         self._db.close()
         self._db = None
 
@@ -402,24 +402,24 @@ class SQLiteBase(Store):
         """Wait until the batch holding our write is committed (or schedule it).
 
         When to commit inline, at once, in the caller's task, rather than
-        defer the commit to the next turn of the loop so that other records
+        defer the commit to the next pass of the event loop so that other records
         can join it (group commit, S6)? Asyncio has no public way to ask
         whether other tasks are ready, so the store watches its own callers
         instead. It commits inline when no batch is open (no step waits for
         a commit, none is scheduled), the caller has run for less than
         ``_MAX_INLINE`` since the store last deferred (so a long sequential
         run still yields to heartbeats and other runs), the store is not
-        *contended*, and no other task committed inline in this turn of the
-        loop. Seeing another task's inline commit in the same turn (steps of
+        *contended*, and no other task committed inline in this pass of the
+        event loop. Seeing another task's inline commit in the same pass (steps of
         a ``gather`` whose timers fired together) means records are arriving
         side by side: that record and the ones after it are deferred and
         share one commit, and the store is contended until a deferred batch
         holds one caller only, when inline commits resume. So concurrent
         steps share commits and runs stepping side by side take turns, as if
         the store saw the loop's ready queue, while one run's sequential
-        steps commit inline, as before. The turn is marked by a
+        steps commit inline, as before. The pass is marked by a
         ``call_soon`` callback that clears the mark when the loop comes
-        round again: one handle per turn, none per step.
+        round again: one handle per pass, none per step.
         """
         loop = asyncio.get_running_loop()
         if self.durability == "group":
@@ -434,13 +434,13 @@ class SQLiteBase(Store):
             and now - self._last_yield < _MAX_INLINE
         ):
             task = asyncio.current_task()
-            if self._turn is None or self._turn is task:
+            if self._inline is None or self._inline is task:
                 self._flush()
-                if self._turn_handle is None:
-                    self._turn = task
-                    self._turn_handle = loop.call_soon(self._new_turn)
+                if self._pass_handle is None:
+                    self._inline = task
+                    self._pass_handle = loop.call_soon(self._next_pass)
                 return
-            self._contended = True  # another task's record came in this very turn
+            self._contended = True  # another task's record came in this very pass
         self._last_yield = now
         fut: asyncio.Future[None] = loop.create_future()
         self._waiting.append(fut)
@@ -448,9 +448,9 @@ class SQLiteBase(Store):
             self._flush_handle = loop.call_soon(self._flush_quietly)
         await fut
 
-    def _new_turn(self) -> None:
-        self._turn = None
-        self._turn_handle = None
+    def _next_pass(self) -> None:
+        self._inline = None
+        self._pass_handle = None
 
     def _flush_quietly(self) -> None:
         with contextlib.suppress(StoreError):

@@ -75,7 +75,7 @@ async def leaf(ctx: sw.Context, tag: str) -> tuple[str, str]:
 @sw.policy
 async def middle(ctx: sw.Context, tag: str) -> list[tuple[str, str]]:
     first = await ctx.call(leaf, tag=f"{tag}.a")
-    second = await leaf(tag=f"{tag}.b")  # a direct call routes through the runtime too
+    second = await leaf(tag=f"{tag}.b")  # a direct call routes through the engine too
     return [(tag, ctx.step_key), first, second]
 
 
