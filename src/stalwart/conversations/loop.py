@@ -32,10 +32,6 @@ __all__ = ["ConversationLoop"]
 #: mailbox on the store again, while other turns run.
 _BUSY_POLL = 0.5
 
-#: The change that made a turn queue's window slide: generations started
-#: before it replay the batches they were recorded with.
-WINDOW = "stalwart.turns.window"
-
 
 def _size(history: list[Message]) -> int:
     return len(codec.dumps(history, "a conversation's history"))
@@ -90,7 +86,7 @@ class ConversationLoop:
         history = list(carried or [])
         # Keys scoped by generation: child runs a tool spawns keep distinct ids.
         scope = engine.context(f"g{generation}") if durable else ctx
-        if self.parallel > 1 and await scope.patched(WINDOW):
+        if self.parallel > 1:
             while True:
                 await self._window(scope)
                 if durable:
@@ -99,27 +95,16 @@ class ConversationLoop:
                     )
         turns = 0
         while True:
-            batch = [await scope.receive(kind=TURN)]
-            while len(batch) < self.parallel:  # take what is queued, without waiting
-                try:
-                    batch.append(await scope.receive(kind=TURN, timeout=0))
-                except TimeoutError:
-                    break
-            answered: list[tuple[Mail, dict[str, Any]]]
-            if len(batch) == 1:
-                first = batch[0]
-                folded: list[Mail] = []
-                out = await self._answer(
-                    scope, first.payload, history, folded if self.followups == "inject" else None
-                )
-                # A follow-up folded into this turn gets its reply, naming the turn.
-                answered = [(first, out)] + [(m, {**out, "with": first.sender}) for m in folded]
-                if self.history and "reply" in out:
-                    history += [Message.user(message_text(m.payload)) for m in (first, *folded)]
-                    history.append(Message.assistant(message_text(out["reply"])))
-            else:  # a turn queue's generation from before WINDOW: its batches replay
-                outs = await asyncio.gather(*(self._answer(scope, m.payload, None) for m in batch))
-                answered = list(zip(batch, outs, strict=True))
+            first = await scope.receive(kind=TURN)
+            folded: list[Mail] = []
+            out = await self._answer(
+                scope, first.payload, history, folded if self.followups == "inject" else None
+            )
+            # A follow-up folded into this turn gets its reply, naming the turn.
+            answered = [(first, out)] + [(m, {**out, "with": first.sender}) for m in folded]
+            if self.history and "reply" in out:
+                history += [Message.user(message_text(m.payload)) for m in (first, *folded)]
+                history.append(Message.assistant(message_text(out["reply"])))
             for mail, out in answered:
                 await self._reply(scope, mail, out)
             turns += len(answered)
