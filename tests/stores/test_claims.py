@@ -1,11 +1,14 @@
 """Who executes which run (S8): what ``claim`` and ``claim_due`` hand out.
 
-Both stores, a real SQLite file and the real PostgreSQL server.
+Both stores, a real SQLite file and the real PostgreSQL server; what
+becomes of an abandoned run asked to cancel, every store, memory included.
 
 * A holder on this host that has exited frees its runs at once, before its
   lease runs out, through ``claim`` and through ``claim_due``.
 * An abandoned run that was asked to cancel ends ``cancelled`` and is never
-  handed out to execute again.
+  handed out to execute again, whichever worker's pass reads it: one
+  without its policy, one whose ``accept`` refuses it. Only a run the
+  caller holds and executes itself is left to its heartbeat.
 * ``claim_due`` returns at most ``limit`` runs, the highest priority first
   (oldest first within a priority), and never a run of a policy the caller
   lacks, abandoned or ready.
@@ -208,3 +211,98 @@ async def test_a_queue_that_fills_up_does_not_hold_back_the_runs_of_others(store
     )
     got = await store.claim_due(ME, 30.0, 10, _any)
     assert sorted(r.id for r in got) == ["first", "free"]
+
+
+# An abandoned run asked to cancel, on every store, the memory one included.
+# Its holder is a process of this host: alive when the cancel is asked (so
+# the request only asks), then exited, so the run is abandoned at once.
+
+
+async def _asked_to_cancel_then_abandoned(store: Store, run_id: str, policy: str) -> None:
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import time; time.sleep(60)"
+    )
+    try:
+        holder = f"{this_host()}:{child.pid}:doomed"
+        await store.create_run(RunRecord(run_id, policy, "{}"))
+        assert await store.claim(run_id, holder, 300.0) is not None
+        asked = await store.request_cancel(run_id)
+        assert asked is not None and (asked.status, asked.cancel_requested) == ("running", True)
+    finally:
+        child.kill()
+        await child.wait()
+
+
+async def _ended_cancelled(store: Store, run_id: str) -> bool:
+    rec = await store.get_run(run_id)
+    assert rec is not None
+    return (rec.status, rec.error, rec.owner) == ("cancelled", CANCELLED_ERROR, None)
+
+
+async def test_an_abandoned_run_asked_to_cancel_ends_cancelled_though_the_caller_lacks_its_policy(
+    any_store: Store,
+) -> None:
+    """Ending it executes nothing, so a worker without the run's policy
+    ends it as well as one with it: nobody else may ever claim it."""
+    await _asked_to_cancel_then_abandoned(any_store, "stop", "theirs")
+    assert await any_store.claim_due(ME, 30.0, 10, _any, policies=["mine"]) == []
+    assert await _ended_cancelled(any_store, "stop")
+
+
+async def test_an_abandoned_run_asked_to_cancel_ends_cancelled_though_accept_refuses_it(
+    any_store: Store,
+) -> None:
+    await _asked_to_cancel_then_abandoned(any_store, "stop", "p")
+    assert await any_store.claim_due(ME, 30.0, 10, lambda rec: False) == []
+    assert await _ended_cancelled(any_store, "stop")
+
+
+async def test_a_run_of_the_callers_own_asked_to_cancel_ends_cancelled_only_if_not_live_there(
+    any_store: Store,
+) -> None:
+    """A run the caller holds but does not execute (a claim whose reply was
+    lost) ends cancelled; one it executes (``accept`` refuses it) is left
+    to its holder, which sees the request at its next heartbeat."""
+    for run_id in ("lost", "live"):
+        await _held(any_store, run_id, ME, 300.0)
+        await any_store.request_cancel(run_id)
+    got = await any_store.claim_due(ME, 30.0, 10, lambda rec: rec.id != "live")
+    assert got == []
+    assert await _ended_cancelled(any_store, "lost")
+    live = await any_store.get_run("live")
+    assert live is not None and (live.status, live.owner) == ("running", ME)
+    assert (await any_store.heartbeat(ME, 30.0, ["live"])).cancel == ["live"]
+
+
+async def test_a_holder_renewing_its_lease_during_a_claim_pass_keeps_its_run_asked_to_cancel(
+    sqlite_store: Store, sqlite_url: str
+) -> None:
+    """SQLite: the pass reads a run asked to cancel as abandoned (its lease
+    ran out); its holder, another process, renews the lease before the pass
+    ends it. The run stays its holder's, which sees the request at its next
+    heartbeat and stops the run itself."""
+    import sqlite3
+    import time
+
+    path = sqlite_url.removeprefix("sqlite:///")
+    await _held(sqlite_store, "first", FAR, -1.0, created_at=1.0)  # read before "stop"
+    await _held(sqlite_store, "stop", FAR, -1.0, created_at=2.0)
+
+    def write(sql: str, *params: object) -> None:
+        other = sqlite3.connect(path, timeout=10)
+        try:
+            with other:
+                other.execute(sql, params)
+        finally:
+            other.close()
+
+    write("UPDATE runs SET cancel_requested = 1 WHERE id = 'stop'")  # asked while live
+
+    def renewed_meanwhile(rec: RunRecord) -> bool:
+        write("UPDATE runs SET lease_expires_at = ? WHERE id = 'stop'", time.time() + 60)
+        return False
+
+    assert await sqlite_store.claim_due(ME, 30.0, 10, renewed_meanwhile) == []
+    rec = await sqlite_store.get_run("stop")
+    assert rec is not None and (rec.status, rec.owner) == ("running", FAR)
+    assert (await sqlite_store.heartbeat(FAR, 30.0, ["stop"])).cancel == ["stop"]

@@ -14,9 +14,10 @@ from json.encoder import encode_basestring_ascii as _json_string
 from typing import Any
 
 from ..core import codec
-from ..core.errors import CorruptedRecord, InputMismatchError
+from ..core.engine.identity import OPTIONS, is_option
+from ..core.errors import CorruptedRecord, InputMismatchError, SerializationError
 from ..core.ledger import RunRecord
-from ..core.policy import Policy
+from ..core.policy import Policy, ToolSpec
 
 __all__ = [
     "check_same_run",
@@ -41,9 +42,18 @@ def run_inputs(
     JSON directly, the text ``codec.dumps`` would give. Anything else (a
     list, a model, a NaN) goes through ``codec.dumps``, which checks and
     names what cannot be recorded.
+
+    ``options`` (``run(model, observations=..., options=[...])``) stays a
+    keyword, whatever the kind of the policy's parameter: given by keyword
+    it makes the root an options dispatch, which the run must still be when
+    it is read back and executed (by a worker, after a crash). The options
+    are recorded by name; a policy offered itself is refused, naming the
+    run and the option.
     """
     pol.declare_types()
     if kwargs:
+        if OPTIONS in kwargs:
+            _check_offered(run_id, kwargs[OPTIONS])
         plan = _plan(pol, len(args), tuple(kwargs))
         if plan is not None:
             slots, names = plan
@@ -54,6 +64,25 @@ def run_inputs(
     if text is not None and "\\" not in text:  # an escape may be a lone surrogate
         return text
     return codec.dumps({"args": list(args), "kwargs": kwargs}, f"inputs of run {run_id!r}")
+
+
+def _check_offered(run_id: str, options: Any) -> None:
+    """Refuse policies offered to a run by themselves: its inputs record
+    options by name, resolved among the runner's policies when it runs."""
+    if not isinstance(options, list | tuple):
+        return
+    for i, option in enumerate(options):
+        if isinstance(option, str | ToolSpec) or not is_option(option):
+            continue  # a name or a spec; anything else fails where it is offered
+        names = [
+            o if isinstance(o, str) else getattr(o, "name", None) or getattr(o, "__name__", "?")
+            for o in options
+        ]
+        raise SerializationError(
+            f"inputs of run {run_id!r}: options[{i}] is the policy {names[i]!r}, which a "
+            f"run's inputs cannot record; offer options by name (options={names!r}) and "
+            "give the runner that executes the run those policies (Runner(policies=[...]))"
+        )
 
 
 def _scalar(value: Any) -> str | None:
@@ -137,6 +166,13 @@ def _plan(pol: Policy[Any, Any], npos: int, keys: tuple[str, ...]) -> _Plan | No
                     break
             else:
                 plan = (slots, tuple(bound.kwargs))
+                if OPTIONS in slots:
+                    # Bound positionally, the options would no longer be
+                    # offered: they and the parameters after them (keywords
+                    # too, as positional arguments come first) stay keywords.
+                    i = slots.index(OPTIONS)
+                    after = tuple(k for k in slots[i:] if isinstance(k, str))
+                    plan = (slots[:i], after + plan[1])
     if len(plans) < _MAX_PLANS:
         plans[key] = plan
     return plan

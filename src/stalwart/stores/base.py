@@ -106,6 +106,21 @@ SPILL_FIELDS = (("args", 1), ("output", 2), ("error", 4))
 CANCELLED_ERROR = '{"type":"stalwart.errors.CancelledRun","message":"run was cancelled"}'
 
 
+def ends_cancelled(rec: RunRecord, owner: str, accept: Callable[[RunRecord], bool]) -> bool:
+    """Whether ``owner``'s claim pass ends ``rec``, a running run it read as
+    abandoned, as cancelled instead of taking it over: every store's rule.
+
+    A run asked to cancel whose holder is gone ends without executing again,
+    whichever worker reads it: ending it executes nothing, so neither the
+    caller's ``policies`` nor its ``accept`` hold it back (a worker that
+    lacks the policy would otherwise leave it running, unclaimable, for
+    ever). Only a run the caller holds itself is up to ``accept``, which
+    knows whether it executes there: then its heartbeat sees the request
+    and the run stops at its next await (S9).
+    """
+    return rec.cancel_requested and (rec.owner != owner or accept(rec))
+
+
 def children_prefix(waiting_for: str | None) -> str | None:
     """The id prefix of the child runs a run waits for, if it waits for children.
 
@@ -449,7 +464,11 @@ class Store(abc.ABC):
         ``policies``, when given, are the only policy names the caller can
         run: the store leaves other runs out before it reads its best few
         (``accept`` is asked only about those), so a backlog of runs of a
-        policy the caller lacks never hides the runs it has. None: any."""
+        policy the caller lacks never hides the runs it has. None: any.
+
+        An abandoned run asked to cancel is not claimed: it ends
+        ``cancelled``, whatever its policy and whatever ``accept`` says,
+        unless the caller holds it itself (:func:`ends_cancelled`)."""
 
     @abc.abstractmethod
     async def set_queue(

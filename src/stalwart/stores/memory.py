@@ -27,6 +27,7 @@ from .base import (
     SignalRecord,
     Store,
     children_prefix,
+    ends_cancelled,
     owner_is_dead,
 )
 from .memory_reads import MemoryReads
@@ -128,13 +129,11 @@ class MemoryStore(MemoryReads, MemorySchedules, Store):
             if len(claimed) >= limit:
                 break
             dead = rec.status == "running" and rec.owner != owner and owner_is_dead(rec.owner)
-            if (
-                rec.status == "running"
-                and rec.cancel_requested
-                and (dead or (rec.lease_expires_at or 0) < now)
-            ):
-                # Cancelled, and its holder died before it could stop: finish it.
-                self._end(rec, "cancelled", None, CANCELLED_ERROR, now)
+            if rec.status == "running" and rec.cancel_requested:
+                # Asked to cancel: if its holder went before it could stop, end it.
+                abandoned = dead or rec.owner == owner or (rec.lease_expires_at or 0) < now
+                if abandoned and ends_cancelled(replace(rec), owner, accept):
+                    self._end(rec, "cancelled", None, CANCELLED_ERROR, now)
                 continue
             if not self._claimable(rec, owner, now, dead) or not accept(replace(rec)):
                 continue

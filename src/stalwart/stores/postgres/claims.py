@@ -14,7 +14,14 @@ from typing import Any
 import psycopg
 
 from ...core.ledger import RunRecord
-from ..base import CANCELLED_ERROR, RUN_COLUMNS, Beat, owner_is_dead, run_from_row
+from ..base import (
+    CANCELLED_ERROR,
+    RUN_COLUMNS,
+    Beat,
+    ends_cancelled,
+    owner_is_dead,
+    run_from_row,
+)
 from ..sql import RUN, QueueLimit, check_queue_limits, full_bucket, quoted
 from .connection import Conn, PostgresBase
 from .statements import NOW
@@ -177,9 +184,9 @@ class PostgresClaims(PostgresBase):
         runs up to ``limit`` within the queues' ``limits``."""
         s, owner, now = self._sql.s, args["owner"], args["now"]
         wanted_ids = [
-            r[_ID]
-            for r in abandoned
-            if (r[_CANCEL] and r[_OWNER] != owner) or accept(run_from_row(r))
+            rec.id
+            for rec in map(run_from_row, abandoned)
+            if (ends_cancelled(rec, owner, accept) if rec.cancel_requested else accept(rec))
         ][: max(limit, 1) * 2]
         rows: list[Any] = []
         if wanted_ids:

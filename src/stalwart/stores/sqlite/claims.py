@@ -12,6 +12,7 @@ from ..base import (
     CANCELLED_ERROR,
     RUN_COLUMNS,
     Beat,
+    ends_cancelled,
     owner_is_dead,
     run_from_row,
     this_host,
@@ -71,16 +72,21 @@ class SQLiteClaims(SQLiteBase):
         policies: Collection[str] | None = None,
     ) -> list[RunRecord]:
         now = time.time()
-        among = ""
-        among_params: tuple[str, ...] = ()
+        in_queues = ""
+        queue_params: tuple[str, ...] = ()
         if queues is not None:
-            among = f" AND queue IN ({','.join('?' * len(queues))})"
-            among_params = tuple(queues)
+            in_queues = f" AND queue IN ({','.join('?' * len(queues))})"
+            queue_params = tuple(queues)
+        # Runs of policies the caller lacks are left out before the best few
+        # are read, so they never crowd its own runs out; abandoned runs
+        # asked to cancel are ended here whatever their policy.
+        has_policy = ready_policy = ""
+        policy_params: tuple[str, ...] = ()
         if policies is not None:
-            # Runs of policies the caller lacks are left out before the best
-            # few are read, so they never crowd its own runs out.
-            among += f" AND policy IN ({','.join('?' * len(policies))})"
-            among_params += tuple(policies)
+            marks = ",".join("?" * len(policies))
+            has_policy = f" AND (policy IN ({marks}) OR cancel_requested)"
+            ready_policy = f" AND policy IN ({marks})"
+            policy_params = tuple(policies)
         # Abandoned runs first (expired lease, our own after a store outage, or
         # a holder on this host that has exited), then ready ones by priority.
         # Holders on this host that exited, found first: listing every run of
@@ -97,16 +103,16 @@ class SQLiteClaims(SQLiteBase):
         holders = (owner, *dead_holders)
         abandoned = self._read(
             f"SELECT {RUN_COLUMNS} FROM runs WHERE status = 'running' AND "
-            f"(lease_expires_at < ? OR owner IN ({','.join('?' * len(holders))})){among} "
-            "LIMIT ?",
-            (now, *holders, *among_params, limit * 4),
+            f"(lease_expires_at < ? OR owner IN ({','.join('?' * len(holders))}))"
+            f"{in_queues}{has_policy} LIMIT ?",
+            (now, *holders, *queue_params, *policy_params, limit * 4),
         )
         ready = self._read(
             f"SELECT {RUN_COLUMNS} FROM runs WHERE NOT cancel_requested AND ("
             "(status = 'pending' AND (wake_at IS NULL OR wake_at <= ?)) "
-            f"OR (status = 'suspended' AND wake_at <= ?)){among} "
+            f"OR (status = 'suspended' AND wake_at <= ?)){in_queues}{ready_policy} "
             "ORDER BY priority DESC, created_at LIMIT ?",
-            (now, now, *among_params, limit * 2),
+            (now, now, *queue_params, *policy_params, limit * 2),
         )
         claimed: list[RunRecord] = []
         for row in [*abandoned, *ready]:
@@ -118,6 +124,12 @@ class SQLiteClaims(SQLiteBase):
             # holder may renew it meanwhile); only an exited holder is named.
             running = rec.status == "running" and rec.owner != owner
             dead = rec.owner if running and owner_is_dead(rec.owner) else None
+            if rec.status == "running" and rec.cancel_requested:
+                if ends_cancelled(rec, owner, accept):
+                    await self._write(
+                        partial(self._end_cancelled, rec=rec, owner=owner, now=now, dead=dead)
+                    )
+                continue
             if not accept(rec):
                 continue
             got = await self._write(
@@ -137,18 +149,23 @@ class SQLiteClaims(SQLiteBase):
         now: float,
         dead: str | None,
     ) -> RunRecord | None:
-        if rec.status == "running" and rec.cancel_requested:
-            # Cancelled, and its holder died before it could stop: finish it.
-            db.execute(
-                "UPDATE runs SET status = 'cancelled', error = ?, owner = NULL, "
-                "lease_expires_at = NULL, wake_at = NULL, waiting_for = NULL, updated_at = ? "
-                "WHERE id = ? AND fence = ? AND status = 'running'",
-                (CANCELLED_ERROR, now, rec.id, rec.fence),
-            )
-            return None
         if rec.status != "running" and not self._within_limits(db, rec, now):
             return None
         return self._claim(db, rec.id, owner, lease, now, dead)
+
+    def _end_cancelled(
+        self, db: sqlite3.Connection, rec: RunRecord, owner: str, now: float, dead: str | None
+    ) -> None:
+        """Asked to cancel, and its holder went before it could stop: end it,
+        if it is still abandoned (a holder may renew its lease meanwhile, as
+        the claim checks too) and nobody took it since (its fence)."""
+        db.execute(
+            "UPDATE runs SET status = 'cancelled', error = ?, owner = NULL, "
+            "lease_expires_at = NULL, wake_at = NULL, waiting_for = NULL, updated_at = ? "
+            "WHERE id = ? AND fence = ? AND status = 'running' "
+            "AND (lease_expires_at < ? OR owner = ? OR owner = ?)",
+            (CANCELLED_ERROR, now, rec.id, rec.fence, now, dead or "\x00", owner),
+        )
 
     def _within_limits(self, db: sqlite3.Connection, rec: RunRecord, now: float) -> bool:
         """Whether ``rec``'s queue lets it start now; a start of a pending run
