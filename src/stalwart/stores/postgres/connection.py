@@ -48,20 +48,22 @@ T = TypeVar("T")
 ANNOUNCE_TIMEOUT = 1.0
 
 
-def _noting(sink: list[tuple[float, psycopg.Error]]) -> type[Conn]:
-    """The pool's connection class, noting in ``sink`` why a new connection
-    failed: the pool itself only says it had none in time (``PoolTimeout``),
-    and the store's errors give the server's words (a dropped database, a
-    refused password) instead."""
+def _noting(sink: list[psycopg.Error]) -> type[Conn]:
+    """The pool's connection class, noting in ``sink`` why the last new
+    connection failed (emptied when one succeeds): the pool itself only says
+    it had none in time (``PoolTimeout``), and the store's errors give the
+    server's words (a dropped database, a refused password) instead."""
 
     class Noting(psycopg.AsyncConnection[TupleRow]):
         @classmethod
         async def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
             try:
-                return await super().connect(conninfo, **kwargs)
+                conn = await super().connect(conninfo, **kwargs)
             except psycopg.Error as exc:
-                sink[:] = [(time.monotonic(), exc)]
+                sink[:] = [exc]
                 raise
+            sink.clear()
+            return conn
 
     return Noting
 
@@ -154,7 +156,7 @@ class PostgresBase(Store):
         self._announcing: dict[str, set[str]] = {}
         self._announcer: asyncio.Task[None] | None = None
         # Why the pool's last new connection failed, and when (see _noting).
-        self._connect_failed: list[tuple[float, psycopg.Error]] = []
+        self._connect_failed: list[psycopg.Error] = []
 
     @classmethod
     def from_url(cls, url: str) -> Self:
@@ -332,22 +334,20 @@ class PostgresBase(Store):
                     raise StoreUnavailable(
                         f"PostgreSQL at {self.where}: {what} failed after {n} attempt"
                         f"{'s' if n > 1 else ''} over {self.retry_for:g} s: "
-                        f"{type(exc).__name__}: {short(exc)}{self._why_no_connection(exc, began)}"
+                        f"{type(exc).__name__}: {short(exc)}{self._why_no_connection(exc)}"
                     ) from exc
                 self.retries += 1
                 self._check_pool()
                 await asyncio.sleep(pause)
                 delay = min(delay * 2, 1.0)
 
-    def _why_no_connection(self, exc: psycopg.Error, since: float) -> str:
+    def _why_no_connection(self, exc: psycopg.Error) -> str:
         """For a pool that had no connection in time: what the server said to
-        its last attempt to make one (since ``since``), if one failed."""
+        its last attempt to make one, unless one was made since. (The pool
+        backs off between attempts, so the last may predate this operation.)"""
         if not isinstance(exc, PoolTimeout) or not self._connect_failed:
             return ""
-        at, failure = self._connect_failed[0]
-        if at < since:
-            return ""
-        return f"; its last new connection failed: {short(failure)}"
+        return f"; its last new connection failed: {short(self._connect_failed[0])}"
 
     def _check_pool(self) -> None:
         """After a failure, have the pool drop its broken connections (once at a time)."""
