@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import AsyncIterator
 
 import pytest
 
 import stalwart as sw
 from stalwart.core.ledger import RunRecord, StepRecord, StoredStep
 from stalwart.core.stepargs import args_digest, ext_node
-from stalwart.stores import open_store
 from stalwart.stores.base import Store
 
 ITEMS = [json.dumps("first " * 40), json.dumps("second " * 40)]
@@ -30,13 +28,9 @@ COMPACT_2 = '{"history":' + ext_node("1", 2, ['"third"']) + "}"
 
 
 @pytest.fixture
-async def store(any_store_url: str) -> AsyncIterator[Store]:
-    s = open_store(any_store_url)
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
+def store(any_store: Store) -> Store:
+    """Every store kind, the memory store included (tests/conftest.py)."""
+    return any_store
 
 
 async def _claimed(store: Store, run_id: str) -> int:
