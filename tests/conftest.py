@@ -170,6 +170,8 @@ SLOW_CODE = (
     "Popen",
     "sys.executable",
     "StdioServerParameters",
+    "served_mcp(",
+    "run_cli(",
 )
 ROOT = Path(__file__).resolve().parent.parent
 
