@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,17 +16,12 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests/api/api_app.py"
 TOKEN = "test-token-0123456789abcdef"
 OTHER_TOKEN = "second-token-fedcba9876543210"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
