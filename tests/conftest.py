@@ -13,6 +13,7 @@ import functools
 import inspect
 import os
 import re
+import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -66,6 +67,14 @@ def drop_schema(schema: str) -> None:
 
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def free_port() -> int:
+    """A local TCP port nobody listens on (now): for a server a test starts,
+    or for a connection that must be refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _fresh_url(kind: str, tmp_path: Path) -> Iterator[str]:
@@ -170,6 +179,8 @@ SLOW_CODE = (
     "Popen",
     "sys.executable",
     "StdioServerParameters",
+    "served_mcp(",
+    "run_cli(",
 )
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,17 +16,12 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests/api/api_app.py"
 TOKEN = "test-token-0123456789abcdef"
 OTHER_TOKEN = "second-token-fedcba9876543210"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -140,9 +134,25 @@ def worker() -> Iterator[Callable[[str], subprocess.Popen[str]]]:
 
 @dataclass
 class SSE:
+    """One event of a run's stream: its type, its data (parsed JSON) and its id."""
+
     event: str
     data: Any
     id: str | None
+
+
+def parse_event(text: str) -> SSE:
+    """The event that ``text`` (one frame's ``field: value`` lines) holds;
+    comment lines are passed over. A line that is not a field, or a frame
+    without ``event`` or ``data``, fails the test."""
+    fields: dict[str, str] = {}
+    for line in text.strip().splitlines():
+        if line.startswith(":"):
+            continue
+        name, sep, value = line.partition(": ")
+        assert sep, f"not a 'field: value' line: {line!r} in the frame {text!r}"
+        fields[name] = value
+    return SSE(fields["event"], json.loads(fields["data"]), fields.get("id"))
 
 
 def read_events(
@@ -153,22 +163,21 @@ def read_events(
     Fails after ``timeout`` seconds (checked at each line: the server sends a
     keepalive comment when quiet, so a stuck run cannot hang the test)."""
     got: list[SSE] = []
-    fields: dict[str, str] = {}
+    frame: list[str] = []
     deadline = time.monotonic() + timeout
     for line in response.iter_lines():
         if time.monotonic() > deadline:
             raise AssertionError(f"no awaited event in {timeout} s; got {got}")
         if line.startswith(":"):
             continue
-        if line == "":
-            if "event" in fields:
-                got.append(SSE(fields["event"], json.loads(fields["data"]), fields.get("id")))
-                fields = {}
-                if until(got[-1]):
-                    return got
+        if line:
+            frame.append(line)
             continue
-        name, _, value = line.partition(": ")
-        fields[name] = value
+        if frame:
+            got.append(parse_event("\n".join(frame)))
+            frame = []
+            if until(got[-1]):
+                return got
     return got
 
 

@@ -18,24 +18,22 @@ import asyncio
 import json
 import math
 import os
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import drop_schema, pg_schema_url, require_postgres
 from tests.records import step_record
 
 import stalwart as sw
 from stalwart.api.events import Cursor, run_events
 from stalwart.core.ledger import RunRecord, StepRecord
 from stalwart.core.stepargs import ext_node, step_hash
+from stalwart.stores import open_store
 from stalwart.stores.base import SPILL_BYTES, Store, this_host
 from stalwart.stores.memory import MemoryStore
-from stalwart.stores.sqlite import SQLiteStore
+
+from .conftest import SSE, parse_event
 
 OWNER = f"{this_host()}:{os.getpid()}:streams"
 POLL = 0.01  # seconds between a stream's reads: many polls in little time
@@ -73,41 +71,21 @@ def counting(cls: type[Any]) -> type[Any]:
     return type(f"Counting{cls.__name__}", (Counting, cls), {})
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
-    """A function building a fresh counting store of each kind."""
-    if request.param == "memory":
-        yield lambda: counting(MemoryStore)()
-        return
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'streams.db'}"
-        yield lambda: counting(SQLiteStore).from_url(url)
-        return
-    require_postgres()
-    from stalwart.stores.postgres import PostgresStore
-
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    yield lambda: counting(PostgresStore).from_url(pg_schema_url(schema))
-    drop_schema(schema)
-
-
-@dataclass
-class Frame:
-    event: str
-    id: str | None
-    data: Any
-
-
-def parse(text: str) -> Frame:
-    fields = dict(line.split(": ", 1) for line in text.strip().splitlines())
-    return Frame(fields["event"], fields.get("id"), json.loads(fields["data"]))
+@pytest.fixture
+def make_store(any_store_url: str) -> Callable[[], Any]:
+    """A function building a fresh counting store of each kind, on the URL
+    of the shared ``any_store_url`` (memory, SQLite, PostgreSQL)."""
+    kind = type(open_store(any_store_url))
+    if kind is MemoryStore:
+        return lambda: counting(MemoryStore)()
+    return lambda: counting(kind).from_url(any_store_url)
 
 
 class Stream:
     """A client reading a run's stream in a task of its own."""
 
     def __init__(self, runner: sw.Runner, run: RunRecord, after: Cursor = Cursor()) -> None:
-        self.frames: list[Frame] = []
+        self.frames: list[SSE] = []
         self._events = run_events(
             runner, run, after, poll=POLL, live=False, find_policy=lambda _: None
         )
@@ -116,9 +94,9 @@ class Stream:
     async def _pump(self) -> None:
         async for text in self._events:
             if not text.startswith(":"):
-                self.frames.append(parse(text))
+                self.frames.append(parse_event(text))
 
-    def steps(self) -> list[Frame]:
+    def steps(self) -> list[SSE]:
         return [f for f in self.frames if f.event == "step"]
 
     def keys(self) -> list[str]:

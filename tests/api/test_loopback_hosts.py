@@ -5,8 +5,9 @@ loopback (DNS rebinding)."""
 from __future__ import annotations
 
 import httpx
+from tests.conftest import free_port
 
-from .conftest import free_port, spawn, stop, wait_ready
+from .conftest import spawn, stop, wait_ready
 
 
 def test_serve_on_another_loopback_address_answers_to_it(sqlite_url: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.conftest import free_port
 
 pytest.importorskip("starlette")
 uvicorn = pytest.importorskip("uvicorn")
@@ -64,15 +64,9 @@ async def test_two_identical_simultaneous_starts_make_one_run_201_then_200(
         await app.state.runner.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.asynccontextmanager
 async def _server(app: Any) -> AsyncIterator[str]:
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

@@ -17,30 +17,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
 
 import stalwart as sw
-from stalwart.cli.app import app
 from stalwart.cli.render.steps import parent_key
 from stalwart.cli.runs import parse_duration
 from stalwart.core.ledger import RunRecord
 from stalwart.stores.sqlite import SQLiteStore
 
 from . import _agents
+from .conftest import invoke, ok
 
 TREE = "│├└─ "
 APP = _agents.__name__  # resume takes the run's policy from --app, never from the row
-ENV = {"COLUMNS": "250", "STALWART_STORE": None, "NO_COLOR": "1"}
-
-
-def invoke(*args: str, env: dict[str, str | None] | None = None) -> Result:
-    return CliRunner(env={**ENV, **(env or {})}).invoke(app, list(args))
-
-
-def ok(*args: str) -> str:
-    result = invoke(*args)
-    assert result.exit_code == 0, result.output
-    return result.stdout
 
 
 def fails(*args: str, code: int = 1, env: dict[str, str | None] | None = None) -> str:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 import stalwart as sw
+
+from .conftest import run_cli
 
 APP = """
 import stalwart as sw
@@ -174,16 +174,8 @@ FAILURES: list[tuple[str, list[str], int, str]] = [
 def test_a_failing_command_exits_non_zero_with_one_line(
     place: Path, argv: list[str], code: int, says: str
 ) -> None:
-    env = {**os.environ, "STALWART_STORE": f"sqlite:///{place / 'ledger.db'}", "NO_COLOR": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "stalwart", *argv],
-        cwd=place,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,  # a worker that serves for ever fails here
-        stdin=subprocess.DEVNULL,
-    )
+    store = {"STALWART_STORE": f"sqlite:///{place / 'ledger.db'}"}
+    done = run_cli(place, *argv, env=store)  # a worker that serves for ever fails at 60 s
     shown = f"stdout: {done.stdout}\nstderr: {done.stderr}"
     assert done.returncode == code, shown
     assert "Traceback" not in done.stderr, shown

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -24,14 +23,15 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 import stalwart as sw
-from stalwart.cli.app import app
 from stalwart.core.redact import printable
 from stalwart.stores.sqlite import SQLiteStore
 
-ENV = {"COLUMNS": "250", "STALWART_STORE": None, "NO_COLOR": "1", "FORCE_COLOR": None}
+from .conftest import invoke, run_cli
+
+WIDE = {"COLUMNS": "250"}  # no table cut: every hostile character is shown
 
 # An OSC that retitles the terminal, a CSI that clears it, a C1 CSI (no ESC),
 # and rich markup that would close a tag nobody opened.
@@ -45,25 +45,6 @@ pathlib.Path({marker!r}).write_text("imported")
 def X(*args, **kwargs):
     pathlib.Path({marker!r} + ".called").write_text("called")
 """
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner(env=ENV).invoke(app, list(args))
-
-
-def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The installed command in a fresh interpreter, from ``cwd``."""
-    env = {**os.environ, "COLUMNS": "250", "NO_COLOR": "1"}
-    env.pop("FORCE_COLOR", None)
-    env.pop("STALWART_STORE", None)
-    return subprocess.run(
-        [sys.executable, "-m", "stalwart.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
 
 
 # -- a ledger written by hand ----------------------------------------------------------
@@ -238,7 +219,7 @@ def test_the_entry_point_writes_no_control_characters(tmp_path: Path) -> None:
     """The same through the installed command: nothing in between to filter."""
     url, ids = _hostile_ledger(tmp_path)
     for command in (["runs", "list"], ["runs", "show", ids["ok"]]):
-        proc = cli(tmp_path, *command, "--store", url)
+        proc = run_cli(tmp_path, *command, "--store", url, env=WIDE)
         assert proc.returncode == 0, proc.stderr
         assert not any(c in proc.stdout + proc.stderr for c in CONTROLS), proc.stdout
 
@@ -313,16 +294,16 @@ def test_show_and_list_never_import_or_call_what_a_row_names(evil: Path) -> None
     )
     _insert_step(path, "hostile-failed", "1", error=json.dumps({**error, "type": "evil_mod.X"}))
 
-    shown = cli(evil, "runs", "show", "hostile", "--store", url)
+    shown = run_cli(evil, "runs", "show", "hostile", "--store", url, env=WIDE)
     assert shown.returncode == 0, shown.stderr
     # The stored JSON, readably: type names as text, fields as data.
     assert f'X(cmd="{touch}"), e=system("{touch}")' in shown.stdout
     assert "X(a=[1, [2]])" in shown.stdout
     assert f'system("{touch}")' in shown.stdout and "[X(x=1), nope(3)]" in shown.stdout
-    failed = cli(evil, "runs", "show", "hostile-failed", "--store", url)
+    failed = run_cli(evil, "runs", "show", "hostile-failed", "--store", url, env=WIDE)
     assert failed.returncode == 0, failed.stderr
     assert f"system: {touch2}" in failed.stdout and f"X: {touch2}" in failed.stdout
-    listed = cli(evil, "runs", "list", "--store", url)
+    listed = run_cli(evil, "runs", "list", "--store", url, env=WIDE)
     assert listed.returncode == 0 and "evil_mod:X" in listed.stdout
     for run_id in ("hostile", "hostile-failed"):
         assert invoke("runs", "show", run_id, "--store", url).exit_code == 0
@@ -361,7 +342,9 @@ def test_resume_never_imports_the_policy_a_row_names(evil: Path) -> None:
             f"error: run 'hostile' needs policy 'evil_mod:X', which --app '{app_spec}' did not "
             "provide (it provides: "
         )
-    proc = cli(evil, "runs", "resume", "hostile", "--app", "trust_app", "--store", url)
+    proc = run_cli(
+        evil, "runs", "resume", "hostile", "--app", "trust_app", "--store", url, env=WIDE
+    )
     assert proc.returncode == 1 and "needs policy 'evil_mod:X'" in proc.stderr
     assert "hostile" in invoke("signal", "hostile", "go", "1", "--store", url).output
     _nothing_happened(evil)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,8 @@ from typing import Any
 import pytest
 
 import stalwart as sw
+
+from .conftest import RUN_FIELDS, run_cli
 
 APP = """
 import stalwart as sw
@@ -31,24 +31,6 @@ async def refund(ctx: sw.Context, order: str, amount: int) -> str:
 async def report(region: str = "eu", days: int = 7) -> str:
     return f"{region}/{days}"
 """
-
-# The fields a run has wherever it is listed (runs list, runs waiting, runs show).
-RUN_FIELDS = {
-    "id",
-    "policy",
-    "status",
-    "queue",
-    "priority",
-    "parent_id",
-    "created_at",
-    "updated_at",
-    "code_version",
-    "waiting_for",
-    "wake_at",
-    "owner",
-    "lease_expires_at",
-    "cancel_requested",
-}
 
 
 @pytest.fixture(scope="module")
@@ -82,15 +64,8 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _json(place: Path, *argv: str) -> Any:
-    env = {**os.environ, "STALWART_STORE": f"sqlite:///{place / 'ledger.db'}"}
-    done = subprocess.run(
-        [sys.executable, "-m", "stalwart", *argv, "--json"],
-        cwd=place,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    store = {"STALWART_STORE": f"sqlite:///{place / 'ledger.db'}"}
+    done = run_cli(place, *argv, "--json", env=store)
     assert done.returncode == 0, done.stdout + done.stderr
     document = json.loads(done.stdout)
     assert isinstance(document, dict)

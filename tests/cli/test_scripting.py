@@ -12,9 +12,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -22,39 +19,16 @@ from typing import Any
 
 import pytest
 from tests.records import step_record
-from typer.testing import CliRunner
 
 import stalwart as sw
-from stalwart.cli.app import app
 from stalwart.core.ledger import RunRecord
 from stalwart.stores.sqlite import SQLiteStore
 
-ENV = {"COLUMNS": "250", "STALWART_STORE": None, "NO_COLOR": "1"}
-
-
-def ok(*args: str) -> str:
-    result = CliRunner(env=ENV).invoke(app, list(args))
-    assert result.exit_code == 0, result.output
-    return result.stdout
+from .conftest import RUN_FIELDS, invoke, ok, run_cli
 
 
 def as_json(*args: str) -> Any:
     return json.loads(ok(*args, "--json"))
-
-
-def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The installed command in a fresh interpreter; its stdout is a pipe."""
-    env = {**os.environ, "NO_COLOR": "1"}
-    for name in ("FORCE_COLOR", "STALWART_STORE", "COLUMNS"):
-        env.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-m", "stalwart.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
 
 
 async def _suspended(runner: sw.Runner, *ids: str) -> None:
@@ -110,24 +84,6 @@ def db(tmp_path: Path) -> str:
 
 
 # -- --json ---------------------------------------------------------------------------------
-RUN_FIELDS = {
-    "id",
-    "policy",
-    "status",
-    "queue",
-    "priority",
-    "parent_id",
-    "created_at",
-    "updated_at",
-    "code_version",
-    "waiting_for",
-    "wake_at",
-    "owner",
-    "lease_expires_at",
-    "cancel_requested",
-}
-
-
 def test_list_json_has_the_documented_fields_and_filters(db: str) -> None:
     doc = as_json("runs", "list", "--store", db)
     assert doc["store"] == db and doc["next"] is None
@@ -165,7 +121,7 @@ def test_list_pages_with_the_cursor_it_prints(db: str) -> None:
     assert seen == [r["id"] for r in as_json("runs", "list", "--store", db)["runs"]]
     # The table says where the next page starts, as a flag to paste.
     assert "more: --before " in ok("runs", "list", "--limit", "3", "--store", db)
-    bad = CliRunner(env=ENV).invoke(app, ["runs", "list", "--before", "soon", "--store", db])
+    bad = invoke("runs", "list", "--before", "soon", "--store", db)
     assert bad.exit_code == 2 and "cannot read the cursor 'soon'" in bad.stderr
 
 
@@ -267,7 +223,7 @@ def test_a_piped_table_keeps_every_column_and_every_long_value(
             await _suspended(runner, long_id)
 
     asyncio.run(make())
-    listed = cli(tmp_path, "runs", "list", "--store", url)
+    listed = run_cli(tmp_path, "runs", "list", "--store", url)
     assert listed.returncode == 0, listed.stderr
     row = next(line for line in listed.stdout.splitlines() if long_id in line)
     cells = [c.strip() for c in row.split("│")[1:-1]]
@@ -278,7 +234,7 @@ def test_a_piped_table_keeps_every_column_and_every_long_value(
         assert name in header
     assert "…" not in listed.stdout
 
-    waiting = cli(tmp_path, "runs", "waiting", "--store", url)
+    waiting = run_cli(tmp_path, "runs", "waiting", "--store", url)
     assert waiting.returncode == 0, waiting.stderr
     row = next(line for line in waiting.stdout.splitlines() if long_id in line)
     assert question in row and asks.name in row and "decision" in row
@@ -459,7 +415,7 @@ def test_resume_signal_and_cancel_work_for_every_kind_of_run(
         "flow-1": 'succeeded: {"q": "which flow?", "a": "a flow"}',
     }
     for run_id, expected in outcomes.items():
-        result = cli(tmp_path, "runs", "resume", run_id, "--app", str(app_file), "--store", url)
+        result = run_cli(tmp_path, "runs", "resume", run_id, "--app", str(app_file), "--store", url)
         assert result.returncode == 0, result.stdout + result.stderr
         assert expected in result.stdout
 
@@ -474,12 +430,10 @@ def test_resume_without_the_policy_says_how_to_fix_it(db: str, tmp_path: Path) -
     other.write_text(
         "import stalwart as sw\n\n@sw.policy\nasync def unrelated() -> int:\n    return 1\n"
     )
-    result = CliRunner(env=ENV).invoke(
-        app, ["runs", "resume", "refund-42", "--app", str(other), "--store", db]
-    )
+    result = invoke("runs", "resume", "refund-42", "--app", str(other), "--store", db)
     assert result.exit_code == 1
     line = result.stderr.strip()
     assert "needs policy 'refund'" in line and "it provides: unrelated" in line
     assert "module:attr" in line
-    result = CliRunner(env=ENV).invoke(app, ["runs", "resume", "refund-42", "--store", db])
+    result = invoke("runs", "resume", "refund-42", "--store", db)
     assert result.exit_code == 1 and "--app MODULE" in result.stderr

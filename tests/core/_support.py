@@ -13,6 +13,7 @@ from typing import Any
 import pydantic
 
 import stalwart as sw
+from stalwart.testing import ScriptedLLM, call
 
 
 class Color(enum.Enum):
@@ -114,3 +115,22 @@ class Gauge:
 def others() -> set[asyncio.Task[Any]]:
     """Tasks alive besides the current one."""
     return {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
+
+
+def result_texts(out: list[sw.Message]) -> list[str]:
+    """The result of each tool call in a model's turn, as text: its value,
+    or ``Type: message`` for an error (a lock refusal among them)."""
+    return [
+        f"{r.error_type}: {r.error_message}" if r.is_error else str(r.value)
+        for m in out
+        if (r := m.action_result) is not None
+    ]
+
+
+async def ask_for(ctx: sw.Context, model: str, tool: str, options: list[Any]) -> str:
+    """Have a scripted model named ``model`` call ``tool`` (one of
+    ``options``) once in the run of ``ctx``; the text of that call's result."""
+    llm: Any = ScriptedLLM([[call(tool)]], name=model)
+    out = await ctx.call(llm, observations=[sw.Message.user("go")], options=options)
+    [text] = result_texts(out)
+    return text

@@ -21,6 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parents[2]))  # this repository, for tests.core
+
+from tests.core._support import ask_for, result_texts
+
 import stalwart as sw
 from stalwart import Message
 from stalwart.testing import ScriptedLLM, call
@@ -35,21 +39,6 @@ def _ran(name: str) -> None:
         f.write(name + "\n")
         f.flush()
         os.fsync(f.fileno())
-
-
-def _texts(out: list[Message]) -> list[str]:
-    return [
-        f"{r.error_type}: {r.error_message}" if r.is_error else str(r.value)
-        for m in out
-        if (r := m.action_result) is not None
-    ]
-
-
-async def _ask(ctx: sw.Context, name: str, tool: str, options: list[Any]) -> str:
-    llm: Any = ScriptedLLM([[call(tool)]], name=name)
-    out = await ctx.call(llm, observations=[Message.user("go")], options=options)
-    [text] = _texts(out)
-    return text
 
 
 @sw.policy(exclusive="b")
@@ -71,7 +60,7 @@ async def el_x(ctx: sw.Context) -> str:
     """Holds lock a; asks for a tool needing lock b."""
     if MODE["run"]:
         await EV["b_held"].wait()
-    text = await _ask(ctx, "el_x_model", "el_needs_b", [el_needs_b])
+    text = await ask_for(ctx, "el_x_model", "el_needs_b", [el_needs_b])
     EV["x_done"].set()
     return text
 
@@ -82,7 +71,7 @@ async def el_y_mid(ctx: sw.Context) -> str:
     EV["b_held"].set()
     if MODE["run"]:
         await asyncio.sleep(0.5)  # order only: X is now waiting for lock b
-    text = await _ask(ctx, "el_mid_model", "el_needs_a", [el_needs_a])
+    text = await ask_for(ctx, "el_mid_model", "el_needs_a", [el_needs_a])
     if MODE["run"]:
         print("refused " + json.dumps(text), flush=True)
         await asyncio.sleep(3600)  # the process dies here
@@ -94,14 +83,14 @@ async def el_y(ctx: sw.Context) -> str:
     """No lock; asks for Y (lock b), after X is done when recovering."""
     if not MODE["run"]:
         await EV["x_done"].wait()
-    return await _ask(ctx, "el_y_model", "el_y_mid", [el_y_mid])
+    return await ask_for(ctx, "el_y_model", "el_y_mid", [el_y_mid])
 
 
 @sw.policy
 async def el_top(ctx: sw.Context) -> list[str]:
     llm: Any = ScriptedLLM([[call("el_x"), call("el_y")]], name="el_top_model")
     out = await ctx.call(llm, observations=[Message.user("go")], options=[el_x, el_y])
-    return _texts(out)
+    return result_texts(out)
 
 
 async def main() -> None:

@@ -18,6 +18,8 @@ from stalwart import Message
 from stalwart.core.engine.locks import LockTable
 from stalwart.testing import ScriptedLLM, call
 
+from ._support import ask_for, result_texts
+
 
 class Gauge:
     """The most calls seen running at once, per lock."""
@@ -287,21 +289,6 @@ EV: dict[str, asyncio.Event] = {}
 PHASE = {"n": 1}
 
 
-def _texts(out: list[Message]) -> list[str]:
-    return [
-        f"{r.error_type}: {r.error_message}" if r.is_error else str(r.value)
-        for m in out
-        if (r := m.action_result) is not None
-    ]
-
-
-async def _ask(ctx: sw.Context, name: str, tool: str, options: list[Any]) -> str:
-    llm: Any = ScriptedLLM([[call(tool)]], name=name)
-    out = await ctx.call(llm, observations=[Message.user("go")], options=options)
-    [text] = _texts(out)
-    return text
-
-
 # -- a recorded call refused on replay ----------------------------------------------
 
 
@@ -325,7 +312,7 @@ async def crossed_x_outer(ctx: sw.Context) -> str:
     if PHASE["n"] == 2:
         await EV["b_held"].wait()
         await asyncio.sleep(0.5)  # order only: y_mid is now waiting for lock a
-    text = await _ask(ctx, "crossed_x_model", "crossed_y_inner", [crossed_y_inner])
+    text = await ask_for(ctx, "crossed_x_model", "crossed_y_inner", [crossed_y_inner])
     if PHASE["n"] == 1:
         EV["x_done"].set()
         await asyncio.sleep(3600)  # the process dies here
@@ -336,7 +323,7 @@ async def crossed_x_outer(ctx: sw.Context) -> str:
 async def crossed_y_mid(ctx: sw.Context) -> str:
     """Holds lock b; asks for a tool needing lock a."""
     EV["b_held"].set()
-    return await _ask(ctx, "crossed_mid_model", "crossed_x_inner", [crossed_x_inner])
+    return await ask_for(ctx, "crossed_mid_model", "crossed_x_inner", [crossed_x_inner])
 
 
 @sw.policy
@@ -344,7 +331,7 @@ async def crossed_y_outer(ctx: sw.Context) -> str:
     """No lock; asks for y_mid (lock b), after x_outer's inner call the first time."""
     if PHASE["n"] == 1:
         await EV["x_done"].wait()
-    return await _ask(ctx, "crossed_y_model", "crossed_y_mid", [crossed_y_mid])
+    return await ask_for(ctx, "crossed_y_model", "crossed_y_mid", [crossed_y_mid])
 
 
 @sw.policy
@@ -355,7 +342,7 @@ async def crossed_top(ctx: sw.Context) -> list[str]:
     out = await ctx.call(
         llm, observations=[Message.user("go")], options=[crossed_x_outer, crossed_y_outer]
     )
-    return _texts(out)
+    return result_texts(out)
 
 
 async def test_a_recorded_call_replays_its_result_even_when_the_locks_cross(
@@ -397,7 +384,7 @@ async def crossed_a_holder(ctx: sw.Context) -> str:
     """Holds lock a; lets b_holder start; asks for a tool needing lock b."""
     for _ in range(3):
         await asyncio.sleep(0)  # b_holder takes lock b, then waits for a slot
-    return await _ask(ctx, "crossed_a_model", "crossed_b_leaf", [crossed_b_leaf])
+    return await ask_for(ctx, "crossed_a_model", "crossed_b_leaf", [crossed_b_leaf])
 
 
 @sw.policy(exclusive="b")
@@ -414,7 +401,7 @@ async def crossed_slots(ctx: sw.Context) -> list[str]:
     out = await ctx.call(
         llm, observations=[Message.user("go")], options=[crossed_a_holder, crossed_b_holder]
     )
-    return _texts(out)
+    return result_texts(out)
 
 
 async def test_without_a_parallelism_limit_the_calls_all_run() -> None:

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.records import step_record
 from typer.testing import CliRunner
 
 import stalwart as sw
 from stalwart.cli.app import app
 from stalwart.core.engine.identity import ArgsLog, identity_json, step_hash
 from stalwart.core.errors import CorruptedRecord
-from stalwart.core.ledger import StepRecord
 from stalwart.core.stepargs import ArgsTable, StoredStep
 from stalwart.testing import ScriptedLLM, call
 from stalwart.timetravel import export_runs, import_runs, read_export, write_export
@@ -235,7 +235,7 @@ def test_the_hash_is_that_of_the_whole_arguments() -> None:
         stored, digest, _ = log.identify(args, kwargs, key)
         whole = identity_json(args, kwargs, key)
         assert digest == step_hash(whole)
-        steps[key] = StepRecord(key, "m", digest, stored, "null", None)
+        steps[key] = step_record(key, "null", name="m", args_hash=digest, args=stored)
         log.commit(key)
         assert ArgsTable("r", steps).full(key) == whole
         history = [*history, sw.Message.assistant("a" * (turn * 10))]

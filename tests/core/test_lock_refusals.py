@@ -24,13 +24,7 @@ from stalwart.core import codec
 from stalwart.core.errors import NonDeterminismError
 from stalwart.testing import ScriptedLLM, call
 
-
-def _texts(out: list[Message]) -> list[str]:
-    return [
-        f"{r.error_type}: {r.error_message}" if r.is_error else str(r.value)
-        for m in out
-        if (r := m.action_result) is not None
-    ]
+from ._support import result_texts
 
 
 @sw.policy(exclusive=True)
@@ -40,7 +34,7 @@ async def el_delegate(ctx: sw.Context, depth: int = 0) -> list[str]:
         return ["inner ran"]
     llm: Any = ScriptedLLM([[call("el_delegate", depth=1)]], name="el_delegate_model")
     out = await ctx.call(llm, observations=[Message.user("go")], options=[el_delegate])
-    return _texts(out)
+    return result_texts(out)
 
 
 @sw.policy(exclusive="pen")
@@ -76,7 +70,7 @@ async def el_plain(ctx: sw.Context) -> list[str]:
         name="el_plain_model",
     )
     out = await ctx.call(llm, observations=[Message.user("go")], options=[el_write])
-    return _texts(out)
+    return result_texts(out)
 
 
 async def test_a_reentry_refusal_is_recorded_at_the_calls_key(sqlite_url: str) -> None:

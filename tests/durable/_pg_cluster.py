@@ -16,13 +16,13 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.conftest import free_port
 
 __all__ = ["PrivateCluster", "pg_cluster"]
 
@@ -41,13 +41,6 @@ def _bin_dir() -> Path | None:
     return Path(on_path).parent if on_path and shutil.which("pg_ctl") else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 class PrivateCluster:
     """One PostgreSQL server in a directory of its own; trust auth, user ``postgres``."""
 
@@ -56,7 +49,7 @@ class PrivateCluster:
         self.root = root
         self.data = root / "data"
         self.log = root / "server.log"
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         # initdb and the server refuse root: hand everything to postgres.
         self._as: list[str] = []

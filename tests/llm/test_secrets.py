@@ -9,13 +9,13 @@ file; the file's bytes are then searched for the password.
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
+from tests.conftest import free_port
 
 import stalwart as sw
 from stalwart import llm
@@ -25,14 +25,6 @@ from stalwart.llm import ProviderError, ProviderUnavailable
 from .conftest import http_module
 
 PASSWORD = "s3cretpw"
-
-
-def _closed_port() -> int:
-    """A local port with no listener: connecting is refused at once."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 def _run_in_ledger(tmp_path: Path, model: Any) -> tuple[ProviderError, bytes]:
@@ -64,7 +56,7 @@ MODELS: dict[str, Callable[[str], Any]] = {
 def test_an_unreachable_server_is_recorded_without_its_password(
     tmp_path: Path, provider: str
 ) -> None:
-    url = f"http://alice:{PASSWORD}@127.0.0.1:{_closed_port()}/v1"
+    url = f"http://alice:{PASSWORD}@127.0.0.1:{free_port()}/v1"
     error, ledger = _run_in_ledger(tmp_path, MODELS[provider](url))
     assert isinstance(error, ProviderUnavailable)
     assert "could not connect" in str(error)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from tests.mcp.test_mcp_server import served
+from tests.mcp.serving import served_mcp
 
 from stalwart.mcp.server import IDEMPOTENCY_KEY, request_run_id
 
@@ -26,12 +26,14 @@ def _key(key: str) -> Any:
     return cast(Any, {IDEMPOTENCY_KEY: key})
 
 
-async def test_a_reused_key_does_not_show_another_clients_arguments(tmp_path: Path) -> None:
+async def test_a_reused_key_does_not_show_another_clients_arguments(
+    tmp_path: Path, sqlite_url: str
+) -> None:
     env = {**os.environ, "APP_COUNT": str(tmp_path / "count"), "APP_BLOCK": str(tmp_path / "b")}
-    async with served("stdio", tmp_path, env) as alice:
+    async with served_mcp("stdio", sqlite_url, env) as alice:
         first = await alice.call_tool("add", {"a": 424242, "b": 1}, meta=_key("k1"))
         assert not first.is_error
-    async with served("stdio", tmp_path, env) as bob:
+    async with served_mcp("stdio", sqlite_url, env) as bob:
         second = await bob.call_tool("add", {"a": 1}, meta=_key("k1"))
     text = " ".join(getattr(c, "text", "") for c in second.content)
     assert second.is_error

@@ -2,63 +2,19 @@
 over stdio and streamable HTTP, killed with SIGKILL mid-call."""
 
 # The tests poll marker files the servers write and start real processes, on purpose.
-# ruff: noqa: ASYNC220, ASYNC240
+# ruff: noqa: ASYNC240
 
 from __future__ import annotations
 
 import asyncio
 import os
 import signal
-import socket
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from tests.mcp.serving import served_mcp
 
-from mcp import Client, StdioServerParameters
-
-HERE = Path(__file__).parent
-APP = str(HERE / "served_app.py")
 pytestmark = pytest.mark.timeout(90)
-
-
-# The real command: `stalwart mcp serve --app served_app.py --store URL`.
-SERVE = ["-m", "stalwart.cli", "mcp", "serve", "--app", APP, "--store"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@asynccontextmanager
-async def served(transport: str, tmp: Path, env: dict[str, str]) -> AsyncIterator[Client]:
-    """A fresh server process on the same store, and an SDK client on it."""
-    store = f"sqlite:///{tmp / 'tools.db'}"
-    if transport == "stdio":
-        params = StdioServerParameters(command=sys.executable, args=[*SERVE, store], env=env)
-        async with Client(params, read_timeout_seconds=30) as client:
-            yield client
-        return
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, *SERVE, store, "--http", f"127.0.0.1:{port}"], env=env)
-    try:
-        for _ in range(300):
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            except OSError:
-                await asyncio.sleep(0.05)
-        async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=30) as client:
-            yield client
-    finally:
-        proc.kill()
-        proc.wait(10)
 
 
 def _lines(path: Path) -> list[str]:
@@ -66,10 +22,12 @@ def _lines(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-async def test_sdk_client_against_served_policies(transport: str, tmp_path: Path) -> None:
+async def test_sdk_client_against_served_policies(
+    transport: str, tmp_path: Path, sqlite_url: str
+) -> None:
     count, block = tmp_path / "count", tmp_path / "block"
     env = {**os.environ, "APP_COUNT": str(count), "APP_BLOCK": str(block)}
-    async with served(transport, tmp_path, env) as client:
+    async with served_mcp(transport, sqlite_url, env) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert set(listed) == {"add", "long_job", "refuse", "approve"}
         schema = listed["add"].input_schema
@@ -113,7 +71,7 @@ async def test_sdk_client_against_served_policies(transport: str, tmp_path: Path
     # The client retries the same request on a restarted server: the run
     # resumes (stage 1 from the ledger), and its result is the recorded one.
     block.unlink()
-    async with served(transport, tmp_path, env) as client:
+    async with served_mcp(transport, sqlite_url, env) as client:
         first = await client.call_tool("long_job", {"name": "j"})
         assert not first.is_error, first.content
         assert _lines(count) == ["j:1", "j:2", "j:2"]  # stage 1 not run again

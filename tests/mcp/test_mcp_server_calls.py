@@ -6,63 +6,27 @@ Against a real `stalwart mcp serve` process (served_app.py), over stdio and
 streamable HTTP.
 """
 
-# ruff: noqa: ASYNC220
-
 from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
+from tests.mcp.serving import served_mcp
 
 import stalwart as sw
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from stalwart.mcp import WAITING
 
-HERE = Path(__file__).parent
-APP = str(HERE / "served_app.py")
-SERVE = ["-m", "stalwart.cli", "mcp", "serve", "--app", APP, "--store"]
 pytestmark = pytest.mark.timeout(90)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@asynccontextmanager
-async def served(transport: str, store: str, tmp: Path) -> AsyncIterator[Client]:
-    env = {**os.environ, "APP_COUNT": str(tmp / "count")}
-    if transport == "stdio":
-        params = StdioServerParameters(command=sys.executable, args=[*SERVE, store], env=env)
-        async with Client(params, read_timeout_seconds=30) as client:
-            yield client
-        return
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, *SERVE, store, "--http", f"127.0.0.1:{port}"], env=env)
-    try:
-        for _ in range(300):
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            except OSError:
-                await asyncio.sleep(0.05)
-        async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=30) as client:
-            yield client
-    finally:
-        proc.kill()
-        proc.wait(10)
+def _env(tmp: Path) -> dict[str, str]:
+    return {**os.environ, "APP_COUNT": str(tmp / "count")}
 
 
 def text(result: Any) -> str:
@@ -73,7 +37,7 @@ def text(result: Any) -> str:
 async def test_a_call_of_a_waiting_policy_says_what_it_waits_for(
     transport: str, sqlite_url: str, tmp_path: Path
 ) -> None:
-    async with served(transport, sqlite_url, tmp_path) as client:
+    async with served_mcp(transport, sqlite_url, _env(tmp_path)) as client:
         waiting = await asyncio.wait_for(client.call_tool("approve", {"amount": 120}), 30)
         assert not waiting.is_error
         said = waiting.meta[WAITING]
@@ -108,7 +72,7 @@ async def test_a_call_of_a_waiting_policy_says_what_it_waits_for(
 async def test_arguments_are_validated_as_every_policy_call_is(
     transport: str, sqlite_url: str, tmp_path: Path
 ) -> None:
-    async with served(transport, sqlite_url, tmp_path) as client:
+    async with served_mcp(transport, sqlite_url, _env(tmp_path)) as client:
         refused = await client.call_tool("add", {"a": True})
         assert refused.is_error
         assert "a: Input should be a number, not a boolean" in text(refused)
@@ -139,7 +103,7 @@ async def _raw_call(client: Client, params: dict[str, Any]) -> types.CallToolRes
 async def test_a_call_of_the_wrong_shape_is_an_error_naming_the_field(
     transport: str, params: dict[str, Any], said: str, sqlite_url: str, tmp_path: Path
 ) -> None:
-    async with served(transport, sqlite_url, tmp_path) as client:
+    async with served_mcp(transport, sqlite_url, _env(tmp_path)) as client:
         if transport == "http" and not isinstance(params["name"], str):
             # Streamable HTTP carries the name in a header too: the SDK's
             # transport refuses the request before it reaches the server,

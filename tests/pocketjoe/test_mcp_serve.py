@@ -11,8 +11,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tests.mcp.serving import served_mcp
 
-from mcp import Client, StdioServerParameters
 from stalwart.pocketjoe.policy_spec_mcp import served_policies
 from stalwart.stores import open_store
 
@@ -68,12 +68,6 @@ def _docs_program() -> str:
 APP_V02 = _docs_program()
 
 
-def _serve(app: Path, store: str) -> StdioServerParameters:
-    """The real command: `stalwart mcp serve --app app.py --store URL`."""
-    args = ["-m", "stalwart.cli", "mcp", "serve", "--app", str(app), "--store", store]
-    return StdioServerParameters(command=sys.executable, args=args)
-
-
 async def _runs(store: str) -> dict[str, tuple[str, str, list[str]]]:
     """Each run in the store: its policy, status and step names."""
     s = open_store(store)
@@ -92,7 +86,7 @@ async def test_v01_policy_spec_mcp_tool_classes_are_served(tmp_path: Path, sqlit
     app = tmp_path / "units_app.py"
     app.write_text(APP_V01)
     store = sqlite_url
-    async with Client(_serve(app, store), read_timeout_seconds=30) as client:
+    async with served_mcp("stdio", store, app=app) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert set(listed) == {"to_miles", "race_miles"}  # `Hidden` is bound, not marked
         assert listed["to_miles"].description == "Kilometres to miles"
@@ -123,7 +117,7 @@ async def test_v02_policy_tools_and_resources_are_served(tmp_path: Path, sqlite_
     app = tmp_path / "calc_app.py"
     app.write_text(APP_V02)
     store = sqlite_url
-    async with Client(_serve(app, store), read_timeout_seconds=30) as client:
+    async with served_mcp("stdio", store, app=app) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert set(listed) == {"add", "double_sum"}  # `off` is enabled=False
         assert listed["add"].description == "Adds two integers"

@@ -13,16 +13,25 @@ except under CI (``CI`` set), where they fail (``require_postgres``).
 Nothing PostgreSQL-specific is imported at module level: this conftest loads
 for every test in tests/stores, the SQLite ones included, and must not need
 psycopg.
+
+For the SQLite failure tests: ``grouped`` (a ``durability=group`` store
+whose commit waits long enough to act beside it), ``interrupt`` (a progress
+handler that makes SQLite interrupt statements, as a failing disk would) and
+``committed_keys`` (what another process reads of a run's steps).
 """
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from tests.conftest import PG_URL, drop_schema, opened_store, pg_schema_url, require_postgres
+
+from stalwart.stores.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from stalwart.stores.postgres import PostgresStore
@@ -97,3 +106,47 @@ async def pg_other_store(
     options = {k: v for k, v in pg_store_options.items() if k != "application_name"}
     async for s in _opened_pg(pg_schema, options):
         yield s
+
+
+# -- SQLite failures -------------------------------------------------------------------
+@pytest.fixture
+async def grouped(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    """A ``durability=group`` store on ``tmp_path / "ledger.db"``: a step is
+    acknowledged before its commit, which waits long enough for a test to
+    act while acknowledged records are not yet committed. A progress handler
+    the test left is cleared before the store closes."""
+    store = SQLiteStore(tmp_path / "ledger.db", durability="group", group_delay=0.05)
+    await store.open()
+    try:
+        yield store
+    finally:
+        store.db.set_progress_handler(None, 1)
+        await store.close()
+
+
+def interrupt(times: int | None) -> Callable[[], int]:
+    """A progress handler that makes SQLite interrupt the next ``times``
+    statements (every one if None); SQLITE_INTERRUPT rolls an explicit
+    transaction back, as a failing disk would."""
+    left = [times]
+
+    def handler() -> int:
+        if left[0] is None:
+            return 1
+        if left[0] == 0:
+            return 0
+        left[0] -= 1
+        return 1
+
+    return handler
+
+
+def committed_keys(path: Path, run_id: str) -> list[str]:
+    """The step keys of ``run_id`` another process reads from the SQLite file
+    at ``path``: committed ones only."""
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute("SELECT key FROM steps WHERE run_id = ? ORDER BY key", (run_id,))
+        return [key for (key,) in rows]
+    finally:
+        db.close()

@@ -14,12 +14,9 @@ from collections.abc import Callable
 
 import pytest
 from tests.conftest import PG_URL
-from tests.stores.conftest import pg_schema, pg_server, pg_store, pg_url
 
 from stalwart.core.ledger import RunRecord
 from stalwart.stores.postgres import PostgresStore
-
-__all__ = ["pg_schema", "pg_server", "pg_store", "pg_url"]  # fixtures, used by name
 
 APP = f"h8-{uuid.uuid4().hex[:8]}"
 

@@ -17,27 +17,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.records import step_record
+from tests.records import OTHER_HOST, claimed_run, step_record
 
 from stalwart.core.errors import StaleLeaseError, StoreUnavailable
-from stalwart.core.ledger import RunRecord
 from stalwart.stores import open_store
 from stalwart.stores.base import Store
 
 # Owners on another host: never judged dead here, only their leases count.
-A = "elsewhere:1:a"
+A = OTHER_HOST  # the owner claimed_run claims for
 B = "elsewhere:2:b"
 
 
-async def _claimed(store: Store, run_id: str, lease: float) -> int:
-    await store.create_run(RunRecord(run_id, "p", "{}"))
-    rec = await store.claim(run_id, A, lease)
-    assert rec is not None
-    return rec.fence
-
-
 async def test_a_heartbeat_extends_the_lease_it_renews(store: Store) -> None:
-    await _claimed(store, "r", -1.0)  # a lease that has run out already
+    await claimed_run(store, "r", lease=-1.0)  # a lease that has run out already
     beat = await store.heartbeat(A, 60.0, ["r"])
     assert beat.lost == [] and beat.cancel == []
     assert await store.claim("r", B, 60.0) is None  # renewed: not B's to take
@@ -45,7 +37,7 @@ async def test_a_heartbeat_extends_the_lease_it_renews(store: Store) -> None:
 
 async def test_a_run_whose_lease_ran_out_can_be_taken_over(store: Store) -> None:
     """The other side of the test above: without the beat, B may take it."""
-    first = await _claimed(store, "r", -1.0)
+    first = await claimed_run(store, "r", lease=-1.0)
     taken = await store.claim("r", B, 60.0)
     assert taken is not None and taken.fence > first
 
@@ -57,7 +49,7 @@ async def test_a_step_for_a_run_that_is_gone_is_refused_as_stale(store: Store) -
 
 
 async def test_a_finished_run_cannot_be_finished_again(store: Store) -> None:
-    fence = await _claimed(store, "f", 60.0)
+    fence = await claimed_run(store, "f", lease=60.0)
     await store.finish_run("f", fence, "succeeded", "1", None)
     with pytest.raises(StaleLeaseError, match="succeeded"):
         await store.finish_run("f", fence, "failed", None, '{"type":"E","message":"m"}')
@@ -76,7 +68,7 @@ async def test_a_step_write_while_postgres_is_down_is_unavailable(
     assert s is not None
     await s.open()
     try:
-        fence = await _claimed(s, "d", 60.0)
+        fence = await claimed_run(s, "d", lease=60.0)
 
         async def down(*_: Any, **__: Any) -> Any:
             raise pg_errors.CannotConnectNow("the database system is starting up")

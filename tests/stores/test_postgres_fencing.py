@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import PG_URL
-from tests.records import step_record
+from tests.records import claimed_run, step_record
 
 from stalwart.core.errors import StaleLeaseError, StoreError, StoreUnavailable
 from stalwart.core.ledger import RunRecord, StepRecord
@@ -54,13 +54,6 @@ def _step(key: str, output: str = "1") -> StepRecord:
     return step_record(key, output, args="[]", started_at=1.0, finished_at=2.0)
 
 
-async def _claimed(store: PostgresStore, run_id: str, owner: str = A) -> int:
-    await store.create_run(RunRecord(run_id, "p", "{}"))
-    run = await store.claim(run_id, owner, 30.0)
-    assert run is not None
-    return run.fence
-
-
 async def _taken_over(store: PostgresStore, run_id: str) -> tuple[int, int]:
     """A holds ``run_id``, its lease runs out, B claims it: (A's fence, B's)."""
     await store.create_run(RunRecord(run_id, "p", "{}"))
@@ -80,8 +73,8 @@ def _rid() -> str:
 async def test_the_heartbeat_names_the_runs_its_owner_lost(pg_store: PostgresStore) -> None:
     held, cancel, finished, gone = _rid(), _rid(), _rid(), _rid()
     for run_id in (held, cancel):
-        await _claimed(pg_store, run_id)
-    fence = await _claimed(pg_store, finished)
+        await claimed_run(pg_store, run_id, owner=A, lease=30.0)
+    fence = await claimed_run(pg_store, finished, owner=A, lease=30.0)
     await pg_store.finish_run(finished, fence, "succeeded", "1", None)
     await pg_store.request_cancel(cancel)
     taken = _rid()
@@ -151,7 +144,7 @@ async def test_a_takeover_waits_for_a_step_write_in_flight(
     middle of it waits for its commit, so the write lands before the
     takeover (the new owner's replay sees it) instead of after it."""
     run_id = _rid()
-    fence = await _claimed(pg_store, run_id)
+    fence = await claimed_run(pg_store, run_id, owner=A, lease=30.0)
     s = f'"{pg_schema}"'
     async with (
         await psycopg.AsyncConnection.connect(PG_URL) as blocker,
@@ -191,7 +184,7 @@ async def test_a_claim_that_commits_first_refuses_the_write(
     """The other order: a takeover holding the run row makes the step write
     wait, and then refuses it on the new fence."""
     run_id = _rid()
-    fence = await _claimed(pg_store, run_id)
+    fence = await claimed_run(pg_store, run_id, owner=A, lease=30.0)
     async with await psycopg.AsyncConnection.connect(PG_URL) as claimer:
         await claimer.execute(
             f'UPDATE "{pg_schema}".runs SET fence = fence + 1, owner = %s WHERE id = %s',
@@ -241,7 +234,7 @@ async def test_a_dropped_connection_is_retried(pg_schema: str, pg_url: Callable[
     await s.open()
     try:
         run_id = _rid()
-        fence = await _claimed(s, run_id)
+        fence = await claimed_run(s, run_id, owner=A, lease=30.0)
         before = s.retries
         await _kill_backends(app)  # AdminShutdown, then a lost connection
         assert (await s.record_step(run_id, fence, _step("1", "7"))).output == "7"
@@ -347,7 +340,7 @@ async def test_a_schema_of_the_previous_version_is_migrated(
     await store.open()
     try:
         run_id = _rid()
-        fence = await _claimed(store, run_id)
+        fence = await claimed_run(store, run_id, owner=A, lease=30.0)
         await store.record_step(run_id, fence, _step("1"))
         await store.finish_run(run_id, fence, "succeeded", "1", None)
         assert list(await store.load_steps(run_id)) == ["1"]

@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 from tests.durable._pg_cluster import PrivateCluster, pg_cluster  # noqa: F401
-from tests.records import step_record
+from tests.records import claimed_run, step_record
 
 import stalwart as sw
 from stalwart.core.errors import StoreUnavailable
-from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.core.ledger import StepRecord
 
 if not os.environ.get("CI"):
     pytest.importorskip("psycopg")
@@ -46,13 +46,6 @@ def _step(key: str) -> StepRecord:
     return step_record(key, f'"{key}"', args="[]", started_at=1.0, finished_at=2.0)
 
 
-async def _running(store: PostgresStore, run_id: str) -> int:
-    await store.create_run(RunRecord(run_id, "p", "{}"))
-    run = await store.claim(run_id, A, 60.0)
-    assert run is not None
-    return run.fence
-
-
 async def _record(store: PostgresStore, run_id: str, fence: int, keys: list[str]) -> None:
     for key in keys:
         assert (await store.record_step(run_id, fence, _step(key))).output == f'"{key}"'
@@ -64,15 +57,15 @@ async def test_an_execution_that_may_have_lost_records_in_a_crash_stops(
     store = PostgresStore.from_url(_url(pg_cluster, durability="group", retry_for=30))
     await store.open()
     try:
-        fence = await _running(store, "a")
+        fence = await claimed_run(store, "a", owner=A)
         await _record(store, "a", fence, ["1", "2"])
         # A clean restart loses nothing: the execution goes on.
         await asyncio.to_thread(pg_cluster.restart)
         await _record(store, "a", fence, ["3", "4"])
         assert sorted(await store.load_steps("a")) == ["1", "2", "3", "4"]
 
-        fence_b = await _running(store, "b")  # holds nothing unflushed
-        fence_c = await _running(store, "c")
+        fence_b = await claimed_run(store, "b", owner=A)  # holds nothing unflushed
+        fence_c = await claimed_run(store, "c", owner=A)
         await _record(store, "c", fence_c, ["1"])
         # Acknowledged, and (with no synchronous commit after them, and a
         # slow WAL writer) most likely still unflushed when the server dies.

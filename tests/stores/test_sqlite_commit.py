@@ -14,24 +14,15 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from tests.records import step_record
+from tests.records import claimed_run, step_record
 
 from stalwart.core.ledger import RunRecord, StepRecord
 from stalwart.stores.sqlite import SQLiteStore
-
-A = "elsewhere:1:a"
 
 
 @pytest.fixture
 def store(sqlite_store: SQLiteStore) -> SQLiteStore:
     return sqlite_store
-
-
-async def _claimed(store: SQLiteStore, run_id: str) -> int:
-    await store.create_run(RunRecord(run_id, "p", "{}"))
-    rec = await store.claim(run_id, A, 60.0)
-    assert rec is not None
-    return rec.fence
 
 
 def _step(key: str) -> StepRecord:
@@ -45,7 +36,7 @@ def _commits(store: SQLiteStore) -> list[str]:
 
 
 async def test_steps_that_finish_together_share_a_commit(store: SQLiteStore) -> None:
-    fence = await _claimed(store, "r")
+    fence = await claimed_run(store, "r")
     commits = _commits(store)
     gate = asyncio.Event()
 
@@ -64,7 +55,7 @@ async def test_steps_that_finish_together_share_a_commit(store: SQLiteStore) -> 
 async def test_a_step_returns_only_once_its_record_is_committed(
     store: SQLiteStore, tmp_path: Path
 ) -> None:
-    fence = await _claimed(store, "r")
+    fence = await claimed_run(store, "r")
     other = sqlite3.connect(tmp_path / "ledger.db")
     try:
         for i in range(50):  # inline commits, and every few ms a deferred one
@@ -76,7 +67,7 @@ async def test_a_step_returns_only_once_its_record_is_committed(
 
 
 async def test_two_runs_stepping_side_by_side_both_progress(store: SQLiteStore) -> None:
-    fences = {run_id: await _claimed(store, run_id) for run_id in ("a", "b")}
+    fences = {run_id: await claimed_run(store, run_id) for run_id in ("a", "b")}
     done: list[str] = []
 
     async def run(run_id: str) -> None:
@@ -96,7 +87,7 @@ async def _holding_a_batch(path: Path, delay: float) -> SQLiteStore:
     seconds (``durability=group``): it holds the file's write lock until then."""
     holder = SQLiteStore(path, durability="group", group_delay=delay)
     await holder.open()
-    fence = await _claimed(holder, "held")
+    fence = await claimed_run(holder, "held")
     await holder.record_step("held", fence, _step("0"))
     assert holder.db.in_transaction
     return holder

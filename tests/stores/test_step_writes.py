@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from tests.records import step_record
+from tests.records import claimed_run, step_record
 
 from stalwart.core.errors import StaleLeaseError
-from stalwart.core.ledger import RunRecord, StepRecord
+from stalwart.core.ledger import StepRecord
 from stalwart.stores.base import Store
 
-A = "elsewhere:1:a"  # other hosts: only leases count
 B = "elsewhere:2:b"
 
 
@@ -25,16 +24,9 @@ def _step(key: str, output: str) -> StepRecord:
     return step_record(key, output)
 
 
-async def _running(store: Store, run_id: str, lease: float = 60.0) -> int:
-    await store.create_run(RunRecord(run_id, "p", "{}"))
-    rec = await store.claim(run_id, A, lease)
-    assert rec is not None
-    return rec.fence
-
-
 async def test_one_key_written_twice_side_by_side_keeps_the_first(store: Store) -> None:
-    x = await _running(store, "x")
-    y = await _running(store, "y")
+    x = await claimed_run(store, "x")
+    y = await claimed_run(store, "y")
     got = await asyncio.gather(
         store.record_step("y", y, _step("0", '"lead"')),  # in flight while the rest queue
         store.record_step("x", x, _step("1", '"first"')),
@@ -58,10 +50,10 @@ async def test_one_key_written_twice_side_by_side_keeps_the_first(store: Store) 
 
 
 async def test_a_stale_record_side_by_side_with_good_ones_fails_alone(store: Store) -> None:
-    old = await _running(store, "taken", lease=-1.0)  # its lease has run out
+    old = await claimed_run(store, "taken", lease=-1.0)  # its lease has run out
     new = await store.claim("taken", B, 60.0)
     assert new is not None and new.fence > old
-    x = await _running(store, "x")
+    x = await claimed_run(store, "x")
     got = await asyncio.gather(
         store.record_step("x", x, _step("0", '"lead"')),
         store.record_step("x", x, _step("1", '"x"')),
@@ -81,7 +73,7 @@ async def test_a_stale_record_side_by_side_with_good_ones_fails_alone(store: Sto
 async def test_a_stale_writer_is_told_who_holds_the_run_now(store: Store, store_url: str) -> None:
     """What a replaced worker reads (and logs) when its step is refused: the
     run, the step, its stale fencing token and the run's state now."""
-    old = await _running(store, "r", lease=-1.0)
+    old = await claimed_run(store, "r", lease=-1.0)
     new = await store.claim("r", B, 60.0)
     assert new is not None
     with pytest.raises(StaleLeaseError) as taken:

@@ -19,72 +19,17 @@ an explicit transaction back, as a failing disk would).
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from tests.records import step_record
+from tests.records import OTHER_HOST, claimed_run, step_record
+from tests.stores.conftest import committed_keys, interrupt
 
 from stalwart.core.errors import StoreError, StoreUnavailable
-from stalwart.core.ledger import RunRecord, StepRecord
-from stalwart.stores import open_store
+from stalwart.core.ledger import StepRecord
 from stalwart.stores.base import Store
 from stalwart.stores.sqlite import SQLiteStore
-
-OWNER = "elsewhere:1:me"  # another host: never judged dead here
-
-
-def _step(key: str, output: str = "1", name: str = "p") -> StepRecord:
-    return step_record(key, output, name=name)
-
-
-async def _running(store: Store, run_id: str, parent_id: str | None = None) -> int:
-    """Create ``run_id`` and claim it; its fence."""
-    await store.create_run(RunRecord(run_id, "p", '{"args":[],"kwargs":{}}', parent_id=parent_id))
-    claimed = await store.claim(run_id, OWNER, 30.0)
-    assert claimed is not None
-    return claimed.fence
-
-
-def _committed_keys(path: Path, run_id: str) -> list[str]:
-    """The step keys another process would read: committed ones only."""
-    db = sqlite3.connect(path)
-    try:
-        rows = db.execute("SELECT key FROM steps WHERE run_id = ? ORDER BY key", (run_id,))
-        return [key for (key,) in rows]
-    finally:
-        db.close()
-
-
-@pytest.fixture
-async def grouped(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    """A ``durability=group`` store whose group commit waits long enough for
-    a test to act while acknowledged records are not yet committed."""
-    store = SQLiteStore(tmp_path / "ledger.db", durability="group", group_delay=0.05)
-    await store.open()
-    try:
-        yield store
-    finally:
-        store.db.set_progress_handler(None, 1)
-        await store.close()
-
-
-def _interrupt(times: int | None) -> Callable[[], int]:
-    """A progress handler that interrupts the next ``times`` statements
-    (every one if None)."""
-    left = [times]
-
-    def handler() -> int:
-        if left[0] is None:
-            return 1
-        if left[0] == 0:
-            return 0
-        left[0] -= 1
-        return 1
-
-    return handler
 
 
 # -- SQLite, S6: a neighbour's failure neither erases nor holes a ledger --------------------------
@@ -94,40 +39,38 @@ async def test_a_neighbours_full_disk_keeps_an_acknowledged_record(
     """Run y's large record meets a full file; SQLite rolls the transaction
     back, run x's acknowledged step 1 with it. It is written again: step 1 is
     committed, and x goes on without a hole."""
-    x, y = await _running(grouped, "x"), await _running(grouped, "y")
-    await grouped.record_step("x", x, _step("1"))  # acknowledged, not yet committed
+    x, y = await claimed_run(grouped, "x"), await claimed_run(grouped, "y")
+    await grouped.record_step("x", x, step_record("1"))  # acknowledged, not yet committed
     (pages,) = grouped.db.execute("PRAGMA page_count").fetchone()
     grouped.db.execute(f"PRAGMA max_page_count = {pages + 20}")
     with pytest.raises(StoreUnavailable, match="full"):
-        await grouped.record_step("y", y, _step("1", "x" * 1_000_000))
+        await grouped.record_step("y", y, step_record("1", "x" * 1_000_000))
     grouped.db.execute("PRAGMA max_page_count = 1073741823")
-    assert _committed_keys(tmp_path / "ledger.db", "x") == ["1"]
-    await grouped.record_step("x", x, _step("2"))
+    assert committed_keys(tmp_path / "ledger.db", "x") == ["1"]
+    await grouped.record_step("x", x, step_record("2"))
     await grouped.finish_run("x", x, "succeeded", "3", None)
     assert sorted(await grouped.load_steps("x")) == ["1", "2"]
     assert await grouped.load_steps("y") == {}
 
 
-async def test_a_neighbours_full_disk_does_not_fail_a_waiting_step(tmp_path: Path) -> None:
+async def test_a_neighbours_full_disk_does_not_fail_a_waiting_step(
+    sqlite_store: SQLiteStore, tmp_path: Path
+) -> None:
     """With ``durability=commit``, x's step waits for the commit it shares
     with y's record. y's failure must not become x's: x's step is recorded."""
-    store = SQLiteStore(tmp_path / "ledger.db")
-    await store.open()
-    try:
-        x, y = await _running(store, "x"), await _running(store, "y")
-        (pages,) = store.db.execute("PRAGMA page_count").fetchone()
-        store.db.execute(f"PRAGMA max_page_count = {pages + 20}")
-        got_x, got_y = await asyncio.gather(
-            store.record_step("x", x, _step("1")),
-            store.record_step("y", y, _step("1", "x" * 1_000_000)),
-            return_exceptions=True,
-        )
-        store.db.execute("PRAGMA max_page_count = 1073741823")
-        assert isinstance(got_y, StoreUnavailable)
-        assert isinstance(got_x, StepRecord), f"x failed with y's error: {got_x}"
-        assert _committed_keys(tmp_path / "ledger.db", "x") == ["1"]
-    finally:
-        await store.close()
+    store = sqlite_store
+    x, y = await claimed_run(store, "x"), await claimed_run(store, "y")
+    (pages,) = store.db.execute("PRAGMA page_count").fetchone()
+    store.db.execute(f"PRAGMA max_page_count = {pages + 20}")
+    got_x, got_y = await asyncio.gather(
+        store.record_step("x", x, step_record("1")),
+        store.record_step("y", y, step_record("1", "x" * 1_000_000)),
+        return_exceptions=True,
+    )
+    store.db.execute("PRAGMA max_page_count = 1073741823")
+    assert isinstance(got_y, StoreUnavailable)
+    assert isinstance(got_x, StepRecord), f"x failed with y's error: {got_x}"
+    assert committed_keys(tmp_path / "ledger.db", "x") == ["1"]
 
 
 async def test_a_failed_group_commit_keeps_the_acknowledged_records(
@@ -136,13 +79,13 @@ async def test_a_failed_group_commit_keeps_the_acknowledged_records(
     """The group commit itself fails once (SQLite interrupts it): the records
     it held were acknowledged, so they are written again, not dropped for x's
     next step to land after a hole."""
-    x = await _running(grouped, "x")
-    await grouped.record_step("x", x, _step("1"))
-    grouped.db.set_progress_handler(_interrupt(1), 1)  # the next statement: the COMMIT
+    x = await claimed_run(grouped, "x")
+    await grouped.record_step("x", x, step_record("1"))
+    grouped.db.set_progress_handler(interrupt(1), 1)  # the next statement: the COMMIT
     await asyncio.sleep(0.2)  # the group commit runs, fails, and writes again
     grouped.db.set_progress_handler(None, 1)
-    assert _committed_keys(tmp_path / "ledger.db", "x") == ["1"]
-    await grouped.record_step("x", x, _step("2"))
+    assert committed_keys(tmp_path / "ledger.db", "x") == ["1"]
+    await grouped.record_step("x", x, step_record("2"))
     await grouped.finish_run("x", x, "succeeded", "3", None)
     assert sorted(await grouped.load_steps("x")) == ["1", "2"]
 
@@ -155,23 +98,23 @@ async def test_an_execution_whose_records_are_lost_writes_nothing_more(
     more under that fence: neither step 2 (a hole) nor its end (a result
     built on a step the ledger lacks). Refused as StoreUnavailable, the run
     resumes by replay, which a new claim writes normally."""
-    x, y = await _running(grouped, "x"), await _running(grouped, "y")
-    await grouped.record_step("x", x, _step("1"))
-    grouped.db.set_progress_handler(_interrupt(None), 1)  # a failing disk
+    x, y = await claimed_run(grouped, "x"), await claimed_run(grouped, "y")
+    await grouped.record_step("x", x, step_record("1"))
+    grouped.db.set_progress_handler(interrupt(None), 1)  # a failing disk
     with pytest.raises(StoreError):
-        await grouped.record_step("y", y, _step("1"))
+        await grouped.record_step("y", y, step_record("1"))
     grouped.db.set_progress_handler(None, 1)  # the store answers again
     with pytest.raises(StoreUnavailable, match="resumes by replay"):
-        await grouped.record_step("x", x, _step("2"))
+        await grouped.record_step("x", x, step_record("2"))
     with pytest.raises(StoreUnavailable):
         await grouped.suspend_run("x", x, time.time() + 60, None)
     with pytest.raises(StoreUnavailable):
         await grouped.finish_run("x", x, "succeeded", "3", None)
     assert await grouped.load_steps("x") == {}
-    replay = await grouped.claim("x", OWNER, 30.0)  # our own run, not live: taken back
+    replay = await grouped.claim("x", OTHER_HOST, 30.0)  # our own run, not live: taken back
     assert replay is not None and replay.fence > x
-    await grouped.record_step("x", replay.fence, _step("1"))
-    await grouped.record_step("x", replay.fence, _step("2"))
+    await grouped.record_step("x", replay.fence, step_record("1"))
+    await grouped.record_step("x", replay.fence, step_record("2"))
     await grouped.finish_run("x", replay.fence, "succeeded", "3", None)
     assert sorted(await grouped.load_steps("x")) == ["1", "2"]
 
@@ -179,64 +122,54 @@ async def test_an_execution_whose_records_are_lost_writes_nothing_more(
 # -- both stores, S12: prune keeps what an unfinished parent needs ------------------------------
 @pytest.mark.parametrize("by", ["age", "count"])
 async def test_prune_keeps_the_finished_children_of_an_unfinished_parent(
-    store_url: str, by: str
+    store: Store, by: str
 ) -> None:
     """The children finished; their parent, suspended, reads their outcomes
     when it resumes. Pruning (by age or by count) removes only the finished
     run nobody needs."""
-    store = open_store(store_url)
-    assert store is not None
-    await store.open()
-    try:
-        await _running(store, "parent")
-        await store.suspend_run("parent", 1, None, "stalwart.children:parent~1/")
-        for i in range(2):
-            kid = f"parent~1/{i}"
-            fence = await _running(store, kid, "parent")
-            await store.finish_run(kid, fence, "succeeded", "1", None)
-        await store.finish_run("alone", await _running(store, "alone"), "succeeded", "1", None)
-        if by == "age":
-            pruned = await store.prune(older_than=time.time() + 60)
-        else:
-            pruned = await store.prune(keep=0)
-        assert pruned == 1
-        assert await store.get_run("alone") is None
-        for i in range(2):
-            child = await store.get_run(f"parent~1/{i}")
-            assert child is not None and child.status == "succeeded"
-    finally:
-        await store.close()
+    await claimed_run(store, "parent")
+    await store.suspend_run("parent", 1, None, "stalwart.children:parent~1/")
+    for i in range(2):
+        kid = f"parent~1/{i}"
+        fence = await claimed_run(store, kid, parent_id="parent")
+        await store.finish_run(kid, fence, "succeeded", "1", None)
+    await store.finish_run("alone", await claimed_run(store, "alone"), "succeeded", "1", None)
+    if by == "age":
+        pruned = await store.prune(older_than=time.time() + 60)
+    else:
+        pruned = await store.prune(keep=0)
+    assert pruned == 1
+    assert await store.get_run("alone") is None
+    for i in range(2):
+        child = await store.get_run(f"parent~1/{i}")
+        assert child is not None and child.status == "succeeded"
 
 
 # -- PostgreSQL, S14: one bad record fails alone ------------------------------------------------
-async def test_a_large_batch_with_one_bad_record_records_all_the_others(store_url: str) -> None:
+async def test_a_large_batch_with_one_bad_record_records_all_the_others(
+    store_url: str, store: Store
+) -> None:
     """Twenty runs record a step at once: the first goes out alone, the
     other nineteen together (as arrays). One holds a NUL, which PostgreSQL
     refuses for good: that record fails with a plain StoreError naming it
     (the run fails, no retry), and every other one is recorded."""
     if not store_url.startswith("postgresql"):
         pytest.skip("SQLite stores a NUL: nothing to refuse")
-    store = open_store(store_url)
-    assert store is not None
-    await store.open()
-    try:
-        ids = [f"r{i:02}" for i in range(20)]
-        fences = {run_id: await _running(store, run_id) for run_id in ids}
-        bad = "r13"
-        outcomes = await asyncio.gather(
-            *(
-                store.record_step(r, fences[r], _step("1", name="bad\x00" if r == bad else "p"))
-                for r in ids
-            ),
-            return_exceptions=True,
-        )
-        by_run = dict(zip(ids, outcomes, strict=True))
-        failed = by_run.pop(bad)
-        assert type(failed) is StoreError, failed
-        assert "run 'r13': step 1 cannot be recorded" in str(failed)
-        assert all(isinstance(o, StepRecord) for o in by_run.values()), by_run
-        for run_id in by_run:
-            assert list(await store.load_steps(run_id)) == ["1"]
-        assert await store.load_steps(bad) == {}
-    finally:
-        await store.close()
+    ids = [f"r{i:02}" for i in range(20)]
+    fences = {run_id: await claimed_run(store, run_id) for run_id in ids}
+    bad = "r13"
+    outcomes = await asyncio.gather(
+        *(
+            store.record_step(r, fences[r], step_record("1", name="bad\x00" if r == bad else "p"))
+            for r in ids
+        ),
+        return_exceptions=True,
+    )
+    by_run = dict(zip(ids, outcomes, strict=True))
+    failed = by_run.pop(bad)
+    assert type(failed) is StoreError, failed
+    assert "run 'r13': step 1 cannot be recorded" in str(failed)
+    assert all(isinstance(o, StepRecord) for o in by_run.values()), by_run
+    for run_id in by_run:
+        assert list(await store.load_steps(run_id)) == ["1"]
+    assert await store.load_steps(bad) == {}

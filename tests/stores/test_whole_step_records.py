@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import AsyncIterator
 
 import pytest
+from tests.records import claimed_run
 
 import stalwart as sw
-from stalwart.core.ledger import RunRecord, StepRecord, StoredStep
+from stalwart.core.ledger import StepRecord, StoredStep
 from stalwart.core.stepargs import ext_node, step_hash
-from stalwart.stores import open_store
 from stalwart.stores.base import Store
 
 ITEMS = [json.dumps("first " * 40), json.dumps("second " * 40)]
@@ -30,20 +29,9 @@ COMPACT_2 = '{"history":' + ext_node("1", 2, ['"third"']) + "}"
 
 
 @pytest.fixture
-async def store(any_store_url: str) -> AsyncIterator[Store]:
-    s = open_store(any_store_url)
-    await s.open()
-    try:
-        yield s
-    finally:
-        await s.close()
-
-
-async def _claimed(store: Store, run_id: str) -> int:
-    await store.create_run(RunRecord(run_id, "p", "{}"))
-    claim = await store.claim(run_id, "host:1:a", 60.0)
-    assert claim is not None
-    return claim.fence
+def store(any_store: Store) -> Store:
+    """Every store kind, the memory store included (tests/conftest.py)."""
+    return any_store
 
 
 def _step(key: str, whole: str, stored: str, at: float) -> StoredStep:
@@ -51,7 +39,7 @@ def _step(key: str, whole: str, stored: str, at: float) -> StoredStep:
 
 
 async def test_readers_get_plain_records_with_whole_arguments(store: Store) -> None:
-    fence = await _claimed(store, "r")
+    fence = await claimed_run(store, "r")
     await store.record_step("r", fence, _step("1", WHOLE_1, WHOLE_1, 1.0))
     await store.record_step("r", fence, _step("2", WHOLE_2, COMPACT_2, 2.0))
 
@@ -80,7 +68,7 @@ async def test_readers_get_plain_records_with_whole_arguments(store: Store) -> N
 async def test_an_unreadable_record_is_refused_by_the_read_naming_run_and_step(
     store: Store,
 ) -> None:
-    fence = await _claimed(store, "bad")
+    fence = await claimed_run(store, "bad")
     await store.record_step("bad", fence, _step("1", WHOLE_1, WHOLE_1, 1.0))
     # Extends a step the run lacks.
     dangling = '{"history":' + ext_node("9", 2, ['"third"']) + "}"

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.conftest import free_port
 
-from .conftest import free_port, start, stop, wait_http
+from .conftest import start, stop, wait_http
 
 
 def chromium_path() -> str | None:

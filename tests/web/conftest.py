@@ -6,7 +6,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -52,12 +51,6 @@ async def client(
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
             yield c
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start(args: list[str]) -> subprocess.Popen[str]:

@@ -6,10 +6,11 @@ import re
 from pathlib import Path
 
 import httpx
+from tests.conftest import free_port
 
 from stalwart.http.access import CSP
 
-from .conftest import client, free_port, start, stop, wait_http
+from .conftest import client, start, stop, wait_http
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "src/stalwart/web/templates"
 

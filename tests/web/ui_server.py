@@ -7,7 +7,9 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .conftest import free_port, start, stop, wait_http
+from tests.conftest import free_port
+
+from .conftest import start, stop, wait_http
 
 __all__ = ["UI", "serving_ui"]
 
