@@ -55,16 +55,24 @@ class Counting:
         self.rows += len(found)
         return found
 
-    async def steps_since(
-        self, run_id: str, known: int, since: float, held: Any = None
-    ) -> tuple[int, dict[str, StepRecord]]:
+    async def step_positions(
+        self, run_id: str, known: int = -1, since: float = -math.inf
+    ) -> tuple[int, dict[str, float]]:
         if self.gate is not None and not self.gate.is_set():
             self.blocked += 1
             await self.gate.wait()
-        count, found = await super().steps_since(run_id, known, since, held)  # type: ignore[misc]
+        found: tuple[int, dict[str, float]] = await super().step_positions(  # type: ignore[misc]
+            run_id, known, since
+        )
         self.reads += 1
+        return found
+
+    async def steps_by_key(self, run_id: str, keys: Any, held: Any = None) -> dict[str, StepRecord]:
+        found: dict[str, StepRecord] = await super().steps_by_key(  # type: ignore[misc]
+            run_id, keys, held
+        )
         self.rows += len(found)
-        return count, found
+        return found
 
 
 def counting(cls: type[Any]) -> type[Any]:
@@ -349,30 +357,36 @@ def test_large_values_kept_out_of_the_hot_rows_come_back_whole(
     asyncio.run(go())
 
 
-def test_steps_since_counts_and_returns_the_window_in_every_store(
+def test_step_positions_count_and_return_the_window_in_every_store(
     make_store: Callable[[], Any],
 ) -> None:
-    """The store method itself: the count always; no row when the reader
-    has them all; the steps at or after ``since`` when it does not."""
+    """The store method itself: the count always; no position when the
+    reader has them all; the keys and times of the steps at or after
+    ``since`` when it does not; and the records read by key, whole."""
 
     async def go() -> None:
         async with running(make_store, "since") as store:
-            assert await store.steps_since("since", 0, -math.inf) == (0, {})
+            assert await store.step_positions("since", 0, -math.inf) == (0, {})
             steps = [step(str(i), START + i) for i in range(1, 6)]
             await record(store, "since", store.fence, *steps)
-            count, found = await store.steps_since("since", 5, -math.inf)
+            count, found = await store.step_positions("since", 5, -math.inf)
             assert (count, found) == (5, {})  # the reader has all five: no row
-            count, found = await store.steps_since("since", 3, START + 4)
-            assert count == 5 and sorted(found) == ["4", "5"]
-            assert found["5"] == steps[4]
-            count, found = await store.steps_since("since", 0, -math.inf)
-            assert count == 5 and sorted(found) == ["1", "2", "3", "4", "5"]
-            assert await store.steps_since("no-such-run", 0, -math.inf) == (0, {})
-            # The Store's default (for stores that do not answer from a count)
-            # reads every step, and answers the same.
+            count, found = await store.step_positions("since", 3, START + 4)
+            assert (count, found) == (5, {"4": START + 4, "5": START + 5})
+            count, found = await store.step_positions("since", 0, -math.inf)
+            assert count == 5 and found == {s.key: s.finished_at for s in steps}
+            assert await store.step_positions("no-such-run", 0, -math.inf) == (0, {})
+            assert await store.steps_by_key("since", ["5", "2", "nine"]) == {
+                "5": steps[4],
+                "2": steps[1],
+            }
+            # The Store's defaults (for stores that do not answer from a count)
+            # read every step, and answer the same.
             for known, since in ((5, -math.inf), (3, START + 3), (0, -math.inf)):
-                ours = await store.steps_since("since", known, since)
-                assert await Store.steps_since(store, "since", known, since) == ours
+                ours = await store.step_positions("since", known, since)
+                assert await Store.step_positions(store, "since", known, since) == ours
+            ours_by_key = await store.steps_by_key("since", ["1", "3"])
+            assert await Store.steps_by_key(store, "since", ["1", "3"]) == ours_by_key
 
     asyncio.run(go())
 
@@ -415,7 +429,7 @@ def test_a_new_generation_as_long_as_the_old_is_streamed_at_once(
     asyncio.run(go())
 
 
-# What a step count alone cannot see (Store.steps_since).
+# What a step count alone cannot see (Store.step_positions).
 #
 # The stream polls a run's step count and reads steps only when it moved.
 # These drive :func:`run_events` over each store (memory, a real SQLite file,

@@ -2,7 +2,7 @@
 
 A step may be stored compact (its list argument recorded as a reference to
 an earlier step's plus the new items, ``core/stepargs.py``). Readers
-(``load_steps``, ``load_step``, ``steps_since``) get every record as a plain
+(``load_steps``, ``load_step``, ``steps_by_key``, ``step_page``) get every record as a plain
 ``StepRecord`` with its arguments whole, rebuilt when the store reads them;
 a record that cannot be rebuilt is a ``CorruptedRecord`` raised by the read
 itself, naming the run and the step, never later from an attribute. Only
@@ -12,7 +12,6 @@ itself, naming the run and the step, never later from an attribute. Only
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 from tests.records import claimed_run
@@ -50,13 +49,16 @@ async def test_readers_get_plain_records_with_whole_arguments(store: Store) -> N
     assert type(one) is StepRecord and one.args == WHOLE_2
     assert await store.load_step("r", "3") is None
 
-    count, found = await store.steps_since("r", 0, -math.inf)
-    assert count == 2 and {k: s.args for k, s in found.items()} == {"1": WHOLE_1, "2": WHOLE_2}
+    page = await store.step_page("r", 10)
+    assert [(type(s), s.args) for s in page.steps] == [(StepRecord, WHOLE_1), (StepRecord, WHOLE_2)]
+    # A page that holds the new step alone has it whole too.
+    page = await store.step_page("r", 1)
+    assert [s.args for s in page.steps] == [WHOLE_2] and page.earlier == 1
     # A reader holding step 1 reads only what is new, whole.
-    count, found = await store.steps_since("r", 1, 1.5, {"1": steps["1"]})
-    assert count == 2 and [(type(s), s.args) for s in found.values()] == [(StepRecord, WHOLE_2)]
+    found = await store.steps_by_key("r", ["2"], {"1": steps["1"]})
+    assert [(type(s), s.args) for s in found.values()] == [(StepRecord, WHOLE_2)]
     # ... and whole even when it holds none of what the new step refers to.
-    count, found = await store.steps_since("r", 1, 1.5)
+    found = await store.steps_by_key("r", ["2"])
     assert [s.args for s in found.values()] == [WHOLE_2]
 
     # The stored form is unchanged: the engine replays it compact.
@@ -77,7 +79,8 @@ async def test_an_unreadable_record_is_refused_by_the_read_naming_run_and_step(
     for read in (
         store.load_steps("bad"),
         store.load_step("bad", "2"),
-        store.steps_since("bad", 0, -math.inf),
+        store.steps_by_key("bad", ["2"]),
+        store.step_page("bad", 1),
     ):
         with pytest.raises(sw.CorruptedRecord, match=r"run 'bad', step 2\b.*step '9'"):
             await read

@@ -50,12 +50,10 @@ class CountingSQLiteStore(SQLiteStore):
         self.rows += len(found)
         return found
 
-    async def steps_since(
-        self, run_id: str, known: int, since: float, held: Any = None
-    ) -> tuple[int, dict[str, StepRecord]]:
-        count, found = await super().steps_since(run_id, known, since, held)
+    async def steps_by_key(self, run_id: str, keys: Any, held: Any = None) -> dict[str, StepRecord]:
+        found = await super().steps_by_key(run_id, keys, held)
         self.rows += len(found)
-        return count, found
+        return found
 
 
 class Worker:
@@ -166,10 +164,13 @@ async def test_a_quiet_refresh_of_a_run_reads_no_step_row(tmp_path: Path) -> Non
         assert ui.store.rows == before  # five refreshes, not one step row read
 
         # A new step: the next refresh shows it, and says so with a new token.
+        # The page shows the latest 50: the new one, not the first.
         await ui.worker.record_step("long", fence, step("51", START + 60, "the new one"))
         moved = await ui.live("long", shown)
         assert moved.status_code == 200
-        assert len(step_keys(moved.text)) == 51 and "the new one" in moved.text
+        keys = step_keys(moved.text)
+        assert len(keys) == 50 and "51" in keys and "1" not in keys
+        assert "the new one" in moved.text and "Steps 2 to 51 of 51" in texts(moved.text)
         assert "<html" not in moved.text  # the fragment, not the page
         again = shown_of(moved.text)
         assert again != shown

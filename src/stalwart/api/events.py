@@ -51,7 +51,7 @@ from ..core.events import CallStarted, Emitted, Event, TextDelta
 from ..core.ledger import TERMINAL, RunRecord, StepRecord
 from ..core.mail import GENERATION_KEY
 from ..runner import Runner
-from ..stores.base import Store
+from ..stores.base import StepPosition, Store
 from .values import finite, plain, run_json, step_json
 
 __all__ = ["CURSOR_PATTERN", "LIVE_BUFFER", "Cursor", "run_events"]
@@ -63,6 +63,9 @@ LATE = 1.0
 KEEPALIVE = 15.0  # seconds of silence before a comment line keeps proxies from closing
 #: Most live events kept for a stream whose client has not read them yet.
 LIVE_BUFFER = 1000
+#: Most steps read whole at once: a model call's record holds its whole
+#: conversation, so a run's existing steps are sent a page at a time.
+PAGE = 50
 
 
 #: The form of an event id (``count`` or ``count_time_key``), as a regex
@@ -171,27 +174,36 @@ async def run_events(
                 yield frame("end", {"run_id": first.id, "status": "pruned"}, cursor.encode())
                 return
             try:
-                steps = await held.read(store)
+                todo = await held.read(store)
             except StoreUnavailable:  # waited out, as a worker would: read again later
                 async for text in _wait(wake, poll):
                     yield text
                 continue
-            skip: set[str] = set()
             if have is None or held.restarted:
                 # The first read (the client may hold some of these already),
                 # or the run's steps were moved away: the client holds none.
-                skip = _already_sent(steps, after) if have is None else set()
+                skip = _already_sent(todo, after) if have is None else {}
                 cursor = after if skip else Cursor()
                 have, held.restarted = len(skip), False
+                held.times.update(skip)
+                todo = [p for p in todo if p[1] not in skip]
             fresh = False
-            for step in steps:
-                if step.key in skip:
-                    continue
-                have += 1
-                last = cursor.last if cursor.last and cursor.last > _order(step) else _order(step)
-                cursor = Cursor(have, last)
-                yield frame("step", held.shown(step), cursor.encode())
-                quiet_since, fresh = time.monotonic(), True
+            try:
+                async for steps in held.records(store, todo):
+                    for step in steps:
+                        have += 1
+                        last = (
+                            cursor.last
+                            if cursor.last and cursor.last > _order(step)
+                            else _order(step)
+                        )
+                        cursor = Cursor(have, last)
+                        yield frame("step", held.shown(step), cursor.encode())
+                        quiet_since, fresh = time.monotonic(), True
+            except StoreUnavailable:  # the rest is read again at the next poll
+                async for text in _wait(wake, poll):
+                    yield text
+                continue
             state = (rec.status, rec.waiting_for, rec.wake_at)
             if (fresh or state != shown) and rec.status not in TERMINAL:
                 # After new steps too: a run that resumed and suspended again
@@ -219,89 +231,97 @@ async def run_events(
 
 
 class _Held:
-    """The steps of a run a stream holds, and how it reads the ones it lacks.
+    """Which of a run's steps a stream's client holds, and how it reads the
+    ones it lacks, a page at a time.
 
-    Each poll asks the store for the run's step count (one number while the
-    run is quiet) and, when the count grew, for the steps finished from
-    :data:`LATE` seconds before the newest it read last; those that do not
-    make up the count (a step recorded late with an earlier time, another
-    worker's clock) are found by reading every step. See
-    :meth:`~stalwart.stores.base.Store.steps_since` for why a count, not a
-    time, is what cannot miss a step. The steps come whole; the store
-    rebuilds a new step's compact arguments against the ones held, so a
-    new step costs its own rows, not the run's.
+    Each poll asks the store where the run's steps sit (its step count, one
+    number while the run is quiet) and, when the count grew, for the keys
+    and times of the steps finished from :data:`LATE` seconds before the
+    newest it read last; those that do not make up the count (a step
+    recorded late with an earlier time, another worker's clock) are found
+    by asking for every step's position. See
+    :meth:`~stalwart.stores.base.Store.step_positions` for why a count, not
+    a time, is what cannot miss a step. The steps the client lacks are then
+    read whole, :data:`PAGE` at a time: a run of any length costs a page of
+    records at once, a conversation's steps each holding the conversation.
+    The latest page read is kept whole: the store rebuilds a new step's
+    compact arguments against it, so a new step costs its own rows, not the
+    run's.
 
     Continue-as-new moves a generation's steps away and the next one reuses
     their keys, beginning with the generation's own record (key ``"0"``),
     which every read returns: the stream sees a new generation when that
     record is not the one it holds (or it holds none, having shown the
     first generation), when the count falls below what it holds, or when a
-    read returns another record under a key it holds; and starts over. A
-    new generation exactly as long as the old one is so seen at once.
+    read finds another time under a key it holds; and starts over. A new
+    generation exactly as long as the old one is so seen at once.
     """
 
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
-        self.steps: dict[str, StepRecord] = {}
+        self.times: dict[str, float] = {}  # the client's steps: key -> finished_at
+        self.recent: dict[str, StepRecord] = {}  # the latest page read, whole
         self.since = -math.inf
         self.restarted = False  # the steps were moved away since the caller last looked
 
     def _start_over(self) -> None:
-        self.steps = {}
+        self.times = {}
+        self.recent = {}
         self.since = -math.inf
         self.restarted = True
 
-    async def read(self, store: Store) -> list[StepRecord]:
-        """The steps recorded since the last read, each once, in
-        ``(finished_at, key)`` order."""
-        known, since = len(self.steps), self.since
+    async def read(self, store: Store) -> list[StepPosition]:
+        """Where the steps recorded since the last read sit, each once, in
+        ``(finished_at, key)`` order: what :meth:`records` reads."""
+        known, since = len(self.times), self.since
         while True:
-            count, found = await store.steps_since(self.run_id, known, since, self.steps)
+            count, found = await store.step_positions(self.run_id, known, since)
             every = known < 0  # every step of the run was asked for
             if (
-                count < len(self.steps)
-                or (every and any(k not in found for k in self.steps))
-                or (GENERATION_KEY in found and GENERATION_KEY not in self.steps and self.steps)
-                or any(k in self.steps and not _same(self.steps[k], s) for k, s in found.items())
+                count < len(self.times)
+                or (every and any(k not in found for k in self.times))
+                or (GENERATION_KEY in found and GENERATION_KEY not in self.times and self.times)
+                or any(k in self.times and self.times[k] != t for k, t in found.items())
             ):
                 # Continue-as-new archived the steps: the run's are new ones.
                 self._start_over()
                 known, since = -1, -math.inf
                 continue
-            new = [s for k, s in found.items() if k not in self.steps]
-            if every or len(self.steps) + len(new) >= count:
-                break
+            new = [k for k in found if k not in self.times]
+            if every or len(self.times) + len(new) >= count:
+                return sorted((found[k], k) for k in new)
             known, since = -1, -math.inf  # one was recorded late, before the window
-        for step in new:
-            self.steps[step.key] = step
-        if new:
-            self.since = max(s.finished_at for s in new) - LATE
-        return sorted(new, key=_order)
+
+    async def records(
+        self, store: Store, todo: list[StepPosition]
+    ) -> AsyncIterator[list[StepRecord]]:
+        """The steps at ``todo``, whole, :data:`PAGE` at a time, in order;
+        each is the client's once yielded. One moved away meanwhile is left
+        out (the next read sees the new generation)."""
+        for at in range(0, len(todo), PAGE):
+            chunk = todo[at : at + PAGE]
+            found = await store.steps_by_key(self.run_id, [k for _, k in chunk], self.recent)
+            steps = [found[k] for _, k in chunk if k in found]
+            self.recent = {s.key: s for s in steps} or self.recent
+            for s in steps:
+                self.times[s.key] = s.finished_at
+            if steps:
+                self.since = max(self.since, max(s.finished_at for s in steps) - LATE)
+            yield steps
 
     def shown(self, step: StepRecord) -> dict[str, Any]:
         """``step`` as its event's data."""
         return step_json(step).model_dump(mode="json")
 
 
-def _same(held: StepRecord, read: StepRecord) -> bool:
-    """Whether two reads of one key are one record. A step, once recorded,
-    never changes (the first result wins, S3): another record under a key
-    means the run's steps were replaced (continue-as-new reuses keys)."""
-    return (held.name, held.args_hash, held.started_at, held.finished_at) == (
-        read.name,
-        read.args_hash,
-        read.started_at,
-        read.finished_at,
-    )
-
-
-def _already_sent(steps: list[StepRecord], after: Cursor) -> set[str]:
-    """The keys a client that read up to ``after`` has: the steps up to its
-    cursor, when their count is what it saw; else none (start over)."""
+def _already_sent(todo: list[StepPosition], after: Cursor) -> dict[str, float]:
+    """The steps a client that read up to ``after`` has (key -> finished_at):
+    the steps up to its cursor, when their count is what it saw; else none
+    (start over)."""
     if after.last is None:
-        return set()
-    upto = [s.key for s in steps if _order(s) <= after.last]
-    return set(upto) if len(upto) == after.seen else set()
+        return {}
+    upto = {k: t for t, k in todo if (t, k) <= after.last}
+    return upto if len(upto) == after.seen else {}
 
 
 def _status(rec: RunRecord) -> dict[str, Any]:

@@ -28,7 +28,11 @@ from .command import (
     reading,
 )
 
-__all__ = ["waiting_runs"]
+__all__ = ["ASK_WINDOW", "waiting_runs"]
+
+#: The latest steps of a waiting run read for what it asks (each a whole
+#: record: never the run's every step).
+ASK_WINDOW = 50
 
 
 def waiting_runs(
@@ -48,8 +52,9 @@ def waiting_runs(
             # One more than asked: whether the limit left some out.
             waiting = await ledger.waiting_for_signals(limit + 1)
             for rec in waiting[:limit]:
-                steps = await ledger.load_steps(rec.id)
-                found.append((rec, asked_of(steps.values(), rec.waiting_for or "")))
+                # What it asks was recorded just before the wait: among its latest steps.
+                page = await ledger.step_page(rec.id, ASK_WINDOW)
+                found.append((rec, asked_of(page.steps, rec.waiting_for or "")))
         if as_json:
             print_document(
                 store,

@@ -131,9 +131,26 @@ def list_runs(
     execute(go)
 
 
+#: Steps ``runs show`` prints unless told: the latest. Each is a whole
+#: record (a model call's holds the conversation so far).
+SHOW_STEPS = 50
+
+
 def show_run(
     run_id: Annotated[str, typer.Argument(help="The run's id.", metavar="RUN")],
     full: Annotated[bool, typer.Option("--full", help="Do not shorten values.")] = False,
+    limit: Annotated[
+        int,
+        typer.Option("--limit", "-n", min=1, help="At most this many steps: the latest ones."),
+    ] = SHOW_STEPS,
+    before: Annotated[
+        str | None,
+        typer.Option(
+            "--before",
+            metavar="CURSOR",
+            help="The steps before these: the cursor a previous `runs show` printed.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
     store: StoreOption = DEFAULT_STORE,
     app_spec: Annotated[
@@ -145,30 +162,57 @@ def show_run(
         ),
     ] = "",
 ) -> None:
-    """Show a run: status, inputs, outcome, and its steps as a tree by key."""
+    """Show a run: status, inputs, outcome, and its latest steps as a tree by key."""
     from .apps import app_policies
-    from .render.data import run_data, step_data
+    from .render.data import parse_cursor, run_data, step_cursor, step_data
     from .render.runs import run_header
     from .render.steps import steps_tree
 
-    limit = None if full else 100
+    cut = None if full else 100
+    position = None if before is None else parse_cursor(before, "stalwart runs show")
 
     async def go() -> None:
         async with runner_for(store) as runner:
             rec = await get_run(runner, run_id)
-            steps = await runner.steps(run_id)
+            page = await runner.step_page(run_id, limit, before=position)
+        steps = page.steps
+        # Where the steps before these begin, when some were left out.
+        cursor = step_cursor(steps[0]) if page.earlier and steps else None
         if as_json:
             print_document(
-                store, run=run_data(rec, values=True), steps=[step_data(s) for s in steps]
+                store,
+                run=run_data(rec, values=True),
+                steps=[step_data(s) for s in steps],
+                step_count=page.count,
+                earlier=page.earlier,
+                later=page.later,
+                next=cursor,
             )
             return
         screen = console()
         known = {p.name: p for p in app_policies(app_spec)} if app_spec else {}
         screen.print(run_header(rec, limit=None if full else 300, policy=known.get(rec.policy)))
-        if steps:
-            screen.print(steps_tree(steps, f"{len(steps)} recorded steps", limit=limit))
-        else:
+        if not steps:
             screen.print("no recorded steps")
+            return
+        if len(steps) == page.count:
+            title = f"{len(steps)} recorded steps"
+        else:
+            first, last = page.earlier + 1, page.earlier + len(steps)
+            title = f"recorded steps {first}-{last} of {page.count}, in the order they finished"
+        screen.print(steps_tree(steps, title, limit=cut))
+        if cursor is not None:
+            screen.print(
+                f"{page.earlier} earlier step{'s' if page.earlier != 1 else ''} left out: "
+                f"--before {lit(shlex.quote(cursor))}",
+                soft_wrap=True,
+            )
+        if page.later:
+            screen.print(
+                f"{page.later} later step{'s' if page.later != 1 else ''} left out: "
+                "leave out --before for the latest",
+                soft_wrap=True,
+            )
 
     execute(go)
 

@@ -124,7 +124,7 @@ async def _resume(store: str, report: DemoReport, counter: str, console: Console
     PROBE.counter = counter
     async with Runner(store, serving=False) as runner:
         status = (await runner.get_run(report.run_id)).status
-        recorded = len(await runner.steps(report.run_id))
+        recorded = (await runner.step_page(report.run_id, 0)).count
         console.print(
             f"   ledger after the crash: status [bold]{status}[/] (its holder is dead), "
             f"{recorded} steps recorded"

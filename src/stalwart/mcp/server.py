@@ -409,10 +409,16 @@ def _signal_of(rec: RunRecord) -> str | None:
     return name
 
 
+#: The latest steps of a waiting run read for what it asks (whole records:
+#: never the run's every step).
+ASK_WINDOW = 50
+
+
 async def _waiting(runner: sw.Runner, rec: RunRecord, tool_name: str) -> types.CallToolResult:
     """The answer to a call whose run waits for a signal."""
     signal = _signal_of(rec) or ""
-    prompt, about = _asked(await runner.steps(rec.id), signal)
+    # What it asks was recorded just before the wait: among its latest steps.
+    prompt, about = _asked((await runner.step_page(rec.id, ASK_WINDOW)).steps, signal)
     lines = [f"The run {rec.id!r} is waiting for the signal {signal!r}."]
     if prompt is not None:
         lines.append(f"It asks: {prompt}")

@@ -32,7 +32,7 @@ from ..core.events import Event, Hook
 from ..core.ledger import RunRecord, StepRecord, check_delay, check_priority, check_run_id
 from ..core.policy import Policy
 from ..stores import open_store
-from ..stores.base import Store, this_host
+from ..stores.base import StepPage, StepPosition, Store, this_host
 from .awaiting import Outcomes
 from .batch import Enqueuer, RunCall
 from .driver import Driver
@@ -537,10 +537,31 @@ class Runner:
         return rec
 
     async def steps(self, run_id: str) -> list[StepRecord]:
-        """The run's recorded steps, in the order they finished (none in memory)."""
+        """The run's recorded steps, in the order they finished (none in memory).
+
+        Every one, whole: a model call's record holds its conversation so
+        far, so a conversation of N turns reads O(N²) bytes. To show a run,
+        read a page (:meth:`step_page`).
+        """
         await self.get_run(run_id)
         steps = await self.store.load_steps(run_id)
         return sorted(steps.values(), key=lambda s: (s.finished_at, s.key))
+
+    async def step_page(
+        self,
+        run_id: str,
+        limit: int,
+        *,
+        before: StepPosition | None = None,
+        after: StepPosition | None = None,
+    ) -> StepPage:
+        """At most ``limit`` of the run's recorded steps, in the order they
+        finished: the latest, or those ``before`` or ``after`` a step's
+        ``(finished_at, key)``; with how many the run has and how many come
+        before (:meth:`Store.step_page`). A page costs its own records,
+        whatever the run's length."""
+        await self.get_run(run_id)
+        return await self.store.step_page(run_id, limit, before=before, after=after)
 
     async def list_runs(
         self, status: str | None = None, limit: int = 100, **filters: Any

@@ -10,6 +10,7 @@ objects and every store stores the same bytes.
 from __future__ import annotations
 
 import abc
+import bisect
 import json
 import math
 import os
@@ -30,7 +31,7 @@ from ..core.ledger import (
     StoredStep,
 )
 from ..core.mail import GENERATION_KEY, Delivery
-from ..core.stepargs import whole_steps
+from ..core.stepargs import is_compact, whole_steps
 
 __all__ = [
     "SCHEDULE_MISSED",
@@ -38,6 +39,8 @@ __all__ = [
     "RunDump",
     "ScheduleRecord",
     "SignalRecord",
+    "StepPage",
+    "StepPosition",
     "Store",
     "archived_run",
     "check_schedule",
@@ -232,6 +235,38 @@ class SignalRecord:
     consumed_by: str | None = None
     uid: str | None = None
     created_at: float = 0.0
+
+
+#: Where a step sits among its run's: ``(finished_at, key)``. The order the
+#: readers show a run's steps in and page them by (:meth:`Store.step_page`):
+#: the order they finished, ties in key order (keys compared as text).
+StepPosition = tuple[float, str]
+
+
+@dataclass(slots=True)
+class StepPage:
+    """Some of a run's steps, whole, in finish order (:data:`StepPosition`),
+    and where they sit among the run's ``count`` steps: ``earlier`` of them
+    come before the page, :attr:`later` after it."""
+
+    steps: list[StepRecord]
+    count: int
+    earlier: int
+
+    @property
+    def later(self) -> int:
+        """How many of the run's steps come after the page."""
+        return max(self.count - self.earlier - len(self.steps), 0)
+
+    @property
+    def first(self) -> StepPosition | None:
+        """The position of the page's first step: ``before`` for the page before."""
+        return (self.steps[0].finished_at, self.steps[0].key) if self.steps else None
+
+    @property
+    def last(self) -> StepPosition | None:
+        """The position of the page's last step: ``after`` for the page after."""
+        return (self.steps[-1].finished_at, self.steps[-1].key) if self.steps else None
 
 
 @dataclass(slots=True)
@@ -548,35 +583,68 @@ class Store(abc.ABC):
 
     # -- steps -------------------------------------------------------------
     async def load_steps(self, run_id: str) -> dict[str, StepRecord]:
-        """The run's steps by key, whole (compact arguments rebuilt): what
-        readers get. An unreadable record is a
+        """The run's steps by key, whole (compact arguments rebuilt). Every
+        record is rebuilt: a conversation of N turns holds N copies of its
+        history, O(N²) bytes. What shows a run reads a page of it
+        (:meth:`step_page`). An unreadable record is a
         :class:`~stalwart.core.errors.CorruptedRecord` naming the run and the step."""
         return whole_steps(run_id, await self.load_stored_steps(run_id))
 
     async def load_step(self, run_id: str, key: str) -> StepRecord | None:
-        """One step of the run, whole (None if it has none at ``key``): the
-        memory it takes is linear in its own arguments, where the whole
-        run's records (:meth:`load_steps`) hold every step's conversation."""
-        steps = await self.load_stored_steps(run_id)
-        step = steps.get(key)
-        return None if step is None else whole_steps(run_id, {key: step}, steps)[key]
+        """One step of the run, whole (None if it has none at ``key``)."""
+        return (await self.steps_by_key(run_id, [key])).get(key)
 
     @abc.abstractmethod
     async def load_stored_steps(self, run_id: str) -> dict[str, StoredStep]:
         """The run's steps by key as stored (compact arguments stay compact):
         what the engine replays, never a reader's."""
 
-    async def steps_since(
+    async def step_page(
         self,
         run_id: str,
-        known: int,
-        since: float,
-        held: Mapping[str, StepRecord] | None = None,
-    ) -> tuple[int, dict[str, StepRecord]]:
-        """How many steps the run has, and, unless that is ``known``, those
-        of its steps finished at or after ``since``: what a reader that holds
-        ``known`` of the run's steps polls for (the event stream of
-        ``GET /runs/{id}/events``), one snapshot for both.
+        limit: int,
+        *,
+        before: StepPosition | None = None,
+        after: StepPosition | None = None,
+    ) -> StepPage:
+        """At most ``limit`` of the run's steps, whole, in finish order
+        (:data:`StepPosition`): the latest ones, or the latest ones
+        ``before`` a position, or the first ones ``after`` one; and how many
+        steps the run has and how many come before the page. What shows a
+        run reads: only the page's records are rebuilt, so a page costs
+        ``limit`` records whatever the run's length (the run's positions are
+        read, a number and a key a step). Paging on with the first step's
+        position as ``before`` (or the last one's as ``after``) gives every
+        step once, as long as no step is recorded in between with an
+        earlier time (a slow commit, a skewed clock: the counts then say
+        one came).
+        """
+        if limit < 0:
+            raise ValueError(f"steps of run {run_id[:80]!r}: limit {limit} is negative")
+        if before is not None and after is not None:
+            raise ValueError(f"steps of run {run_id[:80]!r}: page before or after, not both")
+        count, times = await self.step_positions(run_id)
+        order = sorted((t, k) for k, t in times.items())
+        if after is not None:
+            earlier = bisect.bisect_right(order, after)
+            window = order[earlier : earlier + limit]
+        else:
+            end = len(order) if before is None else bisect.bisect_left(order, before)
+            earlier = max(end - limit, 0)
+            window = order[earlier:end]
+        found = await self.steps_by_key(run_id, [k for _, k in window]) if window else {}
+        # A step moved away in between (continue-as-new) is left out.
+        return StepPage([found[k] for _, k in window if k in found], count, earlier)
+
+    async def step_positions(
+        self, run_id: str, known: int = -1, since: float = -math.inf
+    ) -> tuple[int, dict[str, float]]:
+        """How many steps the run has, and, unless that is ``known``, the
+        finish times of those of its steps finished at or after ``since``,
+        by key: where its steps sit (:data:`StepPosition`), no record read.
+        What a reader that holds ``known`` of the run's steps polls for (the
+        event stream of ``GET /runs/{id}/events``), one snapshot for both;
+        it then reads the records it lacks with :meth:`steps_by_key`.
 
         Why a count, and ``since`` only a hint. Steps are written by workers
         on other machines whose clocks differ, and commit in another order
@@ -590,39 +658,58 @@ class Store(abc.ABC):
         costs one number, no row. When the count differs, the steps near the
         newest are returned (the reader picks ``since``), and a reader for
         whom they do not make up the count (a step recorded late, beyond
-        ``since``) reads again with ``since=-math.inf``: every step. A count
-        below ``known`` says the steps were moved away (continue-as-new
-        archives a generation's steps): the reader starts over. So that a new
-        generation exactly as long as the old one is not taken for a quiet
-        run, the generation's own record (key ``"0"``, which continue-as-new
-        writes first) is returned whatever the count, when the run has one:
-        the reader compares it with the one it holds.
-
-        Records are whole: ``held`` (the steps the reader holds) are what
-        the new ones' compact arguments (:mod:`stalwart.core.stepargs`) may
-        refer to, so a new step costs its own rows, not the run's; a
-        reference to a step neither read now nor held reads the run's steps.
-        An unreadable record is a :class:`~stalwart.core.errors.CorruptedRecord`
-        naming the run and the step.
+        ``since``) reads again with ``since=-math.inf``: every step's
+        position. A count below ``known`` says the steps were moved away
+        (continue-as-new archives a generation's steps): the reader starts
+        over. So that a new generation exactly as long as the old one is not
+        taken for a quiet run, the generation's own record (key ``"0"``,
+        which continue-as-new writes first) is returned whatever the count,
+        when the run has one: the reader compares its time with the one it
+        holds. This default reads the whole ledger; the SQL stores and the
+        memory store answer from the count.
         """
-        count, found = await self.stored_steps_since(run_id, known, since)
-        try:
-            return count, whole_steps(run_id, found, held)
-        except CorruptedRecord:  # refers to a step not read now nor held: read them all
-            return count, whole_steps(run_id, found, await self.load_stored_steps(run_id))
-
-    async def stored_steps_since(
-        self, run_id: str, known: int, since: float
-    ) -> tuple[int, dict[str, StoredStep]]:
-        """:meth:`steps_since`'s read, the records as stored. This default
-        reads the whole ledger; the SQL stores and the memory store answer
-        from the count."""
         steps = await self.load_stored_steps(run_id)
         generation = steps.get(GENERATION_KEY)
-        mark = {} if generation is None else {GENERATION_KEY: generation}
+        mark = {} if generation is None else {GENERATION_KEY: generation.finished_at}
         if len(steps) == known:
             return known, mark
-        return len(steps), mark | {k: s for k, s in steps.items() if s.finished_at >= since}
+        return len(steps), mark | {
+            k: s.finished_at for k, s in steps.items() if s.finished_at >= since
+        }
+
+    async def steps_by_key(
+        self,
+        run_id: str,
+        keys: Collection[str],
+        held: Mapping[str, StepRecord] | None = None,
+    ) -> dict[str, StepRecord]:
+        """The run's steps at ``keys`` that it has, whole, by key: only these
+        are rebuilt. ``held`` (whole steps of the run the reader holds) are
+        what their compact arguments (:mod:`stalwart.core.stepargs`) may
+        refer to first, so a reader that holds the latest steps reads a new
+        one for its own rows; a reference to a step neither read now nor
+        held reads the run's steps as stored (one number and a key of new
+        items a step, never every record rebuilt). An unreadable record is a
+        :class:`~stalwart.core.errors.CorruptedRecord` naming the run and the step.
+        """
+        found = await self.stored_steps_by_key(run_id, keys)
+        if not any(is_compact(s.args) for s in found.values()):
+            return whole_steps(run_id, found)
+        if held:
+            try:
+                return whole_steps(run_id, found, held)
+            except CorruptedRecord:  # refers to a step not read now nor held: read them
+                pass
+        return whole_steps(run_id, found, await self.load_stored_steps(run_id))
+
+    async def stored_steps_by_key(
+        self, run_id: str, keys: Collection[str]
+    ) -> dict[str, StoredStep]:
+        """:meth:`steps_by_key`'s read, the records as stored. This default
+        reads the whole ledger; the SQL stores and the memory store read the
+        rows asked for."""
+        steps = await self.load_stored_steps(run_id)
+        return {k: steps[k] for k in keys if k in steps}
 
     @abc.abstractmethod
     async def record_step(self, run_id: str, fence: int, step: StoredStep) -> StoredStep:

@@ -1,14 +1,16 @@
 """The memory store's read queries: listings, counts, runs waiting for a
-human, a run's new steps.
+human, where a run's steps sit and the ones asked for.
 
 What an inspector asks (``stalwart ui``, ``stalwart runs list --json``) and
 what an event stream polls, answered from the memory store's dicts with the
 SQL stores' order and filters (see :class:`~stalwart.stores.base.Store.list_runs`
-and :meth:`~stalwart.stores.base.Store.steps_since`).
+and :meth:`~stalwart.stores.base.Store.step_positions`).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Collection
 from dataclasses import replace
 
 from ..core.ledger import RunRecord, StoredStep
@@ -25,16 +27,22 @@ class MemoryReads:
     _runs: dict[str, RunRecord]
     _steps: dict[str, dict[str, StoredStep]]
 
-    async def stored_steps_since(
-        self, run_id: str, known: int, since: float
-    ) -> tuple[int, dict[str, StoredStep]]:
+    async def step_positions(
+        self, run_id: str, known: int = -1, since: float = -math.inf
+    ) -> tuple[int, dict[str, float]]:
         steps = self._steps.get(run_id, {})
         generation = steps.get(GENERATION_KEY)
-        mark = {} if generation is None else {GENERATION_KEY: replace(generation)}
-        if len(steps) == known:  # nothing added: no record copied but the generation's
+        mark = {} if generation is None else {GENERATION_KEY: generation.finished_at}
+        if len(steps) == known:  # nothing added: no step looked at but the generation's
             return known, mark
-        found = {k: replace(s) for k, s in steps.items() if s.finished_at >= since}
+        found = {k: s.finished_at for k, s in steps.items() if s.finished_at >= since}
         return len(steps), mark | found
+
+    async def stored_steps_by_key(
+        self, run_id: str, keys: Collection[str]
+    ) -> dict[str, StoredStep]:
+        steps = self._steps.get(run_id, {})
+        return {k: replace(steps[k]) for k in keys if k in steps}
 
     async def list_runs(
         self,

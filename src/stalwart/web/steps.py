@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..core.ledger import CHILD_MARK, RunRecord, StepRecord
 from .values import EMPTY, Shown, error_summary, fmt_duration, load, shown, value_link
@@ -77,13 +78,13 @@ class StepNode:
     def error(self) -> str:
         return "" if self.record is None else error_summary(self.record.error)
 
-    @property
+    @cached_property  # a template asks twice; a model call's args are its conversation
     def args(self) -> Shown:
         if self.record is None:
             return EMPTY
         return shown(self.record.args, value_link(self.run_id, "args", self.key))
 
-    @property
+    @cached_property
     def output(self) -> Shown:
         r = self.record
         if r is None:

@@ -24,12 +24,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ..core.errors import RunNotFound, SerializationError, StoreUnavailable
 from ..core.inputs import inputs_by_name
-from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord
+from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord
 from ..core.policy import Policy
 from ..runner import Runner
 from ..runner.registry import Registry
 from ..stores import Store
-from .conversation import bubbles, pending_ask, usage_by_model
+from ..stores.base import StepPage, StepPosition
+from .conversation import Asked, bubbles, pending_ask, usage_by_model
 from .live import SHOWN, Memory, WaitMark, parse_shown, same_shown, shown_token
 from .security import CSRF_FIELD, check_post
 from .steps import child_ids, events_of, step_tree, timeline
@@ -67,6 +68,10 @@ STATUSES = ("pending", "running", "suspended", "succeeded", "failed", "cancelled
 PAGE = 50
 MAX_PAGE = 500
 WAITING_LIMIT = 100
+#: Steps a run's page shows: the latest ones, with links to earlier pages.
+#: Each is a whole record (a model call's holds the conversation so far), so
+#: a page costs this many records whatever the run's length.
+STEP_PAGE = 50
 
 
 def link(path: str, **params: Any) -> str:
@@ -284,9 +289,69 @@ def _inputs(request: Request, run: RunRecord) -> Any:
     return cut(json.dumps(named, indent=2, ensure_ascii=False), href)
 
 
+@dataclass(frozen=True)
+class StepWindow:
+    """Which of a run's steps its page shows, as the address says: the
+    latest :data:`STEP_PAGE`, or those ``before`` or ``after`` a step's
+    position (written ``<finished_at>:<key>``: the time has no colon)."""
+
+    before: StepPosition | None = None
+    after: StepPosition | None = None
+
+    @classmethod
+    def of(cls, request: Request) -> StepWindow:
+        """The window the query asks for; ValueError naming a bad cursor."""
+        q = request.query_params
+        return cls(_position(q.get("before", "")), _position(q.get("after", "")))
+
+    def query(self) -> dict[str, str]:
+        """The query parameters that ask for this window again."""
+        return {
+            "before": _cursor(self.before),
+            "after": "" if self.before is not None else _cursor(self.after),
+        }
+
+
+def _cursor(position: StepPosition | None) -> str:
+    return "" if position is None else f"{position[0]!r}:{position[1]}"
+
+
+def _position(text: str) -> StepPosition | None:
+    if not text:
+        return None
+    when, sep, key = text.partition(":")
+    try:
+        at = float(when)
+    except ValueError:
+        at = math.nan
+    if not sep or not math.isfinite(at):
+        raise ValueError(f"bad step cursor {text[:80]!r}: <finished_at>:<key>")
+    return at, key
+
+
+async def _step_page(request: Request, run: RunRecord, window: StepWindow) -> StepPage:
+    store = _store(request)
+    if window.before is not None:
+        return await store.step_page(run.id, STEP_PAGE, before=window.before)
+    if window.after is not None:
+        page = await store.step_page(run.id, STEP_PAGE, after=window.after)
+        if page.later == 0:  # the last page: the latest steps, as the address without one
+            return await store.step_page(run.id, STEP_PAGE)
+        return page
+    return await store.step_page(run.id, STEP_PAGE)
+
+
+async def _latest_ask(store: Store, run: RunRecord, signal_name: str) -> Asked:
+    """What ``run``, waiting for ``signal_name``, asked: its record is among
+    the run's latest steps (recorded just before the wait)."""
+    page = await store.step_page(run.id, STEP_PAGE)
+    return pending_ask({s.key: s for s in page.steps}, signal_name, run.id)
+
+
 async def _run_context(
-    request: Request, run: RunRecord, steps: dict[str, StepRecord]
+    request: Request, run: RunRecord, page: StepPage, window: StepWindow
 ) -> dict[str, Any]:
+    steps = {s.key: s for s in page.steps}
     ids = child_ids(run, steps)
     found = {r.id: r for r in await _store(request).get_runs(ids)} if ids else {}
     children = [(i, found.get(i)) for i in ids]
@@ -296,6 +361,12 @@ async def _run_context(
     else:
         known.drop(run.id)
     signal_name = _waits_for_signal(run)
+    if not signal_name:
+        asked = pending_ask({}, None)
+    elif page.later == 0:
+        asked = pending_ask(steps, signal_name, run.id)
+    else:
+        asked = await _latest_ask(_store(request), run, signal_name)
     return {
         "run": run,
         "inputs": _inputs(request, run),
@@ -303,15 +374,21 @@ async def _run_context(
         "error": shown(run.error, value_link(run.id, "error")),
         "usage": usage_by_model(run, steps),
         "tree": step_tree(steps, run.id),
-        "step_count": len(steps),
+        "step_count": page.count,
+        "page": page,
+        "whole": len(page.steps) == page.count,
+        "earlier_link": link("/run", id=run.id, before=_cursor(page.first)) if page.earlier else "",
+        "later_link": link("/run", id=run.id, after=_cursor(page.last)) if page.later else "",
+        "latest_link": link("/run", id=run.id) if page.later else "",
+        "live": link("/run/live", id=run.id, **window.query()),
         "bubbles": bubbles(steps, run.id),
         "events": events_of(steps, run.id),
         "timeline": timeline(run, steps),
         "children": children,
         "signal_name": signal_name,
-        "asked": pending_ask(steps, signal_name, run.id) if signal_name else pending_ask({}, None),
+        "asked": asked,
         "back": link("/run", id=run.id),
-        "shown": shown_token(_secret(request), run, len(steps), children),
+        "shown": shown_token(_secret(request), run, page.count, children),
     }
 
 
@@ -319,9 +396,13 @@ async def run_page(request: Request) -> Response:
     run = await _the_run(request)
     if isinstance(run, Response):
         return run
-    steps = await _store(request).load_steps(run.id)
+    try:
+        window = StepWindow.of(request)
+    except ValueError as exc:
+        return _problem(request, 400, str(exc))
+    page = await _step_page(request, run, window)
     note = await _answered_note(request)
-    return _page(request, "run.html", note=note, **await _run_context(request, run, steps))
+    return _page(request, "run.html", note=note, **await _run_context(request, run, page, window))
 
 
 async def run_live(request: Request) -> Response:
@@ -331,25 +412,25 @@ async def run_live(request: Request) -> Response:
     (:mod:`.live`). When the store's step count is the one in it, the
     children's rows are read by the ids remembered for this run, and a token
     made now that equals the one sent means nothing moved: no step is read.
-    When the count moved, the same read returned the run's steps.
+    Else the page of steps the region shows is read (the latest, or the one
+    its address names), never the whole run.
     """
     run = await _the_run(request)
     if isinstance(run, Response):
         return run
+    try:
+        window = StepWindow.of(request)
+    except ValueError as exc:
+        return _problem(request, 400, str(exc))
     store = _store(request)
-    steps: dict[str, StepRecord] | None = None
     given = parse_shown(request.query_params.get(SHOWN))
     if given is not None:
         known, token = given
-        count, found = await store.steps_since(run.id, known, -math.inf)
-        if count == known:
-            if await _still_shown(request, run, count, token):
-                return Response(status_code=204)
-        elif len(found) == count:  # every step, in the snapshot that counted them
-            steps = found
-    if steps is None:
-        steps = await store.load_steps(run.id)
-    return _page(request, "run_live.html", **await _run_context(request, run, steps))
+        count, _ = await store.step_positions(run.id, known, math.inf)  # the count alone
+        if count == known and await _still_shown(request, run, count, token):
+            return Response(status_code=204)
+    page = await _step_page(request, run, window)
+    return _page(request, "run_live.html", **await _run_context(request, run, page, window))
 
 
 async def _still_shown(request: Request, run: RunRecord, count: int, token: str) -> bool:
@@ -377,7 +458,7 @@ async def _waiting_context(request: Request) -> dict[str, Any]:
         mark: WaitMark = (run.id, run.fence, run.updated_at, run.waiting_for)
         asked = questions.get(mark)
         if asked is None:
-            asked = pending_ask(await store.load_steps(run.id), run.waiting_for, run.id)
+            asked = await _latest_ask(store, run, run.waiting_for or "")
             questions.put(mark, asked)
         items.append((run, asked))
     return {"items": items, "now": time.time(), "limit": WAITING_LIMIT, "back": "/waiting"}

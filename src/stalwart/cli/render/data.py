@@ -26,6 +26,7 @@ __all__ = [
     "cursor_of",
     "parse_cursor",
     "run_data",
+    "step_cursor",
     "step_data",
 ]
 
@@ -129,8 +130,15 @@ def cursor_of(rec: RunRecord) -> str:
     return f"{rec.created_at!r}/{rec.id}"
 
 
-def parse_cursor(text: str) -> tuple[float, str]:
-    """A cursor from :func:`cursor_of`, or a usage error saying where to get one."""
+def step_cursor(step: StepRecord) -> str:
+    """Where the page of ``runs show`` before this step ends: its finish
+    time and key, the order steps are shown in. Read by :func:`parse_cursor`."""
+    return f"{step.finished_at!r}/{step.key}"
+
+
+def parse_cursor(text: str, command: str = "stalwart runs list") -> tuple[float, str]:
+    """A cursor from :func:`cursor_of` (or :func:`step_cursor`), or a usage
+    error saying where to get one."""
     stamp, sep, run_id = text.partition("/")
     try:
         if not sep:
@@ -139,6 +147,6 @@ def parse_cursor(text: str) -> tuple[float, str]:
     except ValueError:
         raise CLIError(
             f"cannot read the cursor {text!r}: pass the `next` value a previous "
-            "`stalwart runs list` printed",
+            f"`{command}` printed",
             code=2,
         ) from None

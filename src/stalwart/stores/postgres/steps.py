@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ import psycopg
 from ...core.errors import StaleLeaseError, StoreError, StoreUnavailable
 from ...core.ledger import StoredStep
 from ..sql import STEP, merge_payloads, quoted, spilled_values, split_spill, step_from_row
-from ..sql.columns import count_and_steps, since_args
+from ..sql.columns import KEYS_A_READ, count_and_positions, positions_args
 from .connection import Conn, Pending, PostgresBase
 from .schema import refused_for_good
 from .statements import MAX_BATCH, MAX_ROUNDS, SMALL_BATCH, columns
@@ -69,24 +70,40 @@ class PostgresSteps(PostgresBase):
 
         return await self._with_conn(f"reading the steps of run {quoted(run_id)}", fn)
 
-    async def stored_steps_since(
-        self, run_id: str, known: int, since: float
-    ) -> tuple[int, dict[str, StoredStep]]:
+    async def step_positions(
+        self, run_id: str, known: int = -1, since: float = -math.inf
+    ) -> tuple[int, dict[str, float]]:
         sql = self._sql
 
-        async def fn(conn: Conn, n: int) -> tuple[int, dict[str, StoredStep]]:
-            cur = await conn.execute(sql.steps_since, since_args(run_id, known, since))
-            count, steps, spilled = count_and_steps(await cur.fetchall())
-            if spilled and since == -math.inf:  # every step: the run's payloads at once
-                cur = await conn.execute(sql.payloads_of_run, (run_id,))
-                merge_payloads(steps, await cur.fetchall())
-            elif spilled:  # a few new steps: theirs only
-                for key in spilled:
-                    cur = await conn.execute(sql.payloads_by_key, (run_id, key))
-                    merge_payloads(steps, await cur.fetchall())
-            return count, steps
+        async def fn(conn: Conn, n: int) -> tuple[int, dict[str, float]]:
+            cur = await conn.execute(sql.step_positions, positions_args(run_id, known, since))
+            return count_and_positions(await cur.fetchall())
 
-        return await self._with_conn(f"reading the new steps of run {quoted(run_id)}", fn)
+        return await self._with_conn(f"reading where the steps of run {quoted(run_id)} sit", fn)
+
+    async def stored_steps_by_key(
+        self, run_id: str, keys: Collection[str]
+    ) -> dict[str, StoredStep]:
+        sql = self._sql
+        wanted = list(dict.fromkeys(keys))
+
+        async def fn(conn: Conn, n: int) -> dict[str, StoredStep]:
+            steps: dict[str, StoredStep] = {}
+            spilled: list[str] = []
+            for at in range(0, len(wanted), KEYS_A_READ):
+                chunk = wanted[at : at + KEYS_A_READ]
+                cur = await conn.execute(sql.steps_by_keys(len(chunk)), (run_id, *chunk))
+                for row in await cur.fetchall():
+                    step = step_from_row(row)
+                    steps[step.key] = step
+                    if row[_SPILLED]:
+                        spilled.append(step.key)
+            for key in spilled:
+                cur = await conn.execute(sql.payloads_by_key, (run_id, key))
+                merge_payloads(steps, await cur.fetchall())
+            return steps
+
+        return await self._with_conn(f"reading steps of run {quoted(run_id)}", fn)
 
     async def _load_steps(self, conn: Conn, run_id: str, key: str | None) -> dict[str, StoredStep]:
         sql = self._sql

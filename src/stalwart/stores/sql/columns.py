@@ -19,13 +19,14 @@ from ...core.mail import GENERATION_KEY
 from ..base import RUN_COLUMNS
 
 __all__ = [
+    "KEYS_A_READ",
     "RUN",
     "RUN_FIELDS",
     "STEP",
     "STEP_COLUMNS",
     "STEP_FIELDS",
-    "count_and_steps",
-    "since_args",
+    "count_and_positions",
+    "positions_args",
     "step_from_row",
 ]
 
@@ -42,7 +43,6 @@ STEP_COLUMNS = ", ".join((*STEP_FIELDS, "spilled"))
 RUN: dict[str, int] = {name: i for i, name in enumerate(RUN_FIELDS)}
 STEP: dict[str, int] = {name: i for i, name in enumerate((*STEP_FIELDS, "spilled"))}
 _STEP_WIDTH = len(STEP_FIELDS)
-_SPILLED = STEP["spilled"]
 
 
 def step_from_row(row: Sequence[Any]) -> StoredStep:
@@ -50,30 +50,29 @@ def step_from_row(row: Sequence[Any]) -> StoredStep:
     return StoredStep(*row[:_STEP_WIDTH])
 
 
-def count_and_steps(rows: Iterable[Sequence[Any]]) -> tuple[int, dict[str, StoredStep], list[str]]:
-    """The rows of ``Statements.steps_since`` taken apart: the run's step
-    count, its steps by key, and the keys of those whose values were spilled.
+def count_and_positions(rows: Iterable[Sequence[Any]]) -> tuple[int, dict[str, float]]:
+    """The rows of ``Statements.step_positions`` taken apart: the run's step
+    count, and the finish time of each step returned, by key.
 
     The statement's first column is the count on the count's one row and
-    NULL on every step's row, which is :data:`STEP_COLUMNS` after it. The
-    spilled steps' payloads are the caller's to merge (each store reads them
-    its own way, sync or async).
+    NULL on every step's row, which is ``key, finished_at`` after it.
     """
     count = 0
-    steps: dict[str, StoredStep] = {}
-    spilled: list[str] = []
+    times: dict[str, float] = {}
     for row in rows:
         if row[0] is not None:  # the count's row
             count = int(row[0])
-            continue
-        step = step_from_row(row[1:])
-        steps[step.key] = step
-        if row[1 + _SPILLED]:
-            spilled.append(step.key)
-    return count, steps, spilled
+        else:
+            times[row[1]] = row[2]
+    return count, times
 
 
-def since_args(run_id: str, known: int, since: float) -> tuple[object, ...]:
-    """The parameters of ``Statements.steps_since``, in the order its
+def positions_args(run_id: str, known: int, since: float) -> tuple[object, ...]:
+    """The parameters of ``Statements.step_positions``, in the order its
     branches take them (the count, the steps since, the generation's record)."""
     return (run_id, known, run_id, since, run_id, GENERATION_KEY)
+
+
+#: Most keys one read of steps by key names (SQLite's older builds allow
+#: 999 parameters a statement).
+KEYS_A_READ = 500

@@ -120,27 +120,28 @@ class Statements:
         # -- steps
         self.steps_of_run = q(f"SELECT {STEP_COLUMNS} FROM {{t}}steps WHERE run_id = ?")
         self.step_by_key = q(f"SELECT {STEP_COLUMNS} FROM {{t}}steps WHERE run_id = ? AND key = ?")
-        # What an event stream polls (Store.steps_since): the run's step count
-        # (the first branch), and its steps finished at or after a time only
-        # when that count is not the one the reader has (the second). One
-        # statement, so one snapshot: the rows are the ones the count counted.
-        # The count's one row drives the join, so when it equals the reader's
-        # the steps are never scanned: a quiet poll costs the count alone.
-        # The third branch: the record of the run's generation (key "0", kept
-        # by continue-as-new), whatever the count, by its key: a new
-        # generation as long as the old one still shows as another record.
-        nulls = ", ".join(["NULL"] * len(STEP_COLUMNS.split(",")))
-        self.steps_since = q(
+        # Where a run's steps sit (Store.step_positions): the run's step
+        # count (the first branch), and the keys and times of its steps
+        # finished at or after a time only when that count is not the one
+        # the reader has (the second). One statement, so one snapshot: the
+        # rows are the ones the count counted. The count's one row drives
+        # the join, so when it equals the reader's the steps are never
+        # scanned: a quiet poll costs the count alone. The third branch: the
+        # record of the run's generation (key "0", kept by continue-as-new),
+        # whatever the count, by its key: a new generation as long as the
+        # old still shows as another record. No value column is read.
+        self.step_positions = q(
             "WITH c AS (SELECT count(*) AS n FROM {t}steps WHERE run_id = ?) "
-            f"SELECT n, {nulls} FROM c UNION ALL "
-            f"SELECT NULL, {STEP_COLUMNS} FROM c JOIN {{t}}steps "
+            "SELECT n, NULL, NULL FROM c UNION ALL "
+            "SELECT NULL, key, finished_at FROM c JOIN {t}steps "
             "ON c.n <> ? AND run_id = ? AND finished_at >= ? UNION ALL "
-            f"SELECT NULL, {STEP_COLUMNS} FROM {{t}}steps WHERE run_id = ? AND key = ?"
+            "SELECT NULL, key, finished_at FROM {t}steps WHERE run_id = ? AND key = ?"
         )
         self.payloads_of_run = q("SELECT key, field, data FROM {t}payloads WHERE run_id = ?")
         self.payloads_by_key = q(
             "SELECT key, field, data FROM {t}payloads WHERE run_id = ? AND key = ?"
         )
+        self._steps_by_keys: dict[int, str] = {}
         # -- queues: a queue without limits has no row.
         self.queue_delete = q("DELETE FROM {t}queues WHERE name = ?")
         self.queue_upsert = q(
@@ -203,6 +204,18 @@ class Statements:
             "ORDER BY updated_at, id LIMIT ?"
         )
         self.children_wait = CHILDREN_WAIT
+
+    def steps_by_keys(self, n: int) -> str:
+        """The rows of a run's steps at ``n`` keys (parameters: the run's id,
+        then the keys), built once for each ``n``."""
+        sql = self._steps_by_keys.get(n)
+        if sql is None:
+            marks = ",".join("?" * n)
+            sql = self.dialect.sql(
+                f"SELECT {STEP_COLUMNS} FROM {{t}}steps WHERE run_id = ? AND key IN ({marks})"
+            )
+            self._steps_by_keys[n] = sql
+        return sql
 
     def list_runs(
         self,

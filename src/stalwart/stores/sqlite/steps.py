@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from collections.abc import Collection
 
 from ...core.errors import StaleLeaseError, StoreError
 from ...core.ledger import StoredStep
 from ..sql import STEP, merge_payloads, step_from_row
-from ..sql.columns import count_and_steps, since_args
+from ..sql.columns import KEYS_A_READ, count_and_positions, positions_args
 from .schema import UNBINDABLE
 from .writer import SQLiteBase
 
@@ -31,17 +32,28 @@ class SQLiteSteps(SQLiteBase):
             merge_payloads(steps, self._read(self.sql.payloads_of_run, (run_id,)))
         return steps
 
-    async def stored_steps_since(
-        self, run_id: str, known: int, since: float
-    ) -> tuple[int, dict[str, StoredStep]]:
-        rows = self._read(self.sql.steps_since, since_args(run_id, known, since))
-        count, steps, spilled = count_and_steps(rows)
-        if spilled and since == -math.inf:  # every step: the run's payloads at once
-            merge_payloads(steps, self._read(self.sql.payloads_of_run, (run_id,)))
-        elif spilled:  # a few new steps: theirs only
-            for key in spilled:
-                merge_payloads(steps, self._read(self.sql.payloads_by_key, (run_id, key)))
-        return count, steps
+    async def step_positions(
+        self, run_id: str, known: int = -1, since: float = -math.inf
+    ) -> tuple[int, dict[str, float]]:
+        rows = self._read(self.sql.step_positions, positions_args(run_id, known, since))
+        return count_and_positions(rows)
+
+    async def stored_steps_by_key(
+        self, run_id: str, keys: Collection[str]
+    ) -> dict[str, StoredStep]:
+        wanted = list(dict.fromkeys(keys))
+        steps: dict[str, StoredStep] = {}
+        spilled: list[str] = []
+        for at in range(0, len(wanted), KEYS_A_READ):
+            chunk = wanted[at : at + KEYS_A_READ]
+            for row in self._read(self.sql.steps_by_keys(len(chunk)), (run_id, *chunk)):
+                step = step_from_row(row)
+                steps[step.key] = step
+                if row[_SPILLED]:
+                    spilled.append(step.key)
+        for key in spilled:
+            merge_payloads(steps, self._read(self.sql.payloads_by_key, (run_id, key)))
+        return steps
 
     async def record_step(self, run_id: str, fence: int, step: StoredStep) -> StoredStep:
         if self._lost:
