@@ -150,7 +150,8 @@ def sqlite_url(tmp_path: Path) -> str:
 # ``python -m pytest`` (CI) runs everything. A test is slow when it is in one of
 # the modules below (crash trials, browsers, a PostgreSQL server restart,
 # Schemathesis, worker fleets), when it takes a fixture that starts a process,
-# or when its own code starts one (a subprocess, the crash harness).
+# or when its own code starts one (a subprocess, the crash harness); and a few
+# that take seconds of their own are marked ``@pytest.mark.slow`` where they are.
 
 SLOW_MODULES = (
     "tests/chaos/",
@@ -181,6 +182,8 @@ SLOW_CODE = (
     "StdioServerParameters",
     "served_mcp(",
     "run_cli(",
+    "serving_ui(",
+    "multiprocessing.",
 )
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -46,18 +46,15 @@ engine)
     ) ;;
 sqlite)
     Q=src/stalwart/stores/sqlite
-    files="$Q/writer.py;$Q/steps.py;$Q/claims.py"
+    files="$Q/writer.py;$Q/claims.py"
     tests="$S;$D/test_durable.py;$D/test_hostile_rows.py;$D/test_queues.py;$D/test_workers.py;-k;not postgres and not pg_"
     # The write path and the claims; not the connection's set-up (open,
     # close, from_url, __init__) nor the reads, whose mutants cost a pass
     # of every test each and guard no durability rule.
     globs=()
     for f in _begin _flush _write _write_alone _abort _rewrite _insert_all _insert \
-             _refuse_lost _end_unless_batched _committed _flush_quietly; do
+             record_step _winner _refuse_lost _end_unless_batched _committed _flush_quietly; do
         globs+=("stalwart.stores.sqlite.writer.xǁSQLiteBaseǁ${f}__mutmut_*")
-    done
-    for f in record_step _winner; do
-        globs+=("stalwart.stores.sqlite.steps.xǁSQLiteStepsǁ${f}__mutmut_*")
     done
     for f in claim _claim claim_due _claim_queued _within_limits heartbeat; do
         globs+=("stalwart.stores.sqlite.claims.xǁSQLiteClaimsǁ${f}__mutmut_*")

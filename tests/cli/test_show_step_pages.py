@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from stalwart.cli.app import app
 from stalwart.core.ledger import RunRecord, StoredStep
-from stalwart.core.stepargs import args_digest
+from stalwart.core.stepargs import step_hash
 from stalwart.stores.base import this_host
 from stalwart.stores.sqlite import SQLiteStore
 
@@ -39,7 +39,7 @@ def _seed(url: str) -> None:
                 step = StoredStep(
                     str(i),
                     "tick",
-                    args_digest("{}"),
+                    step_hash("{}"),
                     "{}",
                     json.dumps(i),
                     None,

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.crash import kill, spawn, wait_for_line
 
 import stalwart as sw
@@ -83,6 +84,7 @@ async def user(ctx: sw.Context, thread: str, n: int) -> list[str]:
     return [(await ctx.receive(sender=thread, kind=REPLY)).payload["reply"] for _ in range(n)]
 
 
+@pytest.mark.slow
 def test_continue_as_new_keeps_a_thread_of_1000_turns_bounded(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ledger.db'}?synchronous=OFF"
     turns, per_run, carry = 1000, 20, 4

@@ -142,6 +142,7 @@ async def _peak_reading_last(url: str, run_id: str, turns: int) -> tuple[int, in
     return peak, len(text)
 
 
+@pytest.mark.slow
 async def test_reading_a_long_conversation_takes_memory_linear_in_its_length(
     sqlite_url: str,
 ) -> None:

@@ -158,6 +158,7 @@ async def test_a_ledger_of_whole_arguments_still_replays(sqlite_url: str) -> Non
     assert len(executed) == len(set(executed)) == TURNS
 
 
+@pytest.mark.slow
 async def test_export_import_show_round_trip(store_url: str, tmp_path: Path) -> None:
     source = f"sqlite:///{tmp_path / 'source.db'}"
     async with sw.Runner(source, poll_interval=0.05, policies=[agent_loop]) as runner:

@@ -92,6 +92,7 @@ def _fresh_events() -> Iterator[None]:
     reached.clear()
 
 
+@pytest.mark.slow
 async def test_a_run_between_steps_when_its_database_is_dropped(database: str) -> None:
     async with sw.Runner(database, policies=[naps_between_steps]) as runner:
         handle = await runner.start(naps_between_steps, 0.5, run_id="napper")

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from stalwart.core.ledger import RunRecord, StepRecord, StoredStep
-from stalwart.core.stepargs import args_digest, ext_node
+from stalwart.core.stepargs import ext_node, step_hash
 from stalwart.stores.base import StepPage, Store
 
 START = 1_700_000_000.0
@@ -32,9 +32,7 @@ async def _claimed(store: Store, run_id: str) -> int:
 
 
 def _step(key: str, at: float, args: str = "{}", whole: str | None = None) -> StoredStep:
-    return StoredStep(
-        key, "echo", args_digest(whole or args), args, json.dumps(key), None, 1, at, at
-    )
+    return StoredStep(key, "echo", step_hash(whole or args), args, json.dumps(key), None, 1, at, at)
 
 
 async def _run_of(store: Store, run_id: str, n: int) -> list[str]:

@@ -9,6 +9,7 @@ import json
 import re
 
 import markupsafe
+import pytest
 
 import stalwart as sw
 
@@ -39,6 +40,7 @@ async def test_inputs_given_by_keyword_are_shown_by_name_when_the_policy_is_know
         assert inputs_of(page) == {"args": ["A-42", 120], "kwargs": {}}
 
 
+@pytest.mark.slow
 def test_stalwart_ui_names_inputs_with_app(sqlite_url: str) -> None:
     """``stalwart ui --app MODULE``, as a user types it, reads the policies'
     parameter names; the run stays as it was (the inspector executes nothing)."""

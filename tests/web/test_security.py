@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
 from tests.conftest import free_port
 
 from stalwart.http.access import CSP
@@ -119,6 +120,7 @@ def test_serve_binds_loopback_by_default_and_needs_no_token_there(seeded: str) -
         stop(proc)
 
 
+@pytest.mark.slow
 def test_serve_elsewhere_makes_up_a_token_and_requires_it(seeded: str) -> None:
     port = free_port()
     # The command a user types: stalwart ui --host 0.0.0.0

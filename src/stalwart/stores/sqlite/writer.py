@@ -1,10 +1,11 @@
-"""The SQLite store's connection, its transactions, and group commit (S6).
+"""The SQLite store's connection, its transactions, its step records, and
+group commit (S6).
 
 Every write goes through :meth:`SQLiteBase._begin` / :meth:`_write` on
-the one connection; step records join the open transaction and are
-committed together (:meth:`_committed` says when). The store's other
-modules (runs, claims, steps, signals) are mixins of this class and share
-its connection and its batch.
+the one connection; step records (:meth:`SQLiteBase.record_step`) join the
+open transaction and are committed together (:meth:`_committed` says when).
+The store's other modules (runs, claims, step reads, signals) are mixins of
+this class and share its connection and its batch.
 """
 
 from __future__ import annotations
@@ -19,10 +20,18 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
-from ...core.errors import StoreError, StoreUnavailable
+from ...core.errors import StaleLeaseError, StoreError, StoreUnavailable
 from ...core.ledger import StoredStep
 from ..base import Store
-from ..sql import SQLITE, Statements, spilled_values, split_spill
+from ..sql import (
+    SQLITE,
+    STEP,
+    Statements,
+    merge_payloads,
+    spilled_values,
+    split_spill,
+    step_from_row,
+)
 from .paths import why_unopenable
 from .schema import UNBINDABLE, is_busy, is_transient, prepare
 
@@ -48,6 +57,7 @@ _INSERT_STEP = (
     "ON CONFLICT (run_id, key) DO NOTHING"
 )
 _INSERT_PAYLOAD = "INSERT INTO payloads (run_id, key, field, data) VALUES (?,?,?,?)"
+_SPILLED = STEP["spilled"]
 
 
 class SQLiteBase(Store):
@@ -190,13 +200,15 @@ class SQLiteBase(Store):
         """
         if self._in_tx:
             return False
-        deadline = time.monotonic() + self.busy_timeout
+        deadline = None
         pause = 0.001
         while True:
             try:
                 self.db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                if not is_busy(exc) or time.monotonic() + pause > deadline:
+                now = time.monotonic()
+                deadline = deadline or now + self.busy_timeout
+                if not is_busy(exc) or now + pause > deadline:
                     raise self._error("cannot begin a write", exc) from exc
             else:
                 self._in_tx = True
@@ -376,6 +388,57 @@ class SQLiteBase(Store):
         for fld, data in spilled_values(step, spilled) if spilled else ():
             db.execute(_INSERT_PAYLOAD, (run_id, step.key, fld, data))
         return True
+
+    # -- step records: first write wins (S3), in order (S6) ----------------------
+    async def record_step(self, run_id: str, fence: int, step: StoredStep) -> StoredStep:
+        if self._lost:
+            self._refuse_lost(run_id, fence, f"step {step.key}")
+        await self._begin()
+        db = self.db
+        try:
+            if self._insert(db, run_id, fence, step):
+                self._batch.append((run_id, fence, step))
+                await self._committed()
+                return step
+            # Refused or already recorded: the rare path, which may cost a query.
+            winner = self._winner(db, run_id, fence, step.key)
+        except sqlite3.Error as exc:
+            error = self._error(f"recording step {step.key} of run {run_id!r}", exc)
+            self._abort(error)  # the step's row may be in without its payloads
+            raise error from exc
+        except UNBINDABLE as exc:
+            error = StoreError(
+                f"SQLite store {self.path!r}: step {step.key} of run {run_id!r} "
+                f"cannot be stored: {exc}"
+            )
+            self._abort(error)
+            raise error from exc
+        except BaseException:
+            self._end_unless_batched()  # a refused write: nothing of ours to undo
+            raise
+        self._end_unless_batched()
+        return winner
+
+    def _winner(self, db: sqlite3.Connection, run_id: str, fence: int, key: str) -> StoredStep:
+        """The record already kept for ``key``, if ``fence`` still holds the run.
+
+        A stale writer must not learn the new owner's results (it would go on
+        executing the run's later steps as if it still held it): it is told
+        that it lost the run instead.
+        """
+        row = db.execute(self.sql.fence_status, (run_id,)).fetchone()
+        if row is None or tuple(row) != (fence, "running"):
+            now = "gone" if row is None else "fence {}, {}".format(*row)
+            raise StaleLeaseError(
+                f"run {run_id!r}: step {key} refused, fencing token {fence} is stale (now {now})"
+            )
+        # The fence holds, in this very transaction: the insert was refused
+        # because this row exists.
+        found = db.execute(self.sql.step_by_key, (run_id, key)).fetchone()
+        steps = {key: step_from_row(found)}
+        if found[_SPILLED]:
+            merge_payloads(steps, db.execute(self.sql.payloads_by_key, (run_id, key)))
+        return steps[key]
 
     def _refuse_lost(self, run_id: str, fence: int, what: str) -> None:
         """Raise StoreUnavailable if this execution of the run lost records
