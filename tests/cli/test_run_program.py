@@ -80,15 +80,58 @@ Flow(start=fetch).run(shared)
 print("RESULT", shared["report"], sorted(shared))
 """
 
+# Three questions: one in a prep, one in an exec, one in a post.
+QUIZ = """
+import os
+import time
+
+from pocketflow import Flow, Node
+
+
+class Name(Node):
+    def prep(self, shared):
+        return input("Name?\\n")
+
+    def post(self, shared, prep_res, exec_res):
+        shared["name"] = prep_res
+        print("got", prep_res, flush=True)
+
+
+class Color(Node):
+    def exec(self, _):
+        color = input("Color?\\n")
+        print("got", color, flush=True)
+        if os.environ.get("STALL"):
+            time.sleep(3600)
+        return color
+
+    def post(self, shared, prep_res, exec_res):
+        shared["color"] = exec_res
+
+
+class Food(Node):
+    def post(self, shared, prep_res, exec_res):
+        shared["food"] = input("Food?\\n")
+
+
+name = Name()
+name >> Color() >> Food()
+shared = {}
+Flow(start=name).run(shared)
+print(f"RESULT {shared['name']} likes {shared['color']} and {shared['food']}")
+"""
+
 UNBUFFERED = {"PYTHONUNBUFFERED": "1"}
 
 
-def stalwart_run(*args: object, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return spawn("-m", "stalwart", "run", *args, env={**UNBUFFERED, **(env or {})})
+def stalwart_run(
+    *args: object, env: dict[str, str] | None = None, stdin: bool = False
+) -> subprocess.Popen[str]:
+    return spawn("-m", "stalwart", "run", *args, env={**UNBUFFERED, **(env or {})}, stdin=stdin)
 
 
-def finish(proc: subprocess.Popen[str]) -> str:
-    out, err = proc.communicate(timeout=60)
+def finish(proc: subprocess.Popen[str], given: str = "") -> str:
+    out, err = proc.communicate(given if proc.stdin else None, timeout=60)
     assert proc.returncode == 0, err
     return out
 
@@ -119,6 +162,26 @@ def test_a_killed_program_resumes_running_each_finished_exec_once(tmp_path: Path
     assert plain.splitlines()[-1] == (
         "RESULT alpha=5, beta=4, gamma=5 ['lengths', 'report', 'source', 'words']"
     )
+
+
+def test_a_program_killed_after_two_answers_asks_only_the_third(tmp_path: Path) -> None:
+    program = tmp_path / "quiz.py"
+    program.write_text(QUIZ)
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    first = stalwart_run(program, "--store", url, env={"STALL": "1"}, stdin=True)
+    assert first.stdin is not None
+    assert wait_for_line(first, "Name?") == ["Name?"]
+    first.stdin.write("Ada\n")
+    first.stdin.flush()
+    assert wait_for_line(first, "Color?") == ["got Ada", "Color?"]
+    first.stdin.write("blue\n")
+    first.stdin.flush()
+    wait_for_line(first, "got blue")  # recorded before input() returned
+    kill(first)
+
+    again = stalwart_run(program, "--store", url, stdin=True)
+    out = finish(again, "pizza\n")
+    assert out.splitlines() == ["got blue", "Food?", "RESULT Ada likes blue and pizza"]
 
 
 def test_pocketflow_is_served_in_the_command_only(tmp_path: Path) -> None:

@@ -181,7 +181,7 @@ def test_a_run_id_no_run_may_have_is_refused_before_the_program_starts() -> None
         Program("sqlite:///x.db", "x" * 511)  # its second flow would be x...x.2
 
 
-def test_pocketflow_argv_and_path_are_the_programs_only_while_it_runs(
+def test_pocketflow_input_argv_and_path_are_the_programs_only_while_it_runs(
     tmp_path: Path, sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "helpers.py").write_text("GREETING = 'hello from a sibling module'\n")
@@ -194,6 +194,7 @@ print(json.dumps({
     "served": pocketflow is stalwart.flow,
     "argv": sys.argv[1:],
     "greeting": GREETING,
+    "input_replaced": builtins.input.__name__ != "input",
 }))
 """
     path = write_program(tmp_path, program, "inspect_me.py")
@@ -203,9 +204,65 @@ print(json.dumps({
         "served": True,
         "argv": ["--flag", "x"],
         "greeting": "hello from a sibling module",
+        "input_replaced": True,
     }
     assert (sys.modules.get("pocketflow"), builtins.input, getpass.getpass, sys.argv) == saved
     assert str(tmp_path) not in sys.path
+
+
+def test_getpass_inside_a_flow_is_a_recorded_step_named_by_its_prompt(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    asked: list[str] = []
+
+    def typed(prompt: str = "Password: ", stream: Any = None) -> str:
+        asked.append(prompt)
+        return "s3cret"
+
+    monkeypatch.setattr(getpass, "getpass", typed)
+    program = """
+import getpass
+from pocketflow import Flow, Node
+
+class Login(Node):
+    def exec(self, _):
+        return len(getpass.getpass("Token: "))
+
+    def post(self, shared, prep_res, exec_res):
+        shared["length"] = exec_res
+
+shared = {}
+Flow(start=Login()).run(shared)
+print(shared["length"])
+"""
+    path = write_program(tmp_path, program, "login.py")
+    Program(sqlite_url, "login").execute(path, [])
+    assert capsys.readouterr().out.strip() == "6"
+    assert asked == ["Token: "]
+
+    async def steps() -> dict[str, tuple[str, str | None, str | None]]:
+        async with sw.Runner(sqlite_url) as runner:
+            return {s.key: (s.name, s.args, s.output) for s in await runner.steps("login")}
+
+    assert steps_named(asyncio.run(steps()), "getpass") == [
+        ("1.walk.1.exec.1", '{"prompt":"Token: "}', '"s3cret"')
+    ]
+
+
+def steps_named(
+    steps: dict[str, tuple[str, str | None, str | None]], name: str
+) -> list[tuple[str, str | None, str | None]]:
+    return [(key, args, output) for key, (n, args, output) in steps.items() if n == name]
+
+
+def test_input_outside_any_run_is_asked_as_usual(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    answers = iter(["first", "second"])
+    monkeypatch.setattr(builtins, "input", lambda prompt="": next(answers))
+    program = "print(input('a? '), input('b? '))\n"
+    Program(sqlite_url, "plain").execute(write_program(tmp_path, program, "plain.py"), [])
+    assert capsys.readouterr().out.strip() == "first second"
 
 
 class Double(Node):

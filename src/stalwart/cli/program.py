@@ -70,7 +70,8 @@ def run_program(
 
     `import pocketflow` is served by stalwart.flow in this process only. Run
     the same command again after a crash and each flow resumes where it
-    stopped: finished nodes are not run again.
+    stopped: finished nodes are not run again, answers typed at input() are
+    not asked again.
     """
     from ..core.ledger import check_run_id
     from ..flow.program import Program, base_run_id

@@ -2,7 +2,7 @@
 
 :meth:`Program.execute` runs a program file as ``python PROGRAM.py ARGS``
 would (``__name__ == "__main__"``, ``sys.argv``, its folder first on
-``sys.path``), with two things changed for as long as it runs, in this
+``sys.path``), with three things changed for as long as it runs, in this
 process only, and put back afterwards:
 
 * ``import pocketflow`` gives ``stalwart.flow`` (an entry of
@@ -12,7 +12,9 @@ process only, and put back afterwards:
   ``await flow.run_async(shared)``, is a durable run of its own on the
   store (`Program` is the `._seam.TopLevel`): it returns the flow's last
   action and leaves the results in the caller's ``shared``, in place, as
-  PocketFlow does.
+  PocketFlow does;
+* ``input()`` and ``getpass.getpass()`` are recorded steps inside those
+  runs (:mod:`.answers`).
 
 Run ids. The n-th flow the program runs (counted from 1, in the order its
 runs start) is the run ``BASE`` for n = 1 and ``BASE.n`` after, where
@@ -47,6 +49,7 @@ from ..core import codec
 from ..core.ledger import CHILD_MARK, check_run_id
 from ..stores.base import Store
 from ._seam import use_top_level
+from .answers import recording_answers
 from .events import flow_name
 from .visits import POST
 
@@ -124,7 +127,7 @@ class Program:
         for name in SERVED:
             sys.modules[name] = served
         try:
-            with use_top_level(self):
+            with use_top_level(self), recording_answers(lambda: self._loop):
                 yield
         finally:
             for name, module in saved_modules.items():
