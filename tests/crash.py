@@ -34,13 +34,17 @@ def spawn(
     *args: object,
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
+    stdin: bool = False,
 ) -> subprocess.Popen[str]:
-    """Start ``python program *args`` with text pipes for its output.
+    """Start ``python program *args`` with text pipes for its output
+    (``program`` may be ``"-m"``, the module following in ``args``).
 
-    ``env`` adds to (or overrides) this process's environment.
+    ``env`` adds to (or overrides) this process's environment; ``stdin``
+    gives it a pipe to write its input to (``proc.stdin``), else it reads ours.
     """
     return subprocess.Popen(
         [sys.executable, str(program), *(str(a) for a in args)],
+        stdin=subprocess.PIPE if stdin else None,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -28,6 +28,7 @@ def test_every_command_in_the_cli_docs_runs(tmp_path: Path, sqlite_url: str) -> 
     app_src = re.search(r"```python\n(.*?)```", text, re.S)
     assert app_src is not None
     (tmp_path / "shop.py").write_text(app_src.group(1))
+    (tmp_path / "examples").symlink_to(DOC.parents[1] / "examples")  # what `stalwart run` runs
     spec = importlib.util.spec_from_file_location("shop", tmp_path / "shop.py")
     assert spec is not None and spec.loader is not None
     shop = importlib.util.module_from_spec(spec)
@@ -76,3 +77,5 @@ def test_every_command_in_the_cli_docs_runs(tmp_path: Path, sqlite_url: str) -> 
     assert json.loads(outputs["stalwart runs count --json"])["by_status"]["suspended"] == 3
     assert "succeeded: refunded" in outputs["stalwart runs resume refund-42 --app shop.py"]
     assert "cancelled run refund-43" in outputs["stalwart runs cancel refund-43"]
+    essay = outputs['stalwart run examples/pocketflow_program/essay.py "durable agents"']
+    assert essay.startswith("# Durable agents\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+import stalwart as sw
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pocketflow"
 NAMES = [
@@ -138,3 +141,46 @@ def test_approval_waits_durably_for_the_reviewer(tmp_path: Path) -> None:
         shared["published"] == "Announcing Stalwart 1.0: fast and durable. Available from Monday."
     )
     assert time.perf_counter() - started < 10
+
+
+PROGRAM = EXAMPLES.parent / "pocketflow_program" / "essay.py"
+
+
+def test_the_pocketflow_program_runs_unchanged_and_durably_by_stalwart_run(
+    tmp_path: Path,
+) -> None:
+    imports = [
+        line for line in PROGRAM.read_text().splitlines() if line.startswith(("import", "from"))
+    ]
+    assert imports == ["import sys", "from pocketflow import BatchNode, Flow, Node"]
+    url = f"sqlite:///{tmp_path / 'essay.db'}"
+
+    def stalwart_run(*args: str, given: str = "") -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "stalwart", "run", str(PROGRAM), *args, "--store", url],
+            input=given,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    essay = stalwart_run("durable", "agents")
+    assert essay.startswith("# Durable agents\n\n## What durable agents are\n")
+    assert essay.count("## ") == 3
+    assert stalwart_run("durable", "agents") == essay  # replayed from the ledger
+    asked = stalwart_run(given="testing\n")  # no topic: it asks for one, inside the flow
+    assert asked.startswith("Topic: # Testing\n")
+
+    async def runs() -> list[tuple[str, str, list[str]]]:
+        async with sw.Runner(url) as runner:
+            found = []
+            for run in await runner.list_runs():
+                steps = [s.name for s in await runner.steps(run.id)]
+                found.append((run.id, run.status, steps))
+            return found
+
+    [(_, status, steps), (_, other_status, other_steps)] = asyncio.run(runs())
+    assert status == other_status == "succeeded"
+    assert ("input" in steps) != ("input" in other_steps)  # the one asked recorded its answer

@@ -2,7 +2,7 @@
 
 This module only assembles the command tree; each group of commands lives in
 its own module (:mod:`.runs`, :mod:`.pending`, :mod:`.resume`, :mod:`.signals`,
-:mod:`.worker`, :mod:`.demo`), and what they share (the store, the console,
+:mod:`.worker`, :mod:`.demo`, :mod:`.program`), and what they share (the store, the console,
 one-line failures) in :mod:`.command`.
 
 What a store holds is data, possibly written by someone else (S13): no
@@ -25,6 +25,7 @@ from .export import export_run, import_run
 from .fork import fork_run
 from .mcp_serve import mcp_serve
 from .pending import waiting_runs
+from .program import CONTEXT, run_program
 from .resume import resume_run
 from .runs import cancel_run, count_runs, list_runs, prune_runs, show_run
 from .schedules import delete_schedule, list_schedules, pause_schedule, resume_schedule
@@ -97,6 +98,7 @@ runs_app.command("prune", cls=Command)(prune_runs)
 runs_app.command("export", cls=Command)(export_run)
 runs_app.command("import", cls=Command)(import_run)
 runs_app.command("fork", cls=Command)(fork_run)
+app.command("run", cls=Command, context_settings=CONTEXT)(run_program)
 app.command("signal", cls=Command)(send_signal)
 app.command("demo", cls=Command)(demo)
 app.command("worker", cls=Command)(worker)

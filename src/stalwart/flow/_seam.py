@@ -61,6 +61,13 @@ the graph classes hand themselves to the durable layer: `Flow.__stalwart_policy_
 layer (:mod:`stalwart.flow.durable`, loaded with the package) installs a
 `RunEntry` with `install_run_entry`; the graph modules ask `run_entry()`. So
 the graph never imports the code that journals it: layers point one way.
+
+A third door is open only while ``stalwart run PROGRAM.py`` runs a program
+(:mod:`stalwart.flow.program`): a `TopLevel` installed with
+`use_top_level` turns each flow the program runs outside any run
+(``flow.run(shared)``, ``await flow.run_async(shared)``) into a durable run
+of its own. Without one (always, outside that command) those calls run the
+flow in memory, as PocketFlow does.
 """
 
 from __future__ import annotations
@@ -77,12 +84,15 @@ __all__ = [
     "FlowHook",
     "Phase",
     "RunEntry",
+    "TopLevel",
     "current_hook",
     "install_run_entry",
     "invoke",
     "invoke_async",
     "run_entry",
+    "top_level",
     "use_hook",
+    "use_top_level",
 ]
 
 Phase = Literal["prep", "exec", "post", "walk"]
@@ -176,3 +186,40 @@ def run_entry() -> RunEntry:
     if not _entry:
         raise RuntimeError("stalwart.flow.durable is not loaded; import stalwart.flow")
     return _entry[0]
+
+
+class TopLevel(Protocol):
+    """What runs the flows a program starts outside any run (see
+    :mod:`stalwart.flow.program`): each call is a durable run; both return
+    what PocketFlow's ``run`` returns, the flow's last action, and leave the
+    results in the caller's ``shared``."""
+
+    def run(self, flow: Any, shared: Any) -> Any:
+        """``flow.run(shared)`` at a program's top level."""
+        ...
+
+    def run_async(self, flow: Any, shared: Any) -> Awaitable[Any]:
+        """``await flow.run_async(shared)`` at a program's top level."""
+        ...
+
+
+_top: list[TopLevel] = []
+
+
+def top_level() -> TopLevel | None:
+    """The `TopLevel` of the program running now, if one is (else None:
+    flows run outside a run stay in memory)."""
+    return _top[0] if _top else None
+
+
+@contextmanager
+def use_top_level(top: TopLevel) -> Iterator[None]:
+    """Make ``top`` run the flows started outside any run, for the whole
+    process, until the block ends (one program at a time)."""
+    if _top:
+        raise RuntimeError("a program is running already: one program per process")
+    _top.append(top)
+    try:
+        yield
+    finally:
+        _top.clear()

@@ -13,10 +13,11 @@ import asyncio
 import copy
 import copyreg
 import warnings
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..core.policy import Policy, current_context
-from ._seam import invoke, invoke_async, run_entry
+from ._seam import invoke, invoke_async, run_entry, top_level
 from .node import AsyncNode, BaseNode
 
 __all__ = [
@@ -90,6 +91,34 @@ class Flow(BaseNode):
         """
         return run_entry().policy_of(self)
 
+    def __stalwart_in_place__(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Callable[[Any], Any]:
+        """``runner.run(flow, shared=store, in_place=True)``: how the run's
+        result, the store as the flow left it, is written into ``store``.
+
+        Called before the run starts, so that a call with no store to update
+        fails at once. What the returned function gives back is what
+        ``runner.run`` returns: ``store`` itself.
+        """
+        store = kwargs["shared"] if "shared" in kwargs else (args[0] if args else None)
+        if not isinstance(store, dict) and not isinstance(getattr(store, "__dict__", None), dict):
+            raise TypeError(
+                "in_place=True writes the flow's results into the shared store it is given: "
+                f"pass shared=a dict, not {type(store).__name__}"
+            )
+        return lambda result: _fill(store, result)
+
+    def run(self, shared: Any) -> Any:
+        """Walk the graph on ``shared``; return the last action (as `BaseNode.run`)."""
+        if self.successors:
+            warnings.warn("Node won't run successors. Use Flow.", stacklevel=2)
+        top = top_level()
+        if top is not None and not isinstance(self, AsyncNode) and current_context() is None:
+            # Under `stalwart run`: a flow a program runs outside any run is a durable run.
+            return top.run(self, shared)
+        return self._run(shared)
+
     def get_next_node(self, curr: BaseNode, action: Any) -> BaseNode | None:
         """Follow `action` (None meaning "default") from `curr`.
 
@@ -128,6 +157,23 @@ class Flow(BaseNode):
         return exec_res
 
 
+def _fill(store: Any, result: Any) -> Any:
+    """Make ``store`` hold what ``result`` holds (the recorded store of a
+    durable run is a copy of the caller's); ``store`` itself."""
+    if result is store:
+        return store  # in memory the flow worked on the caller's store itself
+    target = store if isinstance(store, dict) else store.__dict__
+    source = result if isinstance(result, dict) else getattr(result, "__dict__", None)
+    if not isinstance(source, dict):
+        raise TypeError(
+            f"the flow's run returned a {type(result).__name__}, not a shared store to copy "
+            "into the caller's"
+        )
+    target.clear()
+    target.update(source)
+    return store
+
+
 class BatchFlow(Flow):
     """Walks the whole graph once per param dict that `prep` returns, in order."""
 
@@ -152,6 +198,9 @@ class AsyncFlow(Flow, AsyncNode):
             warnings.warn("Node won't run successors. Use AsyncFlow.", stacklevel=2)
         ctx = current_context()
         if ctx is None:
+            top = top_level()
+            if top is not None:  # under `stalwart run`: a durable run of its own
+                return await top.run_async(self, shared)
             return await self._run_async(shared)
         # Inside a run (a policy, a node's exec): journaled as part of that run.
         return await run_entry().run_inside(ctx, self, shared)

@@ -53,6 +53,20 @@ def _run_id(run_id: str | None) -> str:
     return uuid.uuid4().hex if run_id is None else check_run_id(run_id)
 
 
+def _in_place(target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[Any], Any]:
+    """How ``run(..., in_place=True)`` writes a run's result into what it
+    was given: the target says (a flow writes its store), checked before
+    the run starts."""
+    make = getattr(target, "__stalwart_in_place__", None)
+    if make is None:
+        raise TypeError(
+            f"in_place=True is for flows (their shared store is updated in place); "
+            f"{type(target).__name__} has no store to update"
+        )
+    update: Callable[[Any], Any] = make(args, kwargs)
+    return update
+
+
 class Runner:
     """Runs policies: in memory by default, durably given a store URL.
 
@@ -67,6 +81,10 @@ class Runner:
     As a worker: ``queues`` it takes runs from (None: all), ``concurrency``
     (most runs it executes at once), ``shutdown_timeout`` (how long
     :meth:`serve` lets held runs finish on SIGTERM before handing them back).
+    ``adopt_abandoned=False``: starting a run does not make it take over the
+    runs a dead process left running (S8); it still resumes its own and
+    their children (``stalwart run`` uses it: a program resumes its flows
+    only).
     ``tickers``: what its worker loop does on each pass while it serves
     (:class:`~stalwart.runner.Ticker`; :class:`stalwart.schedules.Schedules`
     made over the runner joins them).
@@ -92,6 +110,7 @@ class Runner:
         queues: Sequence[str] | None = None,
         concurrency: int | None = None,
         shutdown_timeout: float = 30.0,
+        adopt_abandoned: bool = True,
     ) -> None:
         if concurrency is not None and concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -127,7 +146,14 @@ class Runner:
         self._outcomes = outcomes = Outcomes(store, table, registry)
         self._driver = driver = Driver(store, table, registry, outcomes, settings)
         self._worker = worker = Worker(
-            store, table, registry, driver, settings, self.tickers, serving=serving
+            store,
+            table,
+            registry,
+            driver,
+            settings,
+            self.tickers,
+            serving=serving,
+            adopt=adopt_abandoned,
         )
         self._starter = Starter(store, table, registry, driver, worker, settings)
         self._enqueuer = Enqueuer(store, table, registry, settings)
@@ -213,7 +239,13 @@ class Runner:
     # -- starting ------------------------------------------------------------
     @overload
     async def run(
-        self, target: Policy[P, R], /, *args: Any, run_id: str | None = None, **kwargs: Any
+        self,
+        target: Policy[P, R],
+        /,
+        *args: Any,
+        run_id: str | None = None,
+        in_place: bool = False,
+        **kwargs: Any,
     ) -> R: ...
     @overload
     async def run(
@@ -222,6 +254,7 @@ class Runner:
         /,
         *args: Any,
         run_id: str | None = None,
+        in_place: bool = False,
         **kwargs: Any,
     ) -> R: ...
     @overload
@@ -231,18 +264,36 @@ class Runner:
         /,
         *args: Any,
         run_id: str | None = None,
+        in_place: bool = False,
         **kwargs: Any,
     ) -> R: ...
     async def run(
-        self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any
+        self,
+        target: Any,
+        /,
+        *args: Any,
+        run_id: str | None = None,
+        in_place: bool = False,
+        **kwargs: Any,
     ) -> Any:
-        """Run ``target`` to the end and return its result (or raise its error)."""
+        """Run ``target`` to the end and return its result (or raise its error).
+
+        ``in_place=True``, for a flow (``run(flow, shared=store,
+        in_place=True)``): the run's result, the store as the flow left it,
+        is written into ``store`` itself, as PocketFlow's ``flow.run(store)``
+        leaves it, and ``store`` is returned. A durable run records its
+        inputs and works on its own copy, so without it only the returned
+        store holds the results. A target that has no such store is refused
+        (``TypeError``) before anything runs.
+        """
+        update = _in_place(target, args, kwargs) if in_place else None
         memory = self.store.ephemeral
         forget = run_id is None and memory
         run_id = _run_id(run_id)
         try:
             await self._start(target, args, kwargs, run_id, settle=False)
-            return await self.outcome(run_id)
+            result = await self.outcome(run_id)
+            return result if update is None else update(result)
         except asyncio.CancelledError:
             if memory:  # in memory the run lives only for its caller: stop it
                 live = self._table.live.get(run_id)
@@ -264,11 +315,19 @@ class Runner:
             self._table.calls.pop(rid, None)
             self._table.mine.discard(rid)
 
-    def run_sync(self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any) -> Any:
+    def run_sync(
+        self,
+        target: Any,
+        /,
+        *args: Any,
+        run_id: str | None = None,
+        in_place: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         """Run ``target`` from synchronous code (a script), in a new event
         loop; closes the runner after. Refused inside a running loop, where
         ``asyncio.run`` would fail with a message that does not say what to
-        do instead."""
+        do instead. ``in_place`` as for :meth:`run`."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -280,7 +339,7 @@ class Runner:
 
         async def main() -> Any:
             try:
-                return await self.run(target, *args, run_id=run_id, **kwargs)
+                return await self.run(target, *args, run_id=run_id, in_place=in_place, **kwargs)
             finally:
                 await self.close()
 

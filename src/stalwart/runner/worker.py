@@ -75,6 +75,7 @@ class Worker:
         tickers: Sequence[Ticker],
         *,
         serving: bool,
+        adopt: bool = True,
     ) -> None:
         self.store = store
         self.table = table
@@ -90,6 +91,10 @@ class Worker:
         #: Executes runs (it has started one): also takes over the runs a
         #: dead process left running, as the next runner on a store does (S8).
         self.executor = False
+        #: Whether an executor takes over those runs (a program run by
+        #: `stalwart run` resumes only its own: another program's abandoned
+        #: flow may bear the same name).
+        self.adopt = adopt
         #: Shutting down: claim nothing more.
         self.draining = False
         #: A wake-up asked for a heartbeat now (a cancel request elsewhere).
@@ -377,7 +382,8 @@ class Worker:
 
         def accept(rec: RunRecord) -> bool:
             nonlocal refused
-            allowed = everyone or rec.id in mine or (self.executor and rec.status == "running")
+            adopted = self.executor and self.adopt and rec.status == "running"
+            allowed = everyone or rec.id in mine or adopted
             if not allowed:
                 refused += 1
                 return False
