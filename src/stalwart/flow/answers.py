@@ -1,11 +1,11 @@
-"""What a person types, recorded: ``input()`` and ``getpass.getpass()`` inside a durable run.
+"""What a person types, recorded: ``input()`` inside a durable run.
 
-Under ``stalwart run`` (:mod:`stalwart.flow.program`) the two are replaced,
-for the program's process, by :func:`recording_answers`. Called outside a
-durable run (at the program's top level, say) they are the originals.
+Under ``stalwart run`` (:mod:`stalwart.flow.program`) ``input`` is
+replaced, for the program's process, by :func:`recording_answers`. Called
+outside a durable run (at the program's top level, say) it is the original.
 Called inside one (a node's ``prep``, ``exec`` or ``post``), each call is a
-recorded step, a unit of the run (``docs/journaling.md``) named ``input``
-or ``getpass``, keyed as a child of the step it runs in (``V.prep.1``,
+recorded step, a unit of the run (``docs/journaling.md``) named ``input``,
+keyed as a child of the step it runs in (``V.prep.1``,
 ``V.exec.2``: S1) and identified by its prompt: the first time the person
 is asked and the answer recorded before the call returns; on replay the
 recorded answer comes back and nobody is asked. A prompt that differs from
@@ -21,7 +21,9 @@ worker thread (a sync node of a sync ``Flow``) it is written before
 cannot wait for the loop it blocks: the record is written at the node's
 next await, and a crash before it asks that question again.
 
-A ``getpass`` answer is recorded like any other: the ledger holds it.
+``getpass.getpass()`` is never recorded: what it reads is a secret, and a
+credential never reaches the ledger. It asks again when the node that
+called it runs again (after a crash, the node that was running).
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import getpass
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -106,27 +107,18 @@ def _written(task: asyncio.Task[Any]) -> None:
 
 @contextlib.contextmanager
 def recording_answers(loop_of: Callable[[], asyncio.AbstractEventLoop | None]) -> Iterator[None]:
-    """Make ``input`` and ``getpass.getpass`` recorded steps inside durable
-    runs, until the block ends; ``loop_of()`` names the loop the run
-    executes on. For the whole process: a program's own threads included."""
+    """Make ``input`` a recorded step inside durable runs, until the block
+    ends; ``loop_of()`` names the loop the run executes on. For the whole
+    process: a program's own threads included. (``getpass`` is left alone:
+    a secret is never recorded.)"""
     original_input = builtins.input
-    original_getpass = getpass.getpass
 
     def recorded_input(prompt: Any = "", /) -> str:
         return recorded_answer("input", original_input, prompt, loop_of())
 
-    def recorded_getpass(prompt: str = "Password: ", stream: Any = None) -> str:
-        def ask(text: Any) -> str:
-            return original_getpass(text, stream)
-
-        return recorded_answer("getpass", ask, prompt, loop_of())
-
     recorded_input.__doc__ = original_input.__doc__
-    recorded_getpass.__doc__ = original_getpass.__doc__
     builtins.input = recorded_input
-    getpass.getpass = recorded_getpass
     try:
         yield
     finally:
         builtins.input = original_input
-        getpass.getpass = original_getpass

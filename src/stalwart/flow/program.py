@@ -13,8 +13,8 @@ process only, and put back afterwards:
   store (`Program` is the `._seam.TopLevel`): it returns the flow's last
   action and leaves the results in the caller's ``shared``, in place, as
   PocketFlow does;
-* ``input()`` and ``getpass.getpass()`` are recorded steps inside those
-  runs (:mod:`.answers`).
+* ``input()`` is a recorded step inside those runs (:mod:`.answers`);
+  ``getpass.getpass()`` is not: a secret never reaches the ledger.
 
 Run ids. The n-th flow the program runs (counted from 1, in the order its
 runs start) is the run ``BASE`` for n = 1 and ``BASE.n`` after, where
