@@ -25,14 +25,19 @@ OTHER_TOKEN = "second-token-fedcba9876543210"
 
 
 def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """``python -m stalwart.cli ARGS`` from the repository's root."""
+    """``python -m stalwart.cli ARGS`` from the repository's root, importing
+    this checkout's ``src`` (not whichever checkout is installed editable)."""
     return subprocess.Popen(
         [sys.executable, "-m", "stalwart.cli", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+            **(env or {}),
+        },
     )
 
 

@@ -43,7 +43,7 @@ def test_two_api_processes_and_one_worker_share_the_runs(
         ) as r:
             rest = read_events(r, lambda e: e.event == "end")  # A resumes B's stream
         keys = [e.data["key"] for e in first + rest if e.event == "step"]
-        assert keys == [s["key"] for s in cb.get("/runs/pg-steps/steps").json()]
+        assert keys == [s["key"] for s in cb.get("/runs/pg-steps/steps").json()["steps"]]
         assert rest[-1].data["result"] == 1
 
         cb.post("/policies/approval/runs", json={"inputs": {"order": "P-1"}, "run_id": "pg-ok"})

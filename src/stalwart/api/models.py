@@ -24,6 +24,7 @@ __all__ = [
     "RunPage",
     "StartRun",
     "Step",
+    "StepPage",
     "json_type_problems",
     "printable_pattern",
     "run_id_schema",
@@ -205,6 +206,22 @@ class Step(BaseModel):
     attempts: int = 1
     started_at: float
     finished_at: float
+
+
+class StepPage(BaseModel):
+    """A page of a run's steps, in the order they finished, oldest first,
+    and where it sits among them: ``earlier`` steps come before it, ``later``
+    after it, of ``step_count``."""
+
+    steps: list[Step]
+    step_count: int = Field(description="how many steps the run has recorded")
+    earlier: int = Field(description="how many of them come before this page")
+    later: int = Field(description="how many of them come after this page")
+    next: str | None = Field(
+        None,
+        description="pass as ?cursor= for the steps after these; null when this page "
+        "holds the run's latest step",
+    )
 
 
 class StartRun(BaseModel):

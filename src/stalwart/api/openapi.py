@@ -29,10 +29,18 @@ from .models import (
     RunPage,
     StartRun,
     Step,
+    StepPage,
     printable_pattern,
     run_id_schema,
 )
-from .routes import LIST_CURSOR_PATTERN, MAX_LIMIT, MAX_SIGNAL_NAME, NUMBER_PATTERN, STATUSES
+from .routes import (
+    DEFAULT_LIMIT,
+    LIST_CURSOR_PATTERN,
+    MAX_LIMIT,
+    MAX_SIGNAL_NAME,
+    NUMBER_PATTERN,
+    STATUSES,
+)
 
 __all__ = ["openapi_document"]
 
@@ -132,7 +140,7 @@ def openapi_document(
 ) -> dict[str, Any]:
     """The document for an API serving ``policies``."""
     components: dict[str, Any] = {}
-    for model in (Run, RunPage, Step, Problem, PolicyInfo):
+    for model in (Run, RunPage, Step, StepPage, Problem, PolicyInfo):
         components[model.__name__] = _schema(model, components)
     components["RunId"] = run_id_schema()
     start_base = _schema(StartRun, components)
@@ -229,28 +237,7 @@ def openapi_document(
             "responses": {"200": {"description": "the run", "content": _json("Run")}, **errors},
         }
     }
-    paths["/runs/{run_id}/steps"] = {
-        "get": {
-            "operationId": "get_steps",
-            "summary": "A run's recorded steps, in the order they finished",
-            "tags": ["runs"],
-            "parameters": [run_id],
-            "responses": {
-                "200": {
-                    "description": "the steps",
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "array",
-                                "items": {"$ref": _REF.format(model="Step")},
-                            }
-                        }
-                    },
-                },
-                **errors,
-            },
-        }
-    }
+    paths["/runs/{run_id}/steps"] = {"get": _get_steps(run_id, errors)}
     paths["/runs/{run_id}/events"] = {"get": _events(run_id, errors)}
     paths["/runs/{run_id}/signals/{name}"] = {
         "post": {
@@ -370,11 +357,48 @@ def _messages(agents: list[str], too_large: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _list_runs(errors: dict[str, Any]) -> dict[str, Any]:
+def _q(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
     # Every parameter, given, has a value: ``?created_after=`` is a 422.
-    def q(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-        return {"name": name, "in": "query", "schema": schema, "description": description}
+    return {"name": name, "in": "query", "schema": schema, "description": description}
 
+
+def _paging(what: str) -> list[dict[str, Any]]:
+    """``limit`` and ``cursor``, as ``GET /runs`` and a run's steps take them."""
+    return [
+        _q(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+            f"{what} per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})",
+        ),
+        _q(
+            "cursor",
+            {"type": "string", "pattern": LIST_CURSOR_PATTERN},
+            "the previous page's next",
+        ),
+    ]
+
+
+def _get_steps(run_id: dict[str, Any], errors: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "operationId": "get_steps",
+        "summary": "A run's recorded steps, oldest first, a page at a time",
+        "description": (
+            "Steps in the order they finished, the first page first: pass a page's next "
+            "as ?cursor= for the steps after it (null: the page holds the latest step). "
+            "step_count, earlier and later say where the page sits. A page reads its own "
+            "steps only, however long the run."
+        ),
+        "tags": ["runs"],
+        "parameters": [run_id, *_paging("steps")],
+        "responses": {
+            "200": {"description": "a page of steps", "content": _json("StepPage")},
+            **errors,
+            "422": _problem("limit or cursor is invalid"),
+        },
+    }
+
+
+def _list_runs(errors: dict[str, Any]) -> dict[str, Any]:
     text = {"type": "string", "minLength": 1}
     # A query value is text: the number as JSON writes one (no "inf", "nan", "1_0").
     seconds = {"type": "number", "pattern": NUMBER_PATTERN}
@@ -383,22 +407,13 @@ def _list_runs(errors: dict[str, Any]) -> dict[str, Any]:
         "summary": "Runs, newest first, a page at a time",
         "tags": ["runs"],
         "parameters": [
-            q("status", {"enum": list(STATUSES)}, "where the runs stand"),
-            q("policy", text, "the policy's name"),
-            q("queue", text, "the queue's name"),
-            q("id_contains", text, "literal text anywhere in the run id"),
-            q("created_after", seconds, "seconds since the epoch (inclusive)"),
-            q("created_before", seconds, "seconds since the epoch (exclusive)"),
-            q(
-                "limit",
-                {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
-                f"runs per page, 1 to {MAX_LIMIT} (default 50)",
-            ),
-            q(
-                "cursor",
-                {"type": "string", "pattern": LIST_CURSOR_PATTERN},
-                "the previous page's next",
-            ),
+            _q("status", {"enum": list(STATUSES)}, "where the runs stand"),
+            _q("policy", text, "the policy's name"),
+            _q("queue", text, "the queue's name"),
+            _q("id_contains", text, "literal text anywhere in the run id"),
+            _q("created_after", seconds, "seconds since the epoch (inclusive)"),
+            _q("created_before", seconds, "seconds since the epoch (exclusive)"),
+            *_paging("runs"),
         ],
         "responses": {
             "200": {"description": "a page of runs", "content": _json("RunPage")},

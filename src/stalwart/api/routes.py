@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from pydantic import ValidationError
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -29,10 +30,11 @@ from ..core.ledger import TERMINAL, check_run_id
 from ..core.policy import Policy
 from ..runner import Runner
 from .events import Cursor, run_events
-from .models import FieldProblem, PolicyInfo, Problem, json_type_problems
+from .models import FieldProblem, PolicyInfo, Problem, StepPage, json_type_problems
 from .values import run_json, step_json
 
 __all__ = [
+    "DEFAULT_LIMIT",
     "ENQUEUE_WORDS",
     "LIST_CURSOR_PATTERN",
     "LIST_PARAMETERS",
@@ -41,6 +43,7 @@ __all__ = [
     "MAX_STREAMS",
     "NUMBER_PATTERN",
     "STATUSES",
+    "STEP_PARAMETERS",
     "STREAM_RETRY",
     "Api",
     "problem",
@@ -58,20 +61,28 @@ LIST_PARAMETERS = (
     "limit",
     "cursor",
 )
-#: Most runs on one page of ``GET /runs``.
+#: The query parameters of ``GET /runs/{run_id}/steps``.
+STEP_PARAMETERS = ("limit", "cursor")
+#: Most runs on one page of ``GET /runs``, and most steps on one page of
+#: ``GET /runs/{run_id}/steps``.
 MAX_LIMIT = 500
+#: Runs or steps on a page when ``limit`` is not given.
+DEFAULT_LIMIT = 50
 #: A JSON number and a JSON integer, as a query value may spell them (the
 #: document's ``number`` and ``integer``).
 NUMBER_PATTERN = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
 _NUMBER = re.compile(NUMBER_PATTERN.removesuffix("$"))
 _INTEGER = re.compile(r"-?[0-9]{1,18}")  # longer: out of range anyway
-#: A listing cursor (``next``): the time as ``repr`` writes it (finite,
-#: exponent bounded), ``_``, the run id in base64url.
+#: A page's cursor (``next``): a time as ``repr`` writes it (finite,
+#: exponent bounded), ``_``, a name in base64url: for ``GET /runs`` the last
+#: run's creation time and id, for ``GET /runs/{run_id}/steps`` the last
+#: step's finish time and key.
 LIST_CURSOR_PATTERN = (
     r"^-?[0-9]{1,17}(\.[0-9]{1,17})?(e[-+][0-9]{1,2})?"
     r"_([A-Za-z0-9_-]{4})*([A-Za-z0-9_-]{2}==|[A-Za-z0-9_-]{3}=)?$"
 )
 _LIST_CURSOR = re.compile(LIST_CURSOR_PATTERN.removesuffix("$"))
+_BEFORE_ALL = (-math.inf, "")
 #: A signal's name: 1 to 200 printable characters.
 MAX_SIGNAL_NAME = 200
 ENQUEUE_WORDS = frozenset({"run_id", "queue", "priority", "delay"})
@@ -290,22 +301,36 @@ async def get_run(request: Request) -> Response:
 
 
 async def get_steps(request: Request) -> Response:
+    """A page of the run's steps in the order they finished, oldest first:
+    the first ``limit``, or the first ``limit`` after the ``cursor`` a
+    previous page gave as ``next``. A page reads its own records only
+    (:meth:`~stalwart.runner.Runner.step_page`), whatever the run's length:
+    a model call's record holds the conversation so far, so reading every
+    step of a long conversation costs quadratic bytes."""
     api = _api(request)
-    steps = await api.runner.steps(_run_id(request))
-    return JSONResponse([step_json(s).model_dump(mode="json") for s in steps])
+    q = request.query_params
+    problems = _empty(q, STEP_PARAMETERS)
+    limit, position = _paging(q, problems)
+    if problems:
+        return problem(422, f"invalid page of steps: {_summary(problems)}", problems)
+    # No cursor: the first page, after a position before every step.
+    start = _BEFORE_ALL if position is None else position
+    page = await api.runner.step_page(_run_id(request), limit, after=start)
+    body = StepPage(
+        steps=[step_json(s) for s in page.steps],
+        step_count=page.count,
+        earlier=page.earlier,
+        later=page.later,
+        next=_encode_cursor(*page.last) if page.later and page.last is not None else None,
+    )
+    return JSONResponse(body.model_dump(mode="json"))
 
 
 async def list_runs(request: Request) -> Response:
     """Runs newest first; ``cursor`` pages by ``(created_at, id)`` (keyset)."""
     api = _api(request)
     q = request.query_params
-    # A parameter given empty (``?created_after=``) is a mistake, not "any":
-    # refused, as the document's minLength says.
-    problems = [
-        FieldProblem(field=word, message="given empty: leave it out, or give a value")
-        for word in LIST_PARAMETERS
-        if word in q and not q[word]
-    ]
+    problems = _empty(q, LIST_PARAMETERS)
     filters: dict[str, Any] = {}
     status = q.get("status") or None
     if status is not None and status not in STATUSES:
@@ -320,21 +345,9 @@ async def list_runs(request: Request) -> Response:
             except ValueError:
                 message = "seconds since the epoch: a finite decimal number"
                 problems.append(FieldProblem(field=word, message=message))
-    limit = 50
-    if q.get("limit"):
-        text = q["limit"]
-        if _INTEGER.fullmatch(text) is None or not 1 <= int(text) <= MAX_LIMIT:
-            message = f"an integer from 1 to {MAX_LIMIT}"
-            problems.append(FieldProblem(field="limit", message=message))
-        else:
-            limit = int(text)
-    if q.get("cursor"):
-        try:
-            filters["before"] = _decode_cursor(q["cursor"])
-        except ValueError:
-            problems.append(
-                FieldProblem(field="cursor", message="not a cursor this API gave (next)")
-            )
+    limit, position = _paging(q, problems)
+    if position is not None:
+        filters["before"] = position
     if problems:
         return problem(422, f"invalid run listing: {_summary(problems)}", problems)
     rows = await api.runner.list_runs(status, limit + 1, **filters)
@@ -346,24 +359,55 @@ async def list_runs(request: Request) -> Response:
     return JSONResponse(body)
 
 
-def _encode_cursor(created_at: float, run_id: str) -> str:
-    """``time_id``: the last run's creation time and its id in base64url."""
-    key = base64.urlsafe_b64encode(run_id.encode("utf-8", "surrogatepass")).decode()
-    return f"{created_at!r}_{key}"
+def _empty(q: QueryParams, words: tuple[str, ...]) -> list[FieldProblem]:
+    """A parameter given empty (``?limit=``) is a mistake, not "any": refused,
+    as the document's minLength (or type) says."""
+    message = "given empty: leave it out, or give a value"
+    return [FieldProblem(field=w, message=message) for w in words if w in q and not q[w]]
+
+
+def _paging(q: QueryParams, problems: list[FieldProblem]) -> tuple[int, tuple[float, str] | None]:
+    """The page's ``limit`` (:data:`DEFAULT_LIMIT` when not given) and the
+    position its ``cursor`` holds (None: the first page); a bad one is added
+    to ``problems``, named."""
+    limit = DEFAULT_LIMIT
+    if q.get("limit"):
+        text = q["limit"]
+        if _INTEGER.fullmatch(text) is None or not 1 <= int(text) <= MAX_LIMIT:
+            message = f"an integer from 1 to {MAX_LIMIT}"
+            problems.append(FieldProblem(field="limit", message=message))
+        else:
+            limit = int(text)
+    position = None
+    if q.get("cursor"):
+        try:
+            position = _decode_cursor(q["cursor"])
+        except ValueError:
+            problems.append(
+                FieldProblem(field="cursor", message="not a cursor this API gave (next)")
+            )
+    return limit, position
+
+
+def _encode_cursor(at: float, name: str) -> str:
+    """``time_name``: the page's last run's creation time and id, or its
+    last step's finish time and key, the name in base64url."""
+    key = base64.urlsafe_b64encode(name.encode("utf-8", "surrogatepass")).decode()
+    return f"{at!r}_{key}"
 
 
 def _decode_cursor(text: str) -> tuple[float, str]:
-    """The ``(created_at, id)`` a cursor holds; ValueError unless it has the
+    """The ``(time, name)`` a cursor holds; ValueError unless it has the
     form this API writes (:data:`LIST_CURSOR_PATTERN`, the document's): a
-    finite time (not NaN, not infinity: a listing position no run has). Any
-    text of that form is a position in the listing, whoever wrote it; an id
-    that is not UTF-8, or holds NUL (no store keeps one), is read with
-    replacement characters."""
+    finite time (not NaN, not infinity: a position no run or step has). Any
+    text of that form is a position, whoever wrote it (a page then starts
+    there); a name that is not UTF-8, or holds NUL (no store keeps one), is
+    read with replacement characters."""
     if _LIST_CURSOR.fullmatch(text) is None:
         raise ValueError("not a cursor this API gave")
     when, key = text.split("_", 1)
-    run_id = base64.urlsafe_b64decode(key).decode(errors="replace").replace("\x00", "\ufffd")
-    return float(when), run_id
+    name = base64.urlsafe_b64decode(key).decode(errors="replace").replace("\x00", "\ufffd")
+    return float(when), name
 
 
 def _seconds(text: str) -> float:
