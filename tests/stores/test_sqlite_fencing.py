@@ -13,6 +13,7 @@ import asyncio
 import multiprocessing
 import multiprocessing.queues
 import multiprocessing.synchronize
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -237,9 +238,11 @@ async def test_a_locked_file_is_unavailable_not_broken(tmp_path: Path) -> None:
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        with pytest.raises(StoreUnavailable):
+        # What a user reads: the store, that a write could not begin, and why.
+        locked = rf"SQLite store '{re.escape(path)}': cannot begin a write: database is locked"
+        with pytest.raises(StoreUnavailable, match=locked):
             await impatient.create_run(RunRecord("s", "p", "{}"))
-        with pytest.raises(StoreUnavailable):
+        with pytest.raises(StoreUnavailable, match=locked):
             await impatient.record_step("r", claimed.fence, _step("1", "1"))
         # Opening a file already at this schema version only reads it.
         reader = SQLiteStore(path, busy_timeout=0)
