@@ -77,6 +77,9 @@ class Recorder(sw.Hook):
     async def on_error(self, call: sw.CallInfo, error: BaseException) -> None:
         self.seen.append(("error", call.key, call.name, error))
 
+    async def on_retry(self, call: sw.CallInfo, attempt: int, error: BaseException) -> None:
+        self.seen.append(("retry", call.key, call.name, (attempt, error)))
+
     def of(self, kind: str) -> list[tuple[str, str, Any]]:
         return [(k, n, x) for (w, k, n, x) in self.seen if w == kind]
 

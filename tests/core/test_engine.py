@@ -307,6 +307,138 @@ async def test_timeout_is_not_retried_when_not_in_retry_on() -> None:
     assert attempts == 1
 
 
+async def test_a_timeout_says_which_policy_took_too_long_and_its_own_timeout_error_is_its_own() -> (
+    None
+):
+    never = asyncio.Event()
+
+    @sw.policy(timeout=0.01)
+    async def stuck() -> None:
+        await never.wait()
+
+    @sw.policy(timeout=30)
+    async def gives_up() -> None:
+        raise TimeoutError("the upstream gave up")
+
+    with pytest.raises(TimeoutError) as ours:
+        await sw.Runner().run(stuck)
+    assert str(ours.value) == "stuck took longer than its timeout of 0.01 s"
+    with pytest.raises(TimeoutError) as its_own:
+        await sw.Runner().run(gives_up)
+    assert str(its_own.value) == "the upstream gave up"
+
+
+async def test_a_retried_policy_with_a_timeout_gets_its_context_on_every_attempt() -> None:
+    seen: list[str] = []
+
+    @sw.policy(retries=1, backoff=0, timeout=30)
+    async def careful(ctx: sw.Context, n: int) -> int:
+        seen.append(ctx.step_key)
+        if len(seen) == 1:
+            raise OSError("once")
+        return n
+
+    @sw.policy
+    async def root(ctx: sw.Context) -> int:
+        return await careful(4)
+
+    assert await sw.Runner().run(root) == 4
+    assert seen == ["1", "1@2"]
+
+
+async def test_a_veto_is_never_retried() -> None:
+    attempts = 0
+
+    @sw.policy(retries=3, backoff=0)
+    async def vetoed() -> None:
+        nonlocal attempts
+        attempts += 1
+        raise sw.Veto("not allowed here")
+
+    with pytest.raises(sw.Veto, match="not allowed here"):
+        await sw.Runner().run(vetoed)
+    assert attempts == 1
+
+
+async def test_each_retry_is_announced_with_the_error_it_follows() -> None:
+    hook = Recorder()
+
+    @sw.policy(retries=1, backoff=0)
+    async def flaky_once() -> str:
+        if not hook.of("retry"):
+            raise ConnectionError("first attempt")
+        return "second"
+
+    assert await sw.Runner(hooks=[hook]).run(flaky_once) == "second"
+    [(key, name, (attempt, error))] = hook.of("retry")
+    assert (key, name, attempt) == ("", "flaky_once", 2)  # the attempt that follows
+    assert isinstance(error, ConnectionError) and str(error) == "first attempt"
+
+
+async def test_no_pause_between_attempts_when_the_backoff_is_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    delays: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def fake_sleep(delay: float, result: Any = None) -> Any:
+        delays.append(delay)
+        return await real_sleep(0, result)
+
+    attempts = 0
+
+    @sw.policy(retries=2, backoff=0)
+    async def flaky() -> int:
+        nonlocal attempts
+        attempts += 1
+        if attempts < 3:
+            raise OSError("down")
+        return attempts
+
+    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+    assert await sw.Runner().run(flaky) == 3
+    assert delays == []
+
+
+async def test_in_memory_a_policy_taking_its_context_gets_its_positional_arguments() -> None:
+    @sw.policy
+    async def scaled(ctx: sw.Context, n: int, by: int = 1) -> tuple[str, int]:
+        return ctx.step_key, n * by
+
+    @sw.policy
+    async def root(ctx: sw.Context) -> list[tuple[str, int]]:
+        return [await scaled(3), await scaled(3, 2), await ctx.call(scaled, 5, by=3)]
+
+    assert await sw.Runner().run(root) == [("1", 3), ("2", 6), ("3", 15)]
+
+
+async def test_in_memory_a_cancelled_run_is_not_caught_by_its_policys_except_exception() -> None:
+    started = asyncio.Event()
+    never = asyncio.Event()
+    swallowed: list[BaseException] = []
+
+    @sw.policy
+    async def waits() -> None:
+        started.set()
+        await never.wait()
+
+    @sw.policy
+    async def root(ctx: sw.Context) -> str:
+        try:
+            await waits()
+        except Exception as exc:  # a policy's broad handler must not catch the cancel
+            swallowed.append(exc)
+            return "carried on"
+        return "finished"
+
+    task = asyncio.ensure_future(sw.Runner().run(root))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert swallowed == []
+
+
 def others_are_gone() -> bool:
     current = asyncio.current_task()
     return all(t is current or t.done() for t in asyncio.all_tasks())

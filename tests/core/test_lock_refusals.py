@@ -84,6 +84,9 @@ async def test_a_reentry_refusal_is_recorded_at_the_calls_key(sqlite_url: str) -
     # The inner call's own key (the outer call 1#1, its model 1#1.1, its call #1).
     assert refusal.key == "1#1.1#1"
     assert refusal.error is None
+    # The refused call is recorded with the arguments the model gave it, as a
+    # reader (the inspector, an export) shows them.
+    assert codec.loads(refusal.args or "null") == {"depth": 1}
     recorded = codec.loads(refusal.output or "null")
     assert isinstance(recorded, Message) and recorded.action_result is not None
     assert f"{recorded.action_result.error_type}: {recorded.action_result.error_message}" == text
