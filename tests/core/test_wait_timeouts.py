@@ -36,4 +36,7 @@ async def test_a_wait_that_timed_out_times_out_again_on_replay(sqlite_url: str) 
     assert TIMEOUTS == ["no signal 'approve' within 0.05 s"] * 2  # live, then replayed
     timed_out = [s for s in steps.values() if s.name == "stalwart.signal:approve"]
     assert len(timed_out) == 1 and timed_out[0].output is None
+    # Recorded once, at the moment it timed out: it starts and ends then.
+    assert timed_out[0].attempts == 1
+    assert timed_out[0].started_at == timed_out[0].finished_at > 0
     assert '"builtins.TimeoutError"' in (timed_out[0].error or "")
