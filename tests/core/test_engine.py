@@ -211,14 +211,21 @@ async def test_retry_on_filters_the_errors_worth_a_retry() -> None:
     assert attempts == ["bad"]
 
 
-async def test_backoff_doubles_up_to_the_maximum(monkeypatch: pytest.MonkeyPatch) -> None:
-    delays: list[float] = []
+@pytest.fixture
+def delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The delays ``asyncio.sleep`` is asked for, which then does not wait."""
+    asked: list[float] = []
     real_sleep = asyncio.sleep
 
     async def fake_sleep(delay: float, result: Any = None) -> Any:
-        delays.append(delay)
+        asked.append(delay)
         return await real_sleep(0, result)
 
+    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+    return asked
+
+
+async def test_backoff_doubles_up_to_the_maximum(delays: list[float]) -> None:
     attempts = 0
 
     @sw.policy(retries=4, backoff=0.5, max_backoff=1.5)
@@ -229,7 +236,6 @@ async def test_backoff_doubles_up_to_the_maximum(monkeypatch: pytest.MonkeyPatch
             raise OSError("down")
         return attempts
 
-    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
     assert await sw.Runner().run(flaky) == 5
     assert delays == [0.5, 1.0, 1.5, 1.5]
 
@@ -375,16 +381,7 @@ async def test_each_retry_is_announced_with_the_error_it_follows() -> None:
     assert isinstance(error, ConnectionError) and str(error) == "first attempt"
 
 
-async def test_no_pause_between_attempts_when_the_backoff_is_zero(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    delays: list[float] = []
-    real_sleep = asyncio.sleep
-
-    async def fake_sleep(delay: float, result: Any = None) -> Any:
-        delays.append(delay)
-        return await real_sleep(0, result)
-
+async def test_no_pause_between_attempts_when_the_backoff_is_zero(delays: list[float]) -> None:
     attempts = 0
 
     @sw.policy(retries=2, backoff=0)
@@ -395,7 +392,6 @@ async def test_no_pause_between_attempts_when_the_backoff_is_zero(
             raise OSError("down")
         return attempts
 
-    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
     assert await sw.Runner().run(flaky) == 3
     assert delays == []
 
