@@ -71,3 +71,18 @@ async def test_runs_of_a_policy_no_worker_has_are_still_reported(
                     await asyncio.sleep(0.02)
     said = [r for r in caplog.records if "needs policy 'a'" in r.getMessage()]
     assert len(said) == 1  # once per name, not once per pass
+
+
+async def test_a_runner_that_does_not_serve_says_nothing_of_runs_it_would_never_take(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client (a web app that starts runs, a script) claims only what it
+    starts: the pending runs of policies it lacks are not its business, and
+    it must not warn about them on every start."""
+    await _backlog(store_url)
+    with caplog.at_level(logging.WARNING, logger="stalwart.runner"):
+        async with sw.Runner(store_url, policies=[b], poll_interval=0.02) as client:
+            assert await client.run(b, 1) == 2
+            for _ in range(10):  # a few passes of its loop
+                await asyncio.sleep(0.02)
+    assert "needs policy 'a'" not in caplog.text

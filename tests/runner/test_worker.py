@@ -87,3 +87,28 @@ async def test_a_store_refusing_a_pass_is_logged_and_tried_again(
     assert len(calls) > 2  # refused twice, then claimed
     refused = [r for r in caplog.records if "refused the worker loop's pass" in r.getMessage()]
     assert refused and "a bad row" in refused[0].getMessage()
+
+
+async def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with sw.Runner(store_url, policies=[double], poll_interval=0.02, serving=True) as runner:
+        with caplog.at_level(logging.INFO, logger="stalwart"):
+            first = await runner.enqueue(double, 1, run_id="before")
+            async with asyncio.timeout(BOUND):
+                assert await first.result() == 2  # a healthy store: neither is logged
+            calls = _break_claims(runner, sw.StoreUnavailable("the disk is away"), 4)
+            handle = await runner.enqueue(double, 21, run_id="after")
+            async with asyncio.timeout(BOUND):
+                assert await handle.result() == 42
+            for _ in range(5):  # a few more passes on a store that answers
+                await asyncio.sleep(0.02)
+    assert len(calls) > 4
+    # What a log pipeline reads: the event name beside each message.
+    said = [(getattr(r, "event", None), r.getMessage()) for r in caplog.records]
+    down = [(e, m) for e, m in said if m.startswith("the store is unavailable")]
+    back = [(e, m) for e, m in said if m == "the store answers again"]
+    assert len(down) == 1 and "the disk is away" in down[0][1]
+    assert down[0][0] == "store.unavailable"
+    assert back == [("store.available", "the store answers again")]
+    assert said.index(down[0]) < said.index(back[0])
