@@ -101,6 +101,8 @@ async def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
             handle = await runner.enqueue(double, 21, run_id="after")
             async with asyncio.timeout(BOUND):
                 assert await handle.result() == 42
+                while "the store answers again" not in caplog.text:
+                    await asyncio.sleep(0.02)
             for _ in range(5):  # a few more passes on a store that answers
                 await asyncio.sleep(0.02)
     assert len(calls) > 4
