@@ -8,6 +8,7 @@ contract, stated in docs/durability.md ("The contract").
 """
 
 from .conversations import Conversation
+from .core.codec import register_codec
 from .core.context import Context
 from .core.declared import register_type
 from .core.errors import (
@@ -113,5 +114,6 @@ __all__ = [
     "Veto",
     "__version__",
     "policy",
+    "register_codec",
     "register_type",
 ]

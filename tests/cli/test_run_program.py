@@ -234,3 +234,105 @@ def test_the_program_exit_code_is_the_commands(tmp_path: Path) -> None:
     (tmp_path / "leave.py").write_text("import sys\nprint('bye')\nsys.exit(3)\n")
     done = invoke("run", str(tmp_path / "leave.py"), "--store", f"sqlite:///{tmp_path / 'l.db'}")
     assert (done.exit_code, done.stdout) == (3, "bye\n")
+
+
+# A node makes a table and a picture, the next one stalls; the last one reads both.
+CHART = """
+import os
+import sys
+import time
+
+import pandas as pd
+from PIL import Image
+from pocketflow import Flow, Node
+
+COUNT = sys.argv[1]
+
+
+def executed(tag):
+    with open(COUNT, "a") as f:
+        f.write(tag + "\\n")
+    print("executed", tag, flush=True)
+    if os.environ.get("STALL") == tag:
+        print("stalled", tag, flush=True)
+        time.sleep(3600)
+
+
+class Load(Node):
+    def exec(self, _):
+        executed("load")
+        return pd.DataFrame({"city": ["Oslo", "Lima"], "temp": [3.5, 19.0]})
+
+    def post(self, shared, prep_res, exec_res):
+        shared["table"] = exec_res
+
+
+class Draw(Node):
+    def prep(self, shared):
+        return shared["table"]
+
+    def exec(self, table):
+        executed("draw")
+        img = Image.new("L", (len(table), 1))
+        for x, t in enumerate(table["temp"]):
+            img.putpixel((x, 0), int(t * 10))
+        return img
+
+    def post(self, shared, prep_res, exec_res):
+        shared["chart"] = exec_res
+
+
+class Caption(Node):
+    def prep(self, shared):
+        return shared["table"], shared["chart"]
+
+    def exec(self, inputs):
+        executed("caption")
+        table, chart = inputs
+        return f"{len(table)} cities, warmest {table['temp'].max()}, pixels {list(chart.tobytes())}"
+
+    def post(self, shared, prep_res, exec_res):
+        shared["caption"] = exec_res
+
+
+load = Load()
+load >> Draw() >> Caption()
+shared = {}
+Flow(start=load).run(shared)
+print("RESULT", shared["caption"], type(shared["table"]).__name__, shared["chart"].mode)
+"""
+
+
+def test_a_program_whose_nodes_make_tables_and_images_resumes_with_their_codecs(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("pandas")
+    pytest.importorskip("PIL")
+    program = tmp_path / "chart.py"
+    program.write_text(CHART)
+    count = tmp_path / "count.txt"
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    codecs = ("--codec", "pandas", "--codec", "pil")
+
+    refused = run_cli(tmp_path, "run", "chart.py", count, "--store", url)
+    assert refused.returncode == 1
+    assert "(Load.exec)" in refused.stderr and "--codec pandas" in refused.stderr
+
+    url = f"sqlite:///{tmp_path / 'kept.db'}"
+    count.unlink()
+    first = stalwart_run(program, count, "--store", url, *codecs, env={"STALL": "caption"})
+    wait_for_line(first, "stalled")
+    kill(first)
+    resumed = finish(stalwart_run(program, count, "--store", url, *codecs))
+    assert executions(count) == ["load", "draw", "caption", "caption"]
+    assert resumed.splitlines()[-1] == (
+        "RESULT 2 cities, warmest 19.0, pixels [35, 190] DataFrame L"
+    )
+
+
+def test_an_unknown_codec_is_refused_before_the_program_starts(tmp_path: Path) -> None:
+    (tmp_path / "p.py").write_text("print('ran')\n")
+    done = run_cli(tmp_path, "run", "p.py", "--codec", "arrow", "--store", "sqlite:///p.db")
+    assert done.returncode == 2
+    assert "ran" not in done.stdout
+    assert "no codec named 'arrow'; the codecs are numpy, pandas, pil" in done.stderr

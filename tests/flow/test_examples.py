@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ NAMES = [
     "parallel_translation",
     "rag",
     "two_agents",
+    "two_agents_mailboxes",
     "writing",
 ]
 
@@ -132,6 +134,33 @@ def test_two_agents_play_through_queues() -> None:
     assert module.main(["cobra"])["hints"] == ["It is a kind of snake.", "Its bite is venomous."]
 
 
+def test_two_durable_agents_play_the_same_game_through_their_mailboxes(tmp_path: Path) -> None:
+    queued, mailed = load("two_agents"), load("two_agents_mailboxes")
+    for secret in ("python", "java", "cobra"):
+        db = str(tmp_path / f"{secret}.db")
+        assert mailed.main([secret, "--db", db]) == queued.main([secret])
+
+    async def runs() -> list[tuple[str, str]]:
+        async with sw.Runner(f"sqlite:///{tmp_path / 'python.db'}") as runner:
+            return sorted((r.id, r.status) for r in await runner.list_runs())
+
+    assert asyncio.run(runs()) == [("game-guesser", "succeeded"), ("game-hinter", "succeeded")]
+
+
+async def test_a_durable_run_refuses_the_queues_before_any_node_and_names_mailboxes(
+    tmp_path: Path,
+) -> None:
+    module = load("two_agents")
+    shared = {"secret": "python", "to_hinter": asyncio.Queue(), "hints": [], "guesses": []}
+    async with sw.Runner(f"sqlite:///{tmp_path / 'q.db'}") as runner:
+        with pytest.raises(sw.SerializationError) as caught:
+            await runner.run(module.agent(module.Hinter()), shared=shared, run_id="queued")
+        assert await runner.list_runs() == []
+    message = str(caught.value)
+    assert "['to_hinter']" in message and "asyncio.queues.Queue" in message
+    assert "use their mailboxes (ctx.send and ctx.receive)" in message
+
+
 def test_approval_waits_durably_for_the_reviewer(tmp_path: Path) -> None:
     started = time.perf_counter()
     shared: dict[str, Any] = load("approval").main(["--db", str(tmp_path / "a.db")])
@@ -184,3 +213,45 @@ def test_the_pocketflow_program_runs_unchanged_and_durably_by_stalwart_run(
     [(_, status, steps), (_, other_status, other_steps)] = asyncio.run(runs())
     assert status == other_status == "succeeded"
     assert ("input" in steps) != ("input" in other_steps)  # the one asked recorded its answer
+
+
+CHART = EXAMPLES.parent / "pocketflow_program" / "chart.py"
+
+
+def test_the_chart_program_records_its_table_and_image_by_their_codecs(tmp_path: Path) -> None:
+    pytest.importorskip("pandas")
+    pytest.importorskip("PIL")
+    imports = [
+        line for line in CHART.read_text().splitlines() if line.startswith(("import", "from"))
+    ]
+    assert imports == [
+        "import sys",
+        "import pandas as pd",
+        "from PIL import Image",
+        "from pocketflow import Flow, Node",
+    ]
+    url = f"sqlite:///{tmp_path / 'chart.db'}"
+
+    def stalwart_run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "stalwart", "run", str(CHART), *args, "--store", url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    codecs = ("--codec", "pandas", "--codec", "pil")
+    done = stalwart_run("Oslo", "Lima", *codecs)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "2 cities, warmest Lima; 2x25, 22 lit\n"
+    again = stalwart_run("Oslo", "Lima", *codecs)  # replayed: the values read back whole
+    assert (again.returncode, again.stdout) == (0, done.stdout)
+
+    async def table() -> Any:
+        async with sw.Runner(url) as runner:
+            [run] = await runner.list_runs()
+            steps = {s.name: s for s in await runner.steps(run.id)}
+            return json.loads(steps["Load.exec"].output or "null")
+
+    recorded = asyncio.run(table())
+    assert recorded["$t"] == "codec" and recorded["c"] == "pandas.DataFrame"

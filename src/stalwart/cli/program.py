@@ -64,6 +64,15 @@ def run_program(
             "derived from the program and its arguments if omitted.",
         ),
     ] = None,
+    codec: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--codec",
+            metavar="NAME",
+            help="Record values of this kind too: numpy, pandas or pil "
+            "(repeat for several; see stalwart.codecs).",
+        ),
+    ] = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Run a PocketFlow program, unchanged, with every flow it runs durable.
@@ -73,10 +82,15 @@ def run_program(
     stopped: finished nodes are not run again, answers typed at input() are
     not asked again.
     """
+    from .. import codecs
     from ..core.ledger import check_run_id
     from ..flow.program import Program, base_run_id
 
     argv = list(args or [])
+    try:
+        codecs.use(*(codec or []))
+    except (ValueError, ImportError) as exc:
+        fail(f"--codec: {exc}", 2)
     path = Path(program)
     if not path.is_file():
         what = "a folder, not a file" if path.is_dir() else "no such file"

@@ -33,6 +33,7 @@ import datetime as _dt
 import enum
 import json
 import re
+import types
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -40,7 +41,16 @@ from typing import Any
 from .declared import is_declared, lookup, name_of
 from .errors import CorruptedRecord, SerializationError
 
-__all__ = ["check_json", "decode", "dumps", "encode", "escaped_json", "loads"]
+__all__ = [
+    "check_json",
+    "decode",
+    "dumps",
+    "encode",
+    "escaped_json",
+    "loads",
+    "register_codec",
+    "registered_codec",
+]
 
 _TAG = "$t"
 
@@ -60,6 +70,113 @@ def register_core_type(
 
 _PLAIN = (str, int, float, bool, type(None))
 _PLAIN_TYPES = frozenset(_PLAIN)
+
+
+class _Codec:
+    """A program's codec for one class: its name in the ledger, and both ways."""
+
+    __slots__ = ("cls", "from_data", "name", "to_data")
+
+    def __init__(
+        self, cls: type, name: str, to_data: Callable[[Any], Any], from_data: Callable[[Any], Any]
+    ) -> None:
+        self.cls = cls
+        self.name = name
+        self.to_data = to_data
+        self.from_data = from_data
+
+
+# The codecs the program registered, by class and by the name rows carry.
+_CODECS: dict[type, _Codec] = {}
+_CODEC_NAMES: dict[str, _Codec] = {}
+# Types the codec handles itself: a codec for one would never be asked.
+_BUILTIN = (*_PLAIN, list, dict, tuple, set, frozenset, bytes, _dt.date, uuid.UUID)
+_CODEC_NAME = re.compile(r"^[A-Za-z0-9_.:<>-]{1,200}$")
+
+
+def register_codec(
+    cls: type,
+    to_data: Callable[[Any], Any],
+    from_data: Callable[[Any], Any],
+    *,
+    name: str | None = None,
+) -> None:
+    """Record values of ``cls`` as ``to_data(value)`` and read them back with ``from_data``.
+
+    ``to_data`` returns anything the ledger records (JSON types, ``bytes``,
+    the types the codec knows); ``from_data`` gets that back and returns the
+    value. A row names the codec by ``name`` (default ``module:qualname`` of
+    ``cls``), and reading one back looks the name up among the codecs this
+    program registered: a row naming any other is a
+    :class:`~stalwart.core.errors.CorruptedRecord`, and nothing is imported.
+    A subclass of ``cls`` is recorded by the codec of its nearest registered
+    base. Registering the same class again replaces its codec.
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"register_codec() takes a class, not {cls!r}")
+    if issubclass(cls, _BUILTIN) or any(issubclass(cls, c) for c, *_ in _CORE_TYPES.values()):
+        raise ValueError(
+            f"register_codec({cls.__qualname__}): the ledger records {cls.__qualname__} "
+            "values itself; a codec is for types it cannot record"
+        )
+    if not callable(to_data) or not callable(from_data):
+        raise TypeError(f"register_codec({cls.__qualname__}): to_data and from_data are functions")
+    label = name if name is not None else name_of(cls)
+    if not isinstance(label, str) or not _CODEC_NAME.match(label):
+        raise ValueError(
+            f"register_codec({cls.__qualname__}): the name {label!r} must be 1 to 200 letters, "
+            "digits or any of _ . : < > -"
+        )
+    taken = _CODEC_NAMES.get(label)
+    if taken is not None and taken.cls is not cls:
+        raise ValueError(
+            f"register_codec({cls.__qualname__}): the name {label!r} is the codec of "
+            f"{taken.cls.__module__}.{taken.cls.__qualname__}; give another name="
+        )
+    old = _CODECS.get(cls)
+    if old is not None:
+        del _CODEC_NAMES[old.name]
+    codec = _Codec(cls, label, to_data, from_data)
+    _CODECS[cls] = codec
+    _CODEC_NAMES[label] = codec
+
+
+def registered_codec(cls: type) -> str | None:
+    """The name ``cls``'s values are recorded under by a registered codec, or None."""
+    codec = _codec_for(cls)
+    return None if codec is None else codec.name
+
+
+def _codec_for(cls: type) -> _Codec | None:
+    codec = _CODECS.get(cls)
+    if codec is None:
+        for base in cls.__mro__[1:]:
+            codec = _CODECS.get(base)
+            if codec is not None:
+                break
+    return codec
+
+
+def _by_codec(codec: _Codec, value: Any, where: str, strict: bool) -> Any:
+    try:
+        data = codec.to_data(value)
+    except SerializationError as exc:
+        raise SerializationError(f"{where}: {exc}") from None
+    except Exception as exc:
+        raise SerializationError(
+            f"{where}: the codec {codec.name!r} could not record a "
+            f"{type(value).__qualname__} ({type(exc).__name__}: {exc})"
+        ) from exc
+    if type(data) is codec.cls or (_codec_for(type(data)) is codec):
+        raise SerializationError(
+            f"{where}: the codec {codec.name!r} returned a {type(data).__qualname__} again; "
+            "to_data must return data the ledger records (JSON types, bytes)"
+        )
+    return {
+        _TAG: "codec",
+        "c": codec.name,
+        "v": _enc(data, f"{where} (codec {codec.name})", strict),
+    }
 
 
 def _qualname(cls: type, where: str, strict: bool) -> str:
@@ -139,6 +256,10 @@ def _encode_other(value: Any, where: str, strict: bool) -> Any:
     for tag, (core_type, to_data, _) in _CORE_TYPES.items():
         if isinstance(value, core_type):
             return {_TAG: tag, "v": to_data(value)}
+    if _CODECS:
+        codec = _codec_for(type(value))
+        if codec is not None:
+            return _by_codec(codec, value, where, strict)
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return {_TAG: "tuple", "v": [_enc(v, where, strict) for v in value]}
     if isinstance(value, frozenset):
@@ -175,10 +296,68 @@ def _encode_other(value: Any, where: str, strict: bool) -> Any:
                 f"{where}: {type(value).__qualname__} cannot be serialized to JSON: {exc}"
             ) from exc
         return {_TAG: "model", "c": _qualname(type(value), where, strict), "v": dumped}
+    what = f"{where}: a value of type {type(value).__module__}.{type(value).__qualname__}"
+    if _is_live(type(value)):
+        raise SerializationError(
+            f"{what} cannot be recorded: it is a live object (a queue, a lock, an event, a "
+            "connection, a file), not data, and a resumed run could not have it back; "
+            "to pass messages between runs, use their mailboxes (ctx.send and ctx.receive), "
+            "and keep clients and connections out of what is recorded"
+        )
     raise SerializationError(
-        f"{where}: a value of type {type(value).__module__}.{type(value).__qualname__} "
-        "cannot be recorded as JSON (use JSON types, dataclasses, pydantic models or Messages)"
+        f"{what} cannot be recorded as JSON (use JSON types, dataclasses, pydantic models "
+        f"or Messages{_codec_hint(type(value))})"
     )
+
+
+# The types stalwart.codecs records (a subclass too), by top-level package
+# and class name, with the name its codec is asked for by.
+_SHIPPED = {
+    ("numpy", "ndarray"): "numpy",
+    ("numpy", "generic"): "numpy",
+    ("pandas", "DataFrame"): "pandas",
+    ("pandas", "Series"): "pandas",
+    ("PIL", "Image"): "pil",
+}
+
+
+# Where live objects come from: a queue, a lock, an event, a connection, a
+# file, a process. They are not data whatever codec a program registers.
+_LIVE = frozenset(
+    {
+        "asyncio",
+        "queue",
+        "threading",
+        "multiprocessing",
+        "concurrent",
+        "socket",
+        "ssl",
+        "io",
+        "_io",
+        "sqlite3",
+        "subprocess",
+        "selectors",
+        "_thread",
+        "_queue",
+        "_asyncio",
+    }
+)
+_LIVE_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+
+
+def _is_live(cls: type) -> bool:
+    return cls.__module__.partition(".")[0] in _LIVE or issubclass(cls, _LIVE_TYPES)
+
+
+def _codec_hint(cls: type) -> str:
+    for base in cls.__mro__:
+        shipped = _SHIPPED.get((base.__module__.partition(".")[0], base.__qualname__))
+        if shipped is not None:
+            return (
+                f", or ask for its codec: stalwart.codecs.use({shipped!r}), "
+                f"or stalwart run --codec {shipped}"
+            )
+    return ", or register a codec for it: stalwart.register_codec"
 
 
 def decode(tree: Any, where: str = "value") -> Any:
@@ -230,6 +409,15 @@ def _decode_tagged(tag: str, tree: dict[str, Any]) -> Any:
         return {_dec(k): _dec(x) for k, x in v}
     if tag in _CORE_TYPES:
         return _CORE_TYPES[tag][2](v)
+    if tag == "codec":
+        name = tree.get("c")
+        codec = _CODEC_NAMES.get(name) if isinstance(name, str) else None
+        if codec is None:
+            raise CorruptedRecord(
+                f"the record names codec {str(name)[:200]!r}, which this program has not "
+                "registered (stalwart.register_codec); nothing was imported"
+            )
+        return codec.from_data(_dec(v))
     if tag == "tuple":
         return tuple(_dec(x) for x in v)
     if tag == "set":
