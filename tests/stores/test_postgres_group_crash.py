@@ -24,7 +24,7 @@ from tests.durable._pg_cluster import PrivateCluster, pg_cluster  # noqa: F401
 from tests.records import claimed_run, step_record
 
 import stalwart as sw
-from stalwart.core.errors import StoreUnavailable
+from stalwart.core.errors import StaleLeaseError, StoreUnavailable
 from stalwart.core.ledger import StepRecord
 
 if not os.environ.get("CI"):
@@ -96,6 +96,29 @@ async def test_an_execution_that_may_have_lost_records_in_a_crash_stops(
         await _record(store, "a", again.fence, [k for k in "1234567" if k not in survived])
         await store.finish_run("a", again.fence, "succeeded", "1", None)
         assert sorted(await store.load_steps("a")) == ["1", "2", "3", "4", "5", "6", "7"]
+    finally:
+        await store.close()
+
+
+async def test_a_replaced_writers_refusal_leaves_the_new_owners_records_at_risk(
+    pg_cluster: PrivateCluster,  # noqa: F811
+) -> None:
+    store = PostgresStore.from_url(_url(pg_cluster, durability="group", retry_for=30))
+    await store.open()
+    try:
+        old = await claimed_run(store, "a", owner=A)
+        await _record(store, "a", old, ["1"])
+        claimed = await store.claim("a", A, 60.0)  # taken over (its commit flushes "1")
+        assert claimed is not None
+        new = claimed.fence
+        await _record(store, "a", new, ["2", "3"])  # acknowledged, maybe not flushed
+        # The replaced writer tries once more and is refused; that must not
+        # make this store forget what the new owner has at risk.
+        with pytest.raises(StaleLeaseError, match="is stale"):
+            await store.record_step("a", old, _step("4"))
+        await asyncio.to_thread(pg_cluster.crash)
+        with pytest.raises(StoreUnavailable, match="crashed or failed over"):
+            await store.record_step("a", new, _step("4"))
     finally:
         await store.close()
 
