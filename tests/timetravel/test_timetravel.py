@@ -5,6 +5,7 @@ Each test runs on a SQLite file and on the PostgreSQL server (``store_url``).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from pathlib import Path
@@ -364,3 +365,34 @@ async def test_the_memory_store_exports_and_imports_its_runs() -> None:
     other = open_store(None)
     assert await import_runs(other, [dump]) == ["m1"]
     assert (await other.get_run("m1")) == dump.run
+
+
+@sw.policy
+async def ask_approval(ctx: sw.Context, order: str) -> str:
+    """Ask a person.
+
+    Args:
+        order: The order.
+    """
+    approved = await ctx.wait_for("approve", prompt=f"refund {order}?")
+    return "approved" if approved else "refused"
+
+
+async def test_replay_of_a_run_waiting_inside_a_tool_call_ends_where_it_waits(
+    store_url: str,
+) -> None:
+    # The tool call has no record of its own (it has not returned), but the
+    # steps inside it do: a resumed run enters it again, and so does a replay.
+    model = ScriptedLLM(
+        [[call("ask_approval", order="A-1")], [sw.Message.assistant("Done.")]], name="m"
+    )
+    clerk = llm.Agent(model, instructions="You refund.", tools=[ask_approval], name="clerk")
+    async with sw.Runner(store_url, policies=[clerk, ask_approval]) as runner:
+        await runner.start(clerk, question="refund A-1?", run_id="clerk-1")
+        for _ in range(500):
+            if (await runner.get_run("clerk-1")).status == "suspended":
+                break
+            await asyncio.sleep(0.02)
+    report = await replay_async((store_url, "clerk-1"), clerk)
+    assert report.ok, str(report)
+    assert report.ended_at is not None and report.ended_at.startswith("1#1")

@@ -21,6 +21,7 @@ import typer
 
 from .command import Command, Group
 from .demo import demo
+from .deploy import deploy_check
 from .export import export_run, import_run
 from .fork import fork_run
 from .mcp_serve import mcp_serve
@@ -113,3 +114,6 @@ schedules_app.command("list", cls=Command)(list_schedules)
 schedules_app.command("pause", cls=Command)(pause_schedule)
 schedules_app.command("resume", cls=Command)(resume_schedule)
 schedules_app.command("delete", cls=Command)(delete_schedule)
+deploy_app = _group("Check new code against the runs it would resume, before deploying it.")
+app.add_typer(deploy_app, name="deploy")
+deploy_app.command("check", cls=Command)(deploy_check)

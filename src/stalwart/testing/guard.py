@@ -25,7 +25,7 @@ from ..core.events import CallInfo, Hook
 from ..core.ledger import TERMINAL, RunRecord, StoredStep
 from ..core.policy import Policy
 from ..timetravel.fork import LINEAGE_KEY
-from ..timetravel.keys import key_parts
+from ..timetravel.keys import is_ancestor, key_parts
 from .divergence import Divergence, ReplayReport, call_text, mismatch, same_value
 from .recording import Recording
 
@@ -135,8 +135,17 @@ class Guard(Hook):
 
     # -- the hook: before a live call --------------------------------------------
     async def before_call(self, call: CallInfo) -> None:
-        if call.key in self.misses:
+        if call.key in self.misses and not self._in_flight(call.key):
             raise self.extra(call.key, call_text(call.name, _json(call.arguments)))
+
+    def _in_flight(self, key: str) -> bool:
+        """Whether the call at ``key`` was under way when an unfinished run
+        stopped: it has no record of its own, but steps inside it do (a tool
+        call waiting for a signal). A resumed run enters it again and its
+        recorded steps answer; so does the replay."""
+        return not self.finished and any(
+            is_ancestor(key, k) for k in self.recording.steps if k != LINEAGE_KEY
+        )
 
     # -- the ledger: nothing is written ----------------------------------------
     async def record_step(self, run_id: str, fence: int, step: StoredStep) -> StoredStep:
