@@ -132,3 +132,20 @@ async def test_a_request_outside_any_step_is_refused_naming_it() -> None:
             await client.post("/charges")
         await client.post("/charges", headers={"Idempotency-Key": "mine"})  # a key of its own
     assert _keys() == ["mine"]
+
+
+async def test_a_run_id_a_header_cannot_carry_is_sent_percent_encoded() -> None:
+    @sw.policy
+    async def order(ctx: sw.Context) -> None:
+        async with _client() as client:
+            await client.post("/charges")
+
+    runner = sw.Runner()
+    for run_id in ["commande-é", "50% off", "50%25 off", "plain:id/ok"]:
+        await runner.run(order, run_id=run_id)
+    assert _keys() == [
+        "commande-%C3%A9:/1",
+        "50%25%20off:/1",
+        "50%2525%20off:/1",  # a % of the run id's own is encoded: no two ids collide
+        "plain:id/ok:/1",
+    ]

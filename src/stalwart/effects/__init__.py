@@ -9,6 +9,6 @@ sets that header from the step each request is sent in
 (``pip install 'stalwart[effects]'``), which the core does not import.
 """
 
-from .client import IdempotentClient
+from .client import IdempotentClient, header_value
 
-__all__ = ["IdempotentClient"]
+__all__ = ["IdempotentClient", "header_value"]

@@ -14,20 +14,40 @@ The step is found when a request is sent, not when the client is made
 every step of a process. A request sent outside any step has no key to
 send: it is refused, unless it carries the header already. A header the
 caller set is sent as it is and takes no number.
+
+A header carries ASCII only, and a space at either end of it is lost on the
+way: a key (a run id) holding a space, ``%`` or a character outside ASCII
+is sent percent-encoded (:func:`header_value`).
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from ..core.policy import current_context
 
-__all__ = ["IdempotentClient"]
+__all__ = ["IdempotentClient", "header_value"]
 
 #: The header most APIs that dedupe requests read (Stripe's, the IETF draft's).
 HEADER = "Idempotency-Key"
+
+# Sent as they are: printable ASCII but the space, and ``%``, which marks an
+# encoded character (so an encoded key never equals one sent as it is).
+_PLAIN = frozenset(chr(c) for c in range(0x21, 0x7F)) - {"%"}
+_SAFE = "".join(sorted(_PLAIN))
+
+
+def header_value(key: str) -> str:
+    """``key`` as an HTTP header carries it: as it is when every character
+    is printable ASCII other than the space and ``%``; else with each other
+    character percent-encoded as UTF-8 (``commande-é:1/1`` is sent as
+    ``commande-%C3%A9:1/1``). Two keys never give one value."""
+    if _PLAIN.issuperset(key):
+        return key
+    return quote(key, safe=_SAFE)
 
 
 class IdempotentClient(httpx.AsyncClient):
@@ -53,5 +73,5 @@ class IdempotentClient(httpx.AsyncClient):
                     f"is no idempotency key for its {self.header} header; send it "
                     "from a policy a run executes, or set the header yourself"
                 )
-            request.headers[self.header] = ctx.next_idempotency_key()
+            request.headers[self.header] = header_value(ctx.next_idempotency_key())
         return await super().send(request, **kwargs)
