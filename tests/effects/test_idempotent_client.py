@@ -130,6 +130,10 @@ async def test_a_request_outside_any_step_is_refused_naming_it() -> None:
     async with _client() as client:
         with pytest.raises(RuntimeError, match=r"POST https://pay.example/charges: sent outside"):
             await client.post("/charges")
+        with pytest.raises(RuntimeError) as refused:  # credentials in the URL stay out of it
+            await client.post("https://ada:s3cret@pay.example/charges?token=t0k3n")
+        assert "s3cret" not in str(refused.value) and "t0k3n" not in str(refused.value)
+        assert "POST https://pay.example/charges: sent outside a step" in str(refused.value)
         await client.post("/charges", headers={"Idempotency-Key": "mine"})  # a key of its own
     assert _keys() == ["mine"]
 

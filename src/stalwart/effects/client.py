@@ -68,8 +68,10 @@ class IdempotentClient(httpx.AsyncClient):
         if self.header not in request.headers:
             ctx = current_context()
             if ctx is None:
+                # Named without its query and user info, which may hold credentials.
+                url = request.url.copy_with(userinfo=b"", query=None, fragment=None)
                 raise RuntimeError(
-                    f"{request.method} {request.url}: sent outside a step, so there "
+                    f"{request.method} {url}: sent outside a step, so there "
                     f"is no idempotency key for its {self.header} header; send it "
                     "from a policy a run executes, or set the header yourself"
                 )
