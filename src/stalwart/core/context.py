@@ -14,13 +14,14 @@ Subclass it to bind policies as typed attributes::
 from __future__ import annotations
 
 import random as _random
+import re
 import time
 import uuid as _uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
 from .errors import StalwartError
-from .ledger import StoredStep
+from .ledger import CHILD_MARK, StoredStep
 from .recorded import recorded_outcome
 
 if TYPE_CHECKING:
@@ -132,6 +133,11 @@ class Journaling(Protocol):
         ...
 
 
+# A retried step's attempt part in a key (``3@2``, ``3@2.1``): left out of
+# idempotency keys, so every attempt sends the first one's.
+_ATTEMPT = re.compile(r"@\d+")
+
+
 def _no_binding(attr: str, value: Any) -> Any:
     return None
 
@@ -153,7 +159,9 @@ def on_bind(binder: Callable[[str, Any], Any]) -> None:
 class Context:
     """The engine, as seen from inside one step. Injected, never built by hand."""
 
-    __slots__ = ("__dict__", "_key", "_n", "_seq", "_up", "_x")
+    # ``_effects``: how many numbered idempotency keys this step took; unset
+    # (no work per step) until the first ``next_idempotency_key``.
+    __slots__ = ("__dict__", "_effects", "_key", "_n", "_seq", "_up", "_x")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Bind what an application context class holds, once, when the class
@@ -201,6 +209,41 @@ class Context:
     def step_key(self) -> str:
         """This step's key in the ledger ("" for the run's root)."""
         return self.key
+
+    @property
+    def idempotency_key(self) -> str:
+        """The key another system dedupes this step's side effect by:
+        ``<run id>:<step key>``, e.g. ``order-42:3`` (``order-42:`` for the
+        run's root), computed when read.
+
+        The same every time this step executes: on a retry (the attempt
+        part of the key, ``@2``, is left out, in the keys of the step's
+        children too) and when a resumed run executes it again. Distinct
+        between steps, runs and child runs (a child's run id is its own),
+        and between generations of a run that continued as new
+        (``<run id>~<generation>:`` from the second on). Made of where the
+        step is, never of its arguments: a step that sends other data
+        under the same key is the same request to the other system. A fork
+        is another run, with other keys. docs/side-effects.md.
+        """
+        x = self._x
+        key = self.key
+        if "@" in key:
+            key = _ATTEMPT.sub("", key)
+        generation = x.mailbox.generation
+        if generation == 1:
+            return f"{x.run_id}:{key}"
+        return f"{x.run_id}{CHILD_MARK}{generation}:{key}"
+
+    def next_idempotency_key(self) -> str:
+        """The next of this step's numbered idempotency keys, for a step with
+        several side effects: :attr:`idempotency_key`, ``/``, then 1, 2, ...
+        in the order they are taken (``order-42:3/1``). Numbers count from 1
+        again on each execution of the step (a retry, a resume), so the n-th
+        side effect keeps its key as long as the step's code makes them in
+        the same order."""
+        n = self._effects = getattr(self, "_effects", 0) + 1
+        return f"{self.idempotency_key}/{n}"
 
     @property
     def engine(self) -> Journaling:
