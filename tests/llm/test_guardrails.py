@@ -307,3 +307,26 @@ async def test_a_trip_inside_a_run_is_the_error_of_the_agents_step(sqlite_url: s
     assert {k: s.name for k, s in by_key.items()} == {"1": "helper", "1.1": "no_secrets"}
     assert "stalwart.errors.GuardrailTripped" in (by_key["1"].error or "")
     assert await replay_from_ledger(sqlite_url, "d", desk, question="my password?") == said
+
+
+async def test_a_concurrent_first_call_that_fails_raises_its_own_error() -> None:
+    def broken(observations: list[Message], options: Any) -> str:
+        raise RuntimeError("the model is down")
+
+    agent = llm.Agent(
+        ScriptedLLM([broken]), input_guardrails=[always_passes], concurrent_guardrails=True
+    )
+    with pytest.raises(RuntimeError, match="the model is down"):
+        await agent.run("hello")
+    assert CHECKED == [("always_passes", ["hello"])]  # the check finished all the same
+
+
+async def test_a_concurrent_trip_wins_over_a_failed_first_call() -> None:
+    def broken(observations: list[Message], options: Any) -> str:
+        raise RuntimeError("the model is down")
+
+    agent = llm.Agent(
+        ScriptedLLM([broken]), input_guardrails=[no_secrets], concurrent_guardrails=True
+    )
+    with pytest.raises(llm.GuardrailTripped):
+        await agent.run("my password?")

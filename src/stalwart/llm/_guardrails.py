@@ -195,10 +195,16 @@ class Guardrails:
         """Every check of a stage, concurrently (keyed in the order given); the
         first trip in that order."""
         if len(checks) == 1:
-            verdicts = [await checks[0].verdict(ctx, messages)]
+            verdicts: list[Verdict | BaseException] = [await checks[0].verdict(ctx, messages)]
         else:
-            verdicts = await asyncio.gather(*(c.verdict(ctx, messages) for c in checks))
+            # All finish (none is cancelled halfway), and the first failure in
+            # the order given is raised: the same on every execution.
+            verdicts = await asyncio.gather(
+                *(c.verdict(ctx, messages) for c in checks), return_exceptions=True
+            )
         for check, v in zip(checks, verdicts, strict=True):
+            if isinstance(v, BaseException):
+                raise v
             if v.tripped:
                 return GuardrailTripped(self.agent_name, check.name, check.stage, v.reason)
         return None
@@ -251,15 +257,21 @@ class Guardrails:
             finally:
                 waiting.set_result(outcome)  # the gates of this round refuse on anything but None
 
-        async with asyncio.TaskGroup() as tg:
-            checked = tg.create_task(inputs())
-            answered = tg.create_task(self._gated_round(_Round(waiting), model_call()))
-        trip = checked.result()
-        if trip is not None:
-            raise trip  # the model's answer, recorded, is discarded
-        return answered.result()
+        # Both finish whatever the other does, so the model call is recorded
+        # on a trip too (a replay finds the steps it found); then the input
+        # outcome decides, before the model's.
+        checked, answered = await asyncio.gather(
+            inputs(), self._gated_round(_Round(waiting), model_call()), return_exceptions=True
+        )
+        if checked is not None:
+            raise checked  # a trip or a failed check: the model's answer is discarded
+        if isinstance(answered, BaseException):
+            raise answered
+        return answered
 
-    async def _gated_round(self, round_: _Round, model_call: Awaitable[list[Message]]) -> Any:
+    async def _gated_round(
+        self, round_: _Round, model_call: Awaitable[list[Message]]
+    ) -> list[Message]:
         token = _ROUND.set(round_)
         try:
             out = await model_call

@@ -360,8 +360,12 @@ class _Loop:
             if any(m.action_call is not None for m in out):
                 continue
             text = "\n".join(m.text for m in out if m.action_result is None and m.text)
+            if agent._output is None:
+                if guards is not None:
+                    await guards.check_output(self.ctx, question, out)
+                return text, self.tally.used
             try:
-                answer = text if agent._output is None else agent._output.read(text)
+                answer = agent._output.read(text)
             except ValidationError as exc:
                 found = problems(exc)
                 if repairs >= agent.max_repairs:
