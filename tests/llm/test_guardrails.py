@@ -8,6 +8,10 @@ that a replay from the ledger executes nothing.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -330,3 +334,30 @@ async def test_a_concurrent_trip_wins_over_a_failed_first_call() -> None:
     )
     with pytest.raises(llm.GuardrailTripped):
         await agent.run("my password?")
+
+
+# -- the example -------------------------------------------------------------------------
+
+
+def test_the_guardrails_example_runs_as_written(sqlite_url: str) -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run(
+        [sys.executable, "examples/guardrails.py", "--store", sqlite_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=root,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "small: Done: refunded 30.00 EUR on A-17.",
+        "card: stopped by no_card_numbers (input): the question holds a card number",
+        "large: stopped by refund_limit (tool_call): a refund above 100 EUR needs a person",
+        "when: stopped by tone_judge (output): the answer promises something",
+        "steps of 'large': 1 no_card_numbers, 2 support_llm, 2#1.1 refund_limit",
+        "refunds made: [30.0]",
+        "read back: refund_limit: a refund above 100 EUR needs a person",
+    ]

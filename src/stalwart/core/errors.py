@@ -341,9 +341,8 @@ class GuardrailTripped(StalwartError):
     """
 
     def __init__(self, agent: str, guardrail: str, stage: str, reason: str) -> None:
-        super().__init__(
-            f"agent {agent!r}: guardrail {guardrail!r} tripped on the {stage}: {reason}"
-        )
+        kind = stage.replace("_", " ")
+        super().__init__(f"agent {agent!r}: the {kind} guardrail {guardrail!r} tripped: {reason}")
         self.agent = agent
         self.guardrail = guardrail
         self.stage = stage
