@@ -8,6 +8,7 @@ that a replay from the ledger executes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -361,3 +362,39 @@ def test_the_guardrails_example_runs_as_written(sqlite_url: str) -> None:
         "refunds made: [30.0]",
         "read back: refund_limit: a refund above 100 EUR needs a person",
     ]
+
+
+def test_a_guardrail_that_does_not_take_messages_is_refused_naming_it() -> None:
+    @sw.policy
+    async def strict(text: str) -> llm.Verdict:
+        return llm.Verdict.ok()
+
+    with pytest.raises(ValueError, match=r"the tool call guardrail 'strict' must take `messages`"):
+        llm.Agent(ScriptedLLM([]), tool_guardrails=[strict])
+
+
+def test_two_guardrails_of_one_stage_may_not_share_a_name() -> None:
+    with pytest.raises(ValueError, match="several input guardrails named no_secrets"):
+        llm.Agent(ScriptedLLM([]), input_guardrails=[no_secrets, no_secrets])
+
+
+async def test_an_exclusive_tool_stays_exclusive_behind_its_gate() -> None:
+    moved: list[tuple[str, float]] = []
+
+    @sw.policy(exclusive=True)
+    async def pay(amount: float) -> str:
+        """Pay an amount.
+
+        Args:
+            amount: How much.
+        """
+        moved.append(("start", amount))
+        await asyncio.sleep(0.01)  # another payment could start meanwhile if not exclusive
+        moved.append(("end", amount))
+        return "paid"
+
+    model = ScriptedLLM([[call("pay", amount=1), call("pay", amount=2)], "Paid."])
+    agent = llm.Agent(model, tools=[pay], tool_guardrails=[always_passes])
+    assert agent.options[0].exclusive is True
+    assert await agent.run("pay both") == "Paid."
+    assert moved == [("start", 1.0), ("end", 1.0), ("start", 2.0), ("end", 2.0)]

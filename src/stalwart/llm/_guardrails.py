@@ -113,17 +113,27 @@ class _Check:
 
         self.agent_name = agent_name
         self.stage = stage
+        kind = self.kind = stage.replace("_", " ")  # how messages name the stage
         self.target = target
         self.is_agent = isinstance(target, Agent)
         if self.is_agent:
             if target.output_type is not Verdict:
                 raise ValueError(
-                    f"agent {agent_name!r}: the {stage} guardrail {target.name!r} is an agent "
+                    f"agent {agent_name!r}: the {kind} guardrail {target.name!r} is an agent "
                     "whose output_type is not Verdict; give it output_type=Verdict"
                 )
             self.name: str = target.name
         else:
-            self.name = as_policy(target).name
+            pol = as_policy(target)
+            self.name = pol.name
+            params = pol.signature.params
+            needs = [p.name for p in params if p.default is p.empty and p.name != "messages"]
+            if needs or "messages" not in {p.name for p in params}:
+                raise ValueError(
+                    f"agent {agent_name!r}: the {kind} guardrail {self.name!r} must take "
+                    "`messages` (a list of messages) and nothing else it requires; it takes "
+                    f"({', '.join(p.name for p in params)})"
+                )
 
     async def verdict(self, ctx: Context, messages: list[Message]) -> Verdict:
         """Ask the guardrail about ``messages``: one recorded step."""
@@ -133,7 +143,7 @@ class _Check:
             got = await ctx.call(self.target, messages=messages)
         if not isinstance(got, Verdict):
             raise TypeError(
-                f"agent {self.agent_name!r}: the {self.stage} guardrail {self.name!r} returned "
+                f"agent {self.agent_name!r}: the {self.kind} guardrail {self.name!r} returned "
                 f"{type(got).__name__}, not a Verdict (return Verdict.ok() or Verdict.trip(reason))"
             )
         return got
@@ -160,7 +170,11 @@ class Guardrails:
         self.outputs = [_Check(agent_name, "output", g) for g in outputs]
         self.tools = [_Check(agent_name, "tool_call", g) for g in tools]
         self.concurrent = concurrent and bool(self.inputs)
-        for stage, checks in (("input", self.inputs), ("output", self.outputs)):
+        for stage, checks in (
+            ("input", self.inputs),
+            ("output", self.outputs),
+            ("tool call", self.tools),
+        ):
             names = [c.name for c in checks]
             twice = sorted({n for n in names if names.count(n) > 1})
             if twice:
@@ -323,7 +337,11 @@ def _gate(guards: Guardrails, tool: Policy[Any, Any]) -> Policy[Any, Any]:
     """``tool`` behind a gate: its name, description and arguments, not recorded
     (the checks and the tool below it are)."""
     gate: Policy[Any, Any] = Policy(
-        _Gate(guards, tool), name=tool.name, description=tool.description, record=False
+        _Gate(guards, tool),
+        name=tool.name,
+        description=tool.description,
+        record=False,
+        exclusive=tool.exclusive,  # the engine takes the tool's lock for the gate
     )
     gate.signature = tool.signature  # the model sees, and the engine validates, the tool's
     return gate
