@@ -250,12 +250,16 @@ def test_concurrent_guardrails_need_input_guardrails() -> None:
 # -- replay ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("stage", ["input", "output", "tool_call"])
-async def test_a_tripped_run_replays_its_trip_on_sqlite_without_executing_anything(
-    sqlite_url: str, stage: str
+@pytest.mark.parametrize(
+    ("stage", "concurrent"),
+    [("input", False), ("input", True), ("output", True), ("tool_call", False)],
+)
+async def test_a_tripped_run_replays_its_trip_without_executing_anything(
+    store_url: str, stage: str, concurrent: bool
 ) -> None:
+    """On SQLite and on PostgreSQL."""
     script: list[Any] = {
-        "input": ["never said"],
+        "input": [call("get_weather", city="Paris"), "never said"],
         "output": ["the password is hunter2"],
         "tool_call": [call("get_weather", city="Lyon"), "never said"],
     }[stage]
@@ -267,14 +271,14 @@ async def test_a_tripped_run_replays_its_trip_on_sqlite_without_executing_anythi
         input_guardrails=[no_secrets],
         output_guardrails=[no_secrets],
         tool_guardrails=[no_lyon],
-        concurrent_guardrails=stage == "output",
+        concurrent_guardrails=concurrent,
     )
-    async with sw.Runner(sqlite_url) as runner:
+    async with sw.Runner(store_url) as runner:
         with pytest.raises(llm.GuardrailTripped) as first:
             await agent.run(question, runner=runner, run_id="t")
     calls, checked = model.calls, list(CHECKED)
     with pytest.raises(llm.GuardrailTripped) as again:
-        await replay_from_ledger(sqlite_url, "t", agent, question=question)
+        await replay_from_ledger(store_url, "t", agent, question=question)
     assert (again.value.guardrail, again.value.stage, again.value.reason) == (
         first.value.guardrail,
         first.value.stage,
@@ -284,7 +288,7 @@ async def test_a_tripped_run_replays_its_trip_on_sqlite_without_executing_anythi
     assert (model.calls, CHECKED) == (calls, checked)  # nothing ran again
     assert RAN == []
     # And the run's recorded outcome is the same typed error, from any runner.
-    async with sw.Runner(sqlite_url) as runner:
+    async with sw.Runner(store_url) as runner:
         with pytest.raises(llm.GuardrailTripped) as recorded:
             await sw.RunHandle(runner, "t").result(timeout=5)
     assert (recorded.value.guardrail, recorded.value.reason) == (
