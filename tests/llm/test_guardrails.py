@@ -173,6 +173,32 @@ async def test_an_agent_without_guardrails_records_only_its_model_and_tools(
     ]
 
 
+async def test_each_verdict_is_a_step_in_the_event_stream(sqlite_url: str) -> None:
+    model = ScriptedLLM(["Paris: 18 °C."])
+    agent = llm.Agent(model, input_guardrails=[always_passes], output_guardrails=[no_secrets])
+    async with sw.Runner(sqlite_url) as runner:
+        finished = [
+            (e.key, e.name, e.result)
+            async for e in runner.stream(agent, question="Weather in Paris?")
+            if isinstance(e, sw.CallFinished) and e.key  # the steps, not the run's root
+        ]
+    assert finished == [
+        ("1", "always_passes", llm.Verdict.ok()),
+        ("2", "scripted_llm", finished[1][2]),
+        ("3", "no_secrets", llm.Verdict.ok()),
+    ]
+
+
+async def test_a_sub_agents_trip_is_its_tool_calls_error_and_the_caller_goes_on() -> None:
+    sub = llm.Agent(ScriptedLLM(["never said"]), name="vault", input_guardrails=[no_secrets])
+    boss = llm.Agent(
+        ScriptedLLM([call("vault", question="the password?"), "The vault refused."]),
+        tools=[sub],
+        name="boss",
+    )
+    assert await boss.run("Get me the password") == "The vault refused."
+
+
 # -- a model as a guardrail ----------------------------------------------------------------
 
 
