@@ -38,6 +38,7 @@ defined here, once, and exported from one public place (shown on the right)::
     ├── MaxRoundsExceeded                      stalwart.llm
     ├── BudgetExceeded                         stalwart.llm
     ├── OutputValidationError                  stalwart.llm
+    ├── GuardrailTripped                       stalwart.llm
     ├── ScriptExhausted (RuntimeError)         stalwart.testing
     ├── NoRoute                                stalwart.journey
     ├── McpError                               stalwart.mcp
@@ -72,6 +73,7 @@ __all__ = [
     "CorruptedRecord",
     "DuplicatePolicy",
     "ForkError",
+    "GuardrailTripped",
     "InputMismatchError",
     "InvalidRequest",
     "MailboxClosed",
@@ -327,6 +329,24 @@ class BudgetExceeded(StalwartError):
 
 class OutputValidationError(StalwartError):
     """An agent's final answer did not validate against its output type, repairs included."""
+
+
+class GuardrailTripped(StalwartError):
+    """A guardrail of an agent tripped: the agent's answer ends here.
+
+    ``agent`` and ``guardrail`` are names; ``stage`` says what was checked
+    (``"input"``, ``"output"`` or ``"tool_call"``), ``reason`` is the
+    guardrail's own. Recorded as the error of the agent's step (S4), so a
+    replay raises it again with these fields.
+    """
+
+    def __init__(self, agent: str, guardrail: str, stage: str, reason: str) -> None:
+        kind = stage.replace("_", " ")
+        super().__init__(f"agent {agent!r}: the {kind} guardrail {guardrail!r} tripped: {reason}")
+        self.agent = agent
+        self.guardrail = guardrail
+        self.stage = stage
+        self.reason = reason
 
 
 class ScriptExhausted(StalwartError, RuntimeError):

@@ -21,6 +21,7 @@ from __future__ import annotations
 from ..core.errors import (
     AuthenticationFailed,
     BudgetExceeded,
+    GuardrailTripped,
     InvalidRequest,
     MaxRoundsExceeded,
     MissingAPIKey,
@@ -32,6 +33,7 @@ from ..core.errors import (
     RateLimited,
 )
 from ._compaction import Compaction, ContextPolicy, ModelCall, Window, window
+from ._guardrails import Verdict
 from ._model import model
 from ._provider import Provider
 from ._tools import ToolSpec, tool_specs
@@ -47,6 +49,7 @@ __all__ = [
     "BudgetExceeded",
     "Compaction",
     "ContextPolicy",
+    "GuardrailTripped",
     "InvalidRequest",
     "MaxRoundsExceeded",
     "MissingAPIKey",
@@ -62,6 +65,7 @@ __all__ = [
     "RateLimited",
     "ToolSpec",
     "Usage",
+    "Verdict",
     "Window",
     "anthropic",
     "model",

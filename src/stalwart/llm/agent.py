@@ -15,8 +15,9 @@ counter kept in memory.
 
 This module holds the agent and its loop; the pieces the loop consults live
 beside it: the token budget (:mod:`._budget`), what the model is shown of a
-long conversation (:mod:`._compaction`), and the typed final answer
-(:mod:`._output`).
+long conversation (:mod:`._compaction`), the typed final answer
+(:mod:`._output`), and the checks its question, answer and tool calls must
+pass (:mod:`._guardrails`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from ..core.message import Message, Text, plain
 from ..core.policy import Policy, as_policy
 from ._budget import Tally, inherited_budget, passing_down
 from ._compaction import ContextPolicy
+from ._guardrails import Guardrails
 from ._output import OutputType, problems, repair_request
 from ._usage import Usage
 
@@ -83,6 +85,18 @@ class Agent:
         budget: The most tokens (input + output) the agent's model calls,
             and its sub-agents', may use; past it, the agent stops before
             its next model call with :class:`BudgetExceeded`.
+        input_guardrails: Guardrails that read the question (after the
+            history) before the agent answers: policies that take
+            ``messages`` and return a :class:`Verdict`, or agents whose
+            ``output_type`` is ``Verdict``. A trip ends the answer with
+            :class:`GuardrailTripped`.
+        output_guardrails: Guardrails that read the final answer (after the
+            question) before it is returned.
+        tool_guardrails: Guardrails that read each tool call the model
+            makes, before the tool runs.
+        concurrent_guardrails: Run the input guardrails beside the first
+            model call instead of before it (its answer is discarded on a
+            trip, and its tool calls wait for the verdict).
     """
 
     def __init__(
@@ -98,6 +112,10 @@ class Agent:
         max_repairs: int = 2,
         context: ContextPolicy | None = None,
         budget: int | None = None,
+        input_guardrails: Sequence[Any] = (),
+        output_guardrails: Sequence[Any] = (),
+        tool_guardrails: Sequence[Any] = (),
+        concurrent_guardrails: bool = False,
     ) -> None:
         given = name  # an unnamed agent bound on a context is named after its attribute
         name = name or "agent"
@@ -128,6 +146,11 @@ class Agent:
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"agent {name!r} has several tools named {', '.join(twice)}")
+        self.guardrails = Guardrails.of(
+            name, input_guardrails, output_guardrails, tool_guardrails, concurrent_guardrails
+        )
+        if self.guardrails is not None:  # tool calls go through its gates
+            self.options = self.guardrails.gated(self.options)
         # The policy runs the loop (_Answer); ``await agent(question=...)``
         # goes through it, so that inside a run it is a recorded step, as
         # awaiting any policy is.
@@ -313,6 +336,9 @@ class _Loop:
         """Rounds until the model answers without calling a tool (and the answer
         validates, when the agent has an output type); the answer and the tokens used."""
         agent = self.agent
+        guards = agent.guardrails  # None without guardrails: nothing more is done
+        if guards is not None:
+            await guards.check_input(self.ctx, question, history)
         messages = self._opening(question, history)
         rounds = repairs = 0
         while True:
@@ -322,16 +348,24 @@ class _Loop:
                 messages.extend(await self.followups(self.ctx))
             if agent.context is not None:
                 messages = list(await agent.context(messages, self.call_model))
-            out = await self.call_model(messages, options=agent.options)
+            if guards is None:
+                out = await self.call_model(messages, options=agent.options)
+            elif rounds == 0:
+                call = functools.partial(self.call_model, messages, options=agent.options)
+                out = await guards.first_call(self.ctx, question, history, call)
+            else:
+                out = await guards.call(self.call_model(messages, options=agent.options))
             rounds += 1
             messages.extend(out)
             if any(m.action_call is not None for m in out):
                 continue
             text = "\n".join(m.text for m in out if m.action_result is None and m.text)
             if agent._output is None:
+                if guards is not None:
+                    await guards.check_output(self.ctx, question, out)
                 return text, self.tally.used
             try:
-                return agent._output.read(text), self.tally.used
+                answer = agent._output.read(text)
             except ValidationError as exc:
                 found = problems(exc)
                 if repairs >= agent.max_repairs:
@@ -342,6 +376,10 @@ class _Loop:
                     ) from None
                 repairs += 1
                 messages.append(Message.user(repair_request(found), actor="validator"))
+                continue
+            if guards is not None:
+                await guards.check_output(self.ctx, question, out)
+            return answer, self.tally.used
 
     def _opening(self, question: str, history: Sequence[Message] | None) -> list[Message]:
         """The instructions, the earlier conversation, then the question."""
