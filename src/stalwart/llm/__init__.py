@@ -32,6 +32,7 @@ from ..core.errors import (
     RateLimited,
 )
 from ._compaction import Compaction, ContextPolicy, ModelCall, Window, window
+from ._handoffs import Handoff, HandoffHistory, Summary
 from ._model import model
 from ._provider import Provider
 from ._tools import ToolSpec, tool_specs
@@ -47,6 +48,8 @@ __all__ = [
     "BudgetExceeded",
     "Compaction",
     "ContextPolicy",
+    "Handoff",
+    "HandoffHistory",
     "InvalidRequest",
     "MaxRoundsExceeded",
     "MissingAPIKey",
@@ -60,6 +63,7 @@ __all__ = [
     "ProviderStreamError",
     "ProviderUnavailable",
     "RateLimited",
+    "Summary",
     "ToolSpec",
     "Usage",
     "Window",
