@@ -6,17 +6,22 @@ model call); across the turns of a Conversation the agent that last received
 the conversation answers, derived from the history alone, so a conversation
 resumed by replay in a new runner hands the next turn to the same agent
 without calling any model again. Each handoff is a recorded step whose name
-says who handed to whom.
+says who handed to whom. A real process killed with SIGKILL right after that
+step is recorded (``handoff_app.py``, on SQLite and PostgreSQL) resumes with
+the receiving agent, the handing agent's model not asked again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import signal
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.crash import executions, kill, spawn, wait_for_line
 
 import stalwart as sw
 from stalwart import llm
@@ -312,3 +317,42 @@ async def test_a_conversation_asked_in_parallel_runs_keeps_each_owner_apart() ->
     await asyncio.gather(ada.send("I was charged twice"), bob.send("Hello"))
     assert await ada.send("More") == "billing: More"
     assert await bob.send("More") == "triage: More"
+
+
+# -- killed mid-handoff ---------------------------------------------------------------
+
+APP = str(Path(__file__).with_name("handoff_app.py"))
+
+
+async def _steps(url: str) -> list[tuple[str, str]]:
+    async with sw.Runner(url, serving=False) as runner:
+        return [(s.key, s.name) for s in await runner.steps("r")]
+
+
+def test_a_run_killed_after_the_handoff_step_resumes_with_the_receiving_agent(
+    tmp_path: Path, store_url: str
+) -> None:
+    first = spawn(APP, store_url, tmp_path, "run", "r")
+    assert wait_for_line(first, "handoff")[-1] == "handoff 2 stalwart.handoff:triage>billing"
+    kill(first)
+    assert first.returncode == -signal.SIGKILL
+    assert asyncio.run(_steps(store_url)) == [
+        ("1", "triage_llm"),
+        ("1#1", "transfer_to_billing"),
+        ("2", "stalwart.handoff:triage>billing"),
+    ]
+    assert numbered_models(tmp_path) == [(first.pid, "triage")]
+
+    second = spawn(APP, store_url, tmp_path, "recover", "r")
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    assert "recovered 1" in out
+    assert f'answer "billing answers: {QUESTION}"' in out.splitlines()
+    # The triage model was not asked again; billing answered, in the resumed process.
+    assert numbered_models(tmp_path) == [(first.pid, "triage"), (second.pid, "billing")]
+    assert asyncio.run(_steps(store_url))[-1] == ("3", "billing_llm")
+
+
+def numbered_models(workdir: Path) -> list[tuple[int, str]]:
+    lines = executions(workdir / "models.txt")
+    return [(int(pid), model) for pid, model in zip(lines[::2], lines[1::2], strict=True)]
