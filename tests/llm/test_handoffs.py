@@ -158,6 +158,24 @@ async def test_an_agent_hands_the_conversation_back_by_name(sqlite_url: str) -> 
     assert names == ["stalwart.handoff:triage>billing", "stalwart.handoff:billing>triage"]
 
 
+async def test_a_sub_agent_hands_off_within_its_own_answer() -> None:
+    expert = llm.Agent(ScriptedLLM(["42 EUR."], name="expert_llm"), name="expert")
+    helper = llm.Agent(
+        ScriptedLLM([call("transfer_to_expert")], name="helper_llm"),
+        name="helper",
+        handoffs=[expert],
+    )
+    planner_llm = ScriptedLLM(
+        [
+            call("helper", question="How much?"),
+            lambda obs, opts: "Plan: " + obs[-1].text,
+        ],
+        name="planner_llm",
+    )
+    planner = llm.Agent(planner_llm, name="planner", tools=[helper])
+    assert await planner.run(QUESTION) == "Plan: 42 EUR."
+
+
 async def test_a_cycle_of_handoffs_ends_at_the_max_rounds_of_the_agent_asked() -> None:
     billing = llm.Agent(
         ScriptedLLM([call("transfer_to_triage")] * 10, name="billing_llm"),
