@@ -5,9 +5,11 @@ Each model call that really runs appends ``<pid> <model>`` to ``models.txt``
 outside the process. In ``run`` mode the program prints ``handoff <step key>``
 once the handoff step is recorded, then holds still, so that the parent's
 SIGKILL lands after the handoff and before billing answers; ``recover``
-resumes the run and prints its answer.
+resumes and prints each answer. ``root`` runs triage as the run itself;
+``conversation`` sends it a first message in a Conversation (whose id is
+RUN_ID), and on recovery that message again (same id) and a second one.
 
-    python handoff_app.py STORE_URL WORKDIR run|recover RUN_ID
+    python handoff_app.py STORE_URL WORKDIR run|recover RUN_ID root|conversation
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from stalwart.core.message import Message
 from stalwart.testing import ScriptedLLM, call
 
 QUESTION = "Why was I charged twice?"
+FOLLOWUP = "And the invoice?"
 WORKDIR = Path(".")
 
 
@@ -43,7 +46,7 @@ def _triage(observations: list[Message], options: Sequence[Any]) -> Message:
 
 def _billing(observations: list[Message], options: Sequence[Any]) -> str:
     _log(f"{os.getpid()} billing")
-    question = next(m.text for m in observations if m.role == "user")
+    question = [m.text for m in observations if m.role == "user"][-1]
     return f"billing answers: {question}"
 
 
@@ -66,10 +69,15 @@ class HoldAfterHandoff(sw.Hook):
 
 async def main() -> None:
     global WORKDIR
-    url, workdir, action, run_id = sys.argv[1:5]
+    url, workdir, action, run_id, how = sys.argv[1:6]
     WORKDIR = Path(workdir)
     hook = HoldAfterHandoff(action == "run")
     async with sw.Runner(url, hooks=[hook], policies=[triage], poll_interval=0.05) as runner:
+        if how == "conversation":
+            chat = sw.Conversation(runner, triage, run_id)
+            for i, message in enumerate([QUESTION, FOLLOWUP][: 1 if action == "run" else 2]):
+                print("answer " + json.dumps(await chat.send(message, message_id=f"m{i}")))
+            return
         if action == "run":
             handle = await runner.start(triage, question=QUESTION, run_id=run_id)
         else:

@@ -7,13 +7,15 @@ the conversation answers, derived from the history alone, so a conversation
 resumed by replay in a new runner hands the next turn to the same agent
 without calling any model again. Each handoff is a recorded step whose name
 says who handed to whom. A real process killed with SIGKILL right after that
-step is recorded (``handoff_app.py``, on SQLite and PostgreSQL) resumes with
-the receiving agent, the handing agent's model not asked again.
+step is recorded (``handoff_app.py``, on SQLite and PostgreSQL, as a run and
+as a conversation's turn) resumes with the receiving agent, the handing
+agent's model not asked again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import signal
 from collections.abc import Callable, Sequence
@@ -342,33 +344,57 @@ async def test_a_conversation_asked_in_parallel_runs_keeps_each_owner_apart() ->
 APP = str(Path(__file__).with_name("handoff_app.py"))
 
 
-async def _steps(url: str) -> list[tuple[str, str]]:
+async def _steps(url: str, run_id: str) -> list[tuple[str, str]]:
     async with sw.Runner(url, serving=False) as runner:
-        return [(s.key, s.name) for s in await runner.steps("r")]
+        return [(s.key, s.name) for s in await runner.steps(run_id)]
+
+
+def answers(out: str) -> list[str]:
+    return [json.loads(line[7:]) for line in out.splitlines() if line.startswith("answer ")]
 
 
 def test_a_run_killed_after_the_handoff_step_resumes_with_the_receiving_agent(
     tmp_path: Path, store_url: str
 ) -> None:
-    first = spawn(APP, store_url, tmp_path, "run", "r")
+    first = spawn(APP, store_url, tmp_path, "run", "r", "root")
     assert wait_for_line(first, "handoff")[-1] == "handoff 2 stalwart.handoff:triage>billing"
     kill(first)
     assert first.returncode == -signal.SIGKILL
-    assert asyncio.run(_steps(store_url)) == [
+    assert asyncio.run(_steps(store_url, "r")) == [
         ("1", "triage_llm"),
         ("1#1", "transfer_to_billing"),
         ("2", "stalwart.handoff:triage>billing"),
     ]
     assert numbered_models(tmp_path) == [(first.pid, "triage")]
 
-    second = spawn(APP, store_url, tmp_path, "recover", "r")
+    second = spawn(APP, store_url, tmp_path, "recover", "r", "root")
     out, err = second.communicate(timeout=60)
     assert second.returncode == 0, err
     assert "recovered 1" in out
-    assert f'answer "billing answers: {QUESTION}"' in out.splitlines()
+    assert answers(out) == [f"billing answers: {QUESTION}"]
     # The triage model was not asked again; billing answered, in the resumed process.
     assert numbered_models(tmp_path) == [(first.pid, "triage"), (second.pid, "billing")]
-    assert asyncio.run(_steps(store_url))[-1] == ("3", "billing_llm")
+    assert asyncio.run(_steps(store_url, "r"))[-1] == ("3", "billing_llm")
+
+
+def test_a_conversation_killed_mid_handoff_goes_on_with_the_receiving_agent(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    first = spawn(APP, sqlite_url, tmp_path, "run", "ada", "conversation")
+    assert wait_for_line(first, "handoff")[-1].endswith("stalwart.handoff:triage>billing")
+    kill(first)
+    assert numbered_models(tmp_path) == [(first.pid, "triage")]
+
+    second = spawn(APP, sqlite_url, tmp_path, "recover", "ada", "conversation")
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    # The first turn is answered by billing, once; the second goes straight to billing.
+    assert answers(out) == [f"billing answers: {QUESTION}", "billing answers: And the invoice?"]
+    assert numbered_models(tmp_path) == [
+        (first.pid, "triage"),
+        (second.pid, "billing"),
+        (second.pid, "billing"),
+    ]
 
 
 def numbered_models(workdir: Path) -> list[tuple[int, str]]:
