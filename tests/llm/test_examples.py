@@ -20,12 +20,13 @@ from typing import Any
 
 import pytest
 
+import stalwart as sw
 from stalwart import llm
 from stalwart.core.message import Message
 from stalwart.testing import ScriptedLLM, call
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-NAMES = ["research_agent", "extract_structured", "sub_agents"]
+NAMES = ["research_agent", "extract_structured", "sub_agents", "handoffs"]
 
 
 def load(name: str) -> ModuleType:
@@ -246,3 +247,42 @@ async def test_the_planners_budget_covers_its_sub_agents() -> None:
     assert planner.calls == 1  # the sub-agent's 1000 tokens stopped the planner
     with pytest.raises(ValueError, match="unknown currency"):
         await example.convert(1, "XYZ", "EUR")
+
+
+# -- handoffs ------------------------------------------------------------------------------
+
+
+def desk_models() -> tuple[ScriptedLLM, ScriptedLLM]:
+    """Triage hands invoices to billing; billing looks the invoice up, then answers."""
+
+    def asked(observations: Sequence[Message]) -> str:
+        return [m.text for m in observations if m.role == "user"][-1]
+
+    def route(observations: list[Message], options: Sequence[Any]) -> Any:
+        if "invoice" in asked(observations):
+            return call("transfer_to_billing")
+        return "Triage here: how can I help?"
+
+    def answer(observations: list[Message], options: Sequence[Any]) -> str:
+        (found,) = results(observations)
+        if "paid" in asked(observations):
+            return f"INV-7 was paid on {found['paid_on']}."
+        return f"INV-7 totals {found['total_eur']} EUR ({found['status']})."
+
+    billing = ScriptedLLM([call("invoice", number="INV-7"), answer], name="billing_model")
+    return ScriptedLLM([route], name="triage_model"), billing
+
+
+async def test_the_desk_hands_invoices_to_billing_which_keeps_the_conversation(
+    sqlite_url: str,
+) -> None:
+    example = load("handoffs")
+    triage, billing = desk_models()
+    desk = example.build_desk(triage, billing_model=billing)
+    messages = ["What is the total of invoice INV-7?", "When was it paid?"]
+    replies = await example.converse(desk, messages, store=sqlite_url, conversation="ada")
+    assert replies == ["INV-7 totals 129.0 EUR (paid).", "INV-7 was paid on 2026-05-03."]
+    assert (triage.calls, billing.calls) == (1, 4)  # the second turn went to billing
+    async with sw.Runner(sqlite_url) as runner:
+        names = [s.name for s in await runner.steps("ada")]
+    assert names.count("stalwart.handoff:triage>billing") == 1

@@ -24,6 +24,7 @@ from ..core.mail import Mail
 from ..core.message import Message
 from ..core.policy import Policy, as_policy
 from .followups import offering_followups
+from .ownership import owner_of, tracking_owner
 from .turn import REPLY, TURN, message_text
 
 __all__ = ["ConversationLoop"]
@@ -71,6 +72,9 @@ class ConversationLoop:
         self.max_bytes = max_bytes
         self.carry_last = carry_last
         self.parallel = parallel
+        # An llm.Agent with handoffs: the owner of each next turn is tracked
+        # (see .ownership); any other agent's replies are written as before.
+        self.hands_off = history and bool(getattr(agent, "handoffs", None))
         kind = "thread" if history else "turns"  # stored policy names: kept as written
         self.name = f"stalwart.{kind}:{self.pol.name}"
         self.__stalwart_policy__: Policy[Any, Any] = Policy(
@@ -94,17 +98,24 @@ class ConversationLoop:
                         (), {"carried": None, "generation": generation + 1}
                     )
         turns = 0
+        speaker = owner_of(history)  # the agent that owns the next turn
         while True:
             first = await scope.receive(kind=TURN)
             folded: list[Mail] = []
+            handed: list[str] = []
             out = await self._answer(
-                scope, first.payload, history, folded if self.followups == "inject" else None
+                scope,
+                first.payload,
+                history,
+                folded if self.followups == "inject" else None,
+                handed if self.hands_off else None,
             )
             # A follow-up folded into this turn gets its reply, naming the turn.
             answered = [(first, out)] + [(m, {**out, "with": first.sender}) for m in folded]
             if self.history and "reply" in out:
                 history += [Message.user(message_text(m.payload)) for m in (first, *folded)]
-                history.append(Message.assistant(message_text(out["reply"])))
+                speaker = handed[-1] if handed else speaker
+                history.append(Message.assistant(message_text(out["reply"]), actor=speaker))
             for mail, out in answered:
                 await self._reply(scope, mail, out)
             turns += len(answered)
@@ -218,10 +229,12 @@ class ConversationLoop:
         message: Any,
         history: list[Message] | None,
         folded: list[Mail] | None = None,
+        handed: list[str] | None = None,
     ) -> dict[str, Any]:
         """The agent's reply to ``message`` (or its error). With ``folded``,
         the agent may take follow-ups before its model calls: they are
-        appended to ``folded``, in the order taken."""
+        appended to ``folded``, in the order taken. With ``handed``, the agent
+        the answer last handed the conversation to, if any, is appended to it."""
         kwargs: dict[str, Any] = {"question": message_text(message)}
         if history is not None and self.history:
             kwargs["history"] = list(history)
@@ -229,7 +242,11 @@ class ConversationLoop:
 
         async def reply() -> dict[str, Any]:
             try:
-                return {"reply": await scope.call(self.agent, **kwargs)}
+                if handed is None:
+                    return {"reply": await scope.call(self.agent, **kwargs)}
+                value, to = await tracking_owner(scope, lambda: scope.call(self.agent, **kwargs))
+                handed.extend([to] if to is not None else [])
+                return {"reply": value}
             except Exception as exc:  # the agent's recorded failure: the turn's, not the whole's
                 return {"error": f"{type(exc).__name__}: {exc}"}
 

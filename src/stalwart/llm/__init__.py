@@ -34,6 +34,7 @@ from ..core.errors import (
 )
 from ._compaction import Compaction, ContextPolicy, ModelCall, Window, window
 from ._guardrails import Verdict
+from ._handoffs import Handoff, HandoffHistory, Summary
 from ._model import model
 from ._provider import Provider
 from ._tools import ToolSpec, tool_specs
@@ -50,6 +51,8 @@ __all__ = [
     "Compaction",
     "ContextPolicy",
     "GuardrailTripped",
+    "Handoff",
+    "HandoffHistory",
     "InvalidRequest",
     "MaxRoundsExceeded",
     "MissingAPIKey",
@@ -63,6 +66,7 @@ __all__ = [
     "ProviderStreamError",
     "ProviderUnavailable",
     "RateLimited",
+    "Summary",
     "ToolSpec",
     "Usage",
     "Verdict",

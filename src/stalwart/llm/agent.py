@@ -16,8 +16,9 @@ counter kept in memory.
 This module holds the agent and its loop; the pieces the loop consults live
 beside it: the token budget (:mod:`._budget`), what the model is shown of a
 long conversation (:mod:`._compaction`), the typed final answer
-(:mod:`._output`), and the checks its question, answer and tool calls must
-pass (:mod:`._guardrails`).
+(:mod:`._output`), the checks its question, answer and tool calls must
+pass (:mod:`._guardrails`), and handing the conversation to another agent
+(:mod:`._handoffs`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pydantic import ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
 from ..conversations import Followups, taking_followups
+from ..conversations.ownership import owner_of, reporting_owner
 from ..core.context import Context
 from ..core.declared import declare_annotation
 from ..core.errors import MaxRoundsExceeded, OutputValidationError
@@ -40,6 +42,7 @@ from ..core.policy import Policy, as_policy
 from ._budget import Tally, inherited_budget, passing_down
 from ._compaction import ContextPolicy
 from ._guardrails import Guardrails
+from ._handoffs import Handoff, Handoffs, Summary, handed_history, summary_request
 from ._output import OutputType, problems, repair_request
 from ._usage import Usage
 
@@ -97,6 +100,11 @@ class Agent:
         concurrent_guardrails: Run the input guardrails beside the first
             model call instead of before it (its answer is discarded on a
             trip, and its tool calls wait for the verdict).
+        handoffs: Agents this agent may hand the conversation to (an
+            :class:`Agent`, the name of one declared elsewhere, or
+            :class:`Handoff` for how the history is passed): its model is
+            offered a ``transfer_to_<name>`` tool for each, and the agent it
+            calls answers from then on (see :mod:`._handoffs`).
     """
 
     def __init__(
@@ -116,6 +124,7 @@ class Agent:
         output_guardrails: Sequence[Any] = (),
         tool_guardrails: Sequence[Any] = (),
         concurrent_guardrails: bool = False,
+        handoffs: Sequence[Any] = (),
     ) -> None:
         given = name  # an unnamed agent bound on a context is named after its attribute
         name = name or "agent"
@@ -142,10 +151,15 @@ class Agent:
             as_policy(_AgentTool(t) if isinstance(t, Agent) else t) for t in self.tools
         ]
         self._sub_agents = {t.name for t in self.tools if isinstance(t, Agent)}
+        self.handoffs = Handoffs(name, handoffs) if handoffs else None
+        if self.handoffs is not None:
+            self.options += self.handoffs.tools
         names = [p.name for p in self.options]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"agent {name!r} has several tools named {', '.join(twice)}")
+        if self.handoffs is not None:
+            Handoffs.graph(self, resolve=False)  # two agents it reaches never share a name
         self.guardrails = Guardrails.of(
             name, input_guardrails, output_guardrails, tool_guardrails, concurrent_guardrails
         )
@@ -249,8 +263,19 @@ class _Answer:
         """
         # In a conversation with followups="inject", turns that arrive meanwhile
         # join it before each model call (stalwart/conversations/followups.py).
+        agent = self.agent
         with taking_followups() as followups:
-            answer, _ = await _Loop(self.agent, ctx, followups).run(question, history)
+            if agent.handoffs is None:
+                answer, _ = await _Loop(agent, ctx, followups).run(question, history)
+                return answer
+            # The agent that last received the conversation answers (named by
+            # the history), and a conversation is told who holds it now.
+            with reporting_owner() as report:
+                team = agent.handoffs.team(agent)
+                loop = _Loop(team.get(owner_of(history), agent), ctx, followups, team)
+                answer, _ = await loop.run(question, history)
+                if report is not None:
+                    report(loop.handed_to)
         return answer
 
     def __repr__(self) -> str:
@@ -291,11 +316,19 @@ class _AgentTool:
 class _Loop:
     """One invocation of an agent: its conversation, rounds and tokens."""
 
-    def __init__(self, agent: Agent, ctx: Context, followups: Followups | None = None) -> None:
-        self.agent = agent
+    def __init__(
+        self,
+        agent: Agent,
+        ctx: Context,
+        followups: Followups | None = None,
+        team: dict[str, Agent] | None = None,
+    ) -> None:
+        self.agent = agent  # the agent answering: another one after a handoff
         self.ctx = ctx
         self.followups = followups
         self.tally = Tally(agent.budget, inherited_budget())
+        self.team = team  # the agents it may hand to, by name
+        self.handed_to: str | None = None  # the agent it last handed to
 
     # -- model calls ---------------------------------------------------------------------
     async def call_model(
@@ -335,15 +368,15 @@ class _Loop:
     async def run(self, question: str, history: Sequence[Message] | None) -> tuple[Any, Usage]:
         """Rounds until the model answers without calling a tool (and the answer
         validates, when the agent has an output type); the answer and the tokens used."""
-        agent = self.agent
+        agent = asked = self.agent
         guards = agent.guardrails  # None without guardrails: nothing more is done
         if guards is not None:
             await guards.check_input(self.ctx, question, history)
         messages = self._opening(question, history)
         rounds = repairs = 0
         while True:
-            if rounds >= agent.max_rounds:
-                raise MaxRoundsExceeded(self._out_of_rounds(messages))
+            if rounds >= asked.max_rounds:  # handoffs included: a cycle ends here
+                raise MaxRoundsExceeded(self._out_of_rounds(messages, asked))
             if self.followups is not None:  # recorded receives: replay adds the same
                 messages.extend(await self.followups(self.ctx))
             if agent.context is not None:
@@ -358,6 +391,11 @@ class _Loop:
             rounds += 1
             messages.extend(out)
             if any(m.action_call is not None for m in out):
+                handoff = agent.handoffs.requested(out) if agent.handoffs is not None else None
+                if handoff is not None:
+                    messages = await self._hand_off(handoff, messages, question)
+                    agent = self.agent
+                    guards = agent.guardrails  # the receiving agent's own checks
                 continue
             text = "\n".join(m.text for m in out if m.action_result is None and m.text)
             if agent._output is None:
@@ -381,6 +419,27 @@ class _Loop:
                 await guards.check_output(self.ctx, question, out)
             return answer, self.tally.used
 
+    async def _hand_off(
+        self, handoff: Handoff, messages: list[Message], question: str
+    ) -> list[Message]:
+        """Record the handoff the model asked for (a summary first, when the
+        history is passed summarized) and go on with the receiving agent:
+        its instructions, then the conversation as the handoff passes it."""
+        source = self.agent
+        assert source.handoffs is not None
+        if self.team is None:  # a sub-agent that hands off: its own team
+            self.team = source.handoffs.team(source)
+        target = self.team[handoff.name]
+        summary: list[Message] = []
+        if isinstance(handoff.history, Summary):
+            asked = summary_request(messages, handoff.history)
+            summary = await self.call_model(asked, model=handoff.history.model)
+        how = handoff.history if isinstance(handoff.history, str) else "summary"
+        await self.ctx.call(source.handoffs.steps[handoff.name], history=how)
+        self.agent, self.handed_to = target, target.name
+        opening = [Message.system(target.system_prompt)] if target.system_prompt else []
+        return opening + handed_history(messages, handoff, question, summary)
+
     def _opening(self, question: str, history: Sequence[Message] | None) -> list[Message]:
         """The instructions, the earlier conversation, then the question."""
         messages: list[Message] = []
@@ -390,12 +449,13 @@ class _Loop:
         messages.append(Message.user(question))
         return messages
 
-    def _out_of_rounds(self, messages: list[Message]) -> str:
+    def _out_of_rounds(self, messages: list[Message], asked: Agent) -> str:
         last = [m.action_call.name for m in messages[-20:] if m.action_call is not None]
         called = f"; its last rounds called {', '.join(last[-5:])}" if last else ""
+        handed = f" (handed to {self.agent.name!r} on the way)" if self.agent is not asked else ""
         return (
-            f"agent {self.agent.name!r} used its {self.agent.max_rounds} rounds "
-            f"(max_rounds) without giving a final answer{called}"
+            f"agent {asked.name!r} used its {asked.max_rounds} rounds "
+            f"(max_rounds) without giving a final answer{handed}{called}"
         )
 
 
