@@ -11,6 +11,7 @@ from .conversations import Conversation
 from .core.context import Context
 from .core.declared import register_type
 from .core.errors import (
+    ApprovalError,
     ArgumentError,
     CancelledRun,
     CorruptedRecord,
@@ -68,6 +69,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "ActionCall",
     "ActionResult",
+    "ApprovalError",
     "ArgumentError",
     "CallFailed",
     "CallFinished",
