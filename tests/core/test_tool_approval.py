@@ -10,10 +10,14 @@ nothing, so a model call, a tool call or a wait that would not replay fails.
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.crash import executions, kill, spawn, wait_for_line
 
 import stalwart as sw
 from stalwart.core import codec
@@ -324,3 +328,35 @@ async def test_approval_is_a_setting_of_the_policy() -> None:
     assert sw.policy(look_up, approval=True).approval is True
     with pytest.raises(TypeError, match="approval must be True, False or a function"):
         sw.policy(look_up, approval="always")  # type: ignore[call-overload]
+
+
+# A process killed while a call waits for approval. The run holds nothing
+# while it waits (S7): a new process sends the approval and, as a worker on
+# the same SQLite file, resumes the run by replay. The model's first reply is
+# replayed, not asked for again; the tool runs once. Counted from files the
+# killed and the new process append to.
+
+APP = str(Path(__file__).with_name("approval_app.py"))
+
+
+def test_a_run_killed_while_waiting_for_approval_finishes_in_a_new_process(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    first = spawn(APP, sqlite_url, tmp_path, "run", "crash-1")
+    line = wait_for_line(first, "waiting ")[-1]
+    kill(first)
+    assert first.returncode == -signal.SIGKILL
+    assert line.startswith("waiting approval:")
+    assert executions(tmp_path / "model.txt") == ["model"]
+    assert executions(tmp_path / "refund.txt") == []
+
+    second = spawn(APP, sqlite_url, tmp_path, "approve", "crash-1")
+    out, err = second.communicate(timeout=90)
+    assert second.returncode == 0, err
+    said = [x[len("result ") :] for x in out.splitlines() if x.startswith("result ")]
+    assert said, out
+    result = json.loads(said[0])
+    assert result == "refunded 250.0 on A-17"
+    assert executions(tmp_path / "refund.txt") == ["refund"]
+    # One model call before the kill, one after: the recorded round was replayed.
+    assert executions(tmp_path / "model.txt") == ["model", "model"]
