@@ -2,9 +2,10 @@
 durably, for a person to approve, deny or edit it; the decision is recorded
 and a replay applies it without asking anyone again.
 
-Runs on a real SQLite file (the waits are durable waits, S7); the strict
-replay executes a finished run again with a fencing token that can record
-nothing, so a model call, a tool call or a wait that would not replay fails.
+Runs on a real SQLite file (the waits are durable waits, S7), the store
+interplay on PostgreSQL too, and once in memory. The strict replay executes
+a finished run again with a fencing token that can record nothing, so a
+model call, a tool call or a wait that would not replay fails.
 """
 
 from __future__ import annotations
@@ -233,12 +234,12 @@ async def test_true_approves_every_call_a_wait_asks_about(sqlite_url: str) -> No
         assert await handle.result(timeout=10) == "refunded 250.0 on A-17 | closed ada"
 
 
-async def test_several_calls_decided_one_by_one_each_in_its_own_wait(sqlite_url: str) -> None:
+async def test_several_calls_decided_one_by_one_each_in_its_own_wait(store_url: str) -> None:
     agent, model = agent_for(
         call("refund", _id="c1", order="A-17", amount=250.0),
         call("close_account", _id="c2", customer="ada"),
     )
-    async with sw.Runner(sqlite_url, poll_interval=0.02) as runner:
+    async with sw.Runner(store_url, poll_interval=0.02) as runner:
         handle = await runner.start(agent, question="Sort these out", run_id="r1")
         first, asked = await waiting(runner, "r1")
         assert [c["id"] for c in asked["about"]["calls"]] == ["c1", "c2"]
@@ -256,7 +257,7 @@ async def test_several_calls_decided_one_by_one_each_in_its_own_wait(sqlite_url:
         "c1": {"decision": "approve"},
     }
     calls = model.calls
-    await replay_strictly(sqlite_url, "r1", agent, question="Sort these out")
+    await replay_strictly(store_url, "r1", agent, question="Sort these out")
     assert model.calls == calls and len(RAN) == 1
 
 
@@ -310,9 +311,9 @@ async def test_an_edit_the_tool_refuses_is_not_applied_and_the_run_asks_again(
     assert RAN == [("refund", {"order": "A-17", "amount": 90.0})]
 
 
-async def test_a_decision_sent_again_to_a_decided_wait_is_refused(sqlite_url: str) -> None:
+async def test_a_decision_sent_again_to_a_decided_wait_is_refused(store_url: str) -> None:
     agent, _ = agent_for(call("refund", _id="c1", order="A-17", amount=250.0))
-    async with sw.Runner(sqlite_url, poll_interval=0.02) as runner:
+    async with sw.Runner(store_url, poll_interval=0.02) as runner:
         handle = await runner.start(agent, question="Refund A-17", run_id="r1")
         signal, _ = await waiting(runner, "r1")
         await runner.signal("r1", signal, True)
@@ -320,6 +321,19 @@ async def test_a_decision_sent_again_to_a_decided_wait_is_refused(sqlite_url: st
         with pytest.raises(sw.ApprovalError, match="decided already"):
             await runner.signal("r1", signal, True)
     assert len(RAN) == 1
+
+
+async def test_in_memory_the_wait_names_its_signal_in_an_event() -> None:
+    agent, _ = agent_for(call("close_account", _id="c1", customer="ada"))
+    async with sw.Runner() as runner:
+        handle = await runner.start(agent, question="Close ada", run_id="m1")
+        async for event in handle.events():
+            if isinstance(event, sw.Emitted) and isinstance(event.value, dict):
+                assert event.value["prompt"] == 'Approve close_account(customer="ada")?'
+                await runner.signal("m1", event.value["signal"], {"c1": {"decision": "approve"}})
+                break
+        assert await handle.result(timeout=10) == "closed ada"
+    assert RAN == [("close_account", {"customer": "ada"})]
 
 
 async def test_approval_is_a_setting_of_the_policy() -> None:
