@@ -6,10 +6,14 @@ once the run is suspended on the approval, and holds still, so the
 parent's SIGKILL lands while the call waits for its decision. In
 ``approve`` mode a new process, a worker on the same store, sends the
 approval and waits for the run to finish, printing ``result <json>``.
-Each live model call and each refund appends a line to a file outside the
-process.
+In ``approve-and-hang`` mode the process also approves, and the approved
+refund, once started, prints ``refunding`` and holds still, so the kill
+lands after the decision was taken and before the call's result was
+recorded; ``recover`` mode is a worker that resumes the run, and sends
+nothing. Each live model call and each refund appends a line to a file
+outside the process.
 
-    python approval_app.py STORE_URL WORKDIR run|approve RUN_ID
+    python approval_app.py STORE_URL WORKDIR run|approve|approve-and-hang|recover RUN_ID
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from stalwart.llm import Agent
 from stalwart.testing import ScriptedLLM, call
 
 WORKDIR = Path(".")
+HANG = {"refund": False}
 
 
 def _ran(what: str) -> None:
@@ -42,6 +47,9 @@ def _ran(what: str) -> None:
 async def refund(order: str, amount: float) -> str:
     """Refund an order."""
     _ran("refund")
+    if HANG["refund"]:
+        print("refunding", flush=True)
+        await asyncio.sleep(3600)  # the process dies here
     return f"refunded {amount} on {order}"
 
 
@@ -69,9 +77,16 @@ async def main() -> None:
     global WORKDIR
     url, workdir, action, run_id = sys.argv[1:5]
     WORKDIR = Path(workdir)
-    runner = sw.Runner(url, poll_interval=0.05, policies=[support], serving=action != "run")
+    HANG["refund"] = action == "approve-and-hang"
+    serving = action in ("approve", "recover")
+    runner = sw.Runner(url, poll_interval=0.05, policies=[support], serving=serving)
     async with runner:
-        if action == "run":
+        if action == "recover":
+            await runner.recover()
+            result = await sw.RunHandle(runner, run_id).result(timeout=60)
+            print("result " + json.dumps(result), flush=True)
+            return
+        if action in ("run", "approve-and-hang"):
             await runner.start(support, question="Refund order A-17", run_id=run_id)
             while True:
                 run = await runner.get_run(run_id)
@@ -79,6 +94,8 @@ async def main() -> None:
                     break
                 await asyncio.sleep(0.02)
             print(f"waiting {run.waiting_for}", flush=True)
+            if action == "approve-and-hang":
+                await runner.signal(run_id, run.waiting_for, True)
             await asyncio.sleep(3600)  # the process dies here
             return
         run = await runner.get_run(run_id)

@@ -374,3 +374,31 @@ def test_a_run_killed_while_waiting_for_approval_finishes_in_a_new_process(
     assert executions(tmp_path / "refund.txt") == ["refund"]
     # One model call before the kill, one after: the recorded round was replayed.
     assert executions(tmp_path / "model.txt") == ["model", "model"]
+
+
+def test_a_run_killed_while_its_approved_call_runs_resumes_without_asking_again(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    first = spawn(APP, sqlite_url, tmp_path, "approve-and-hang", "crash-2")
+    wait_for_line(first, "refunding")
+    kill(first)
+    assert first.returncode == -signal.SIGKILL
+    assert executions(tmp_path / "refund.txt") == ["refund"]
+
+    second = spawn(APP, sqlite_url, tmp_path, "recover", "crash-2")
+    out, err = second.communicate(timeout=90)
+    assert second.returncode == 0, err
+    assert 'result "refunded 250.0 on A-17"' in out.splitlines()
+    # The call in flight at the kill ran again (S3); nobody was asked again:
+    # one wait, one decision, and the model's recorded round was replayed.
+    assert executions(tmp_path / "refund.txt") == ["refund", "refund"]
+    assert executions(tmp_path / "model.txt") == ["model", "model"]
+    names = asyncio.run(_step_names(sqlite_url, "crash-2"))
+    assert names.count("stalwart.ask") == 1
+    assert names.count("stalwart.approvals") == 1
+    assert names.count("refund") == 1
+
+
+async def _step_names(url: str, run_id: str) -> list[str]:
+    async with sw.Runner(url, serving=False) as runner:
+        return [s.name for s in await runner.steps(run_id)]
