@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ import stalwart as sw
 from stalwart.core import codec
 from stalwart.core.approval import wait_key
 from stalwart.core.engine.engine import Engine
+from stalwart.core.engine.unwind import Halt
 from stalwart.core.ledger import asked_key
 from stalwart.core.message import Message, result_text
 from stalwart.core.policy import as_policy
@@ -402,3 +404,28 @@ def test_a_run_killed_while_its_approved_call_runs_resumes_without_asking_again(
 async def _step_names(url: str, run_id: str) -> list[str]:
     async with sw.Runner(url, serving=False) as runner:
         return [s.name for s in await runner.steps(run_id)]
+
+
+async def test_a_recorded_decision_that_does_not_fit_fails_the_run_naming_the_step(
+    sqlite_url: str,
+) -> None:
+    agent, _ = agent_for(call("refund", _id="c1", order="A-17", amount=250.0))
+    async with sw.Runner(sqlite_url, poll_interval=0.02) as runner:
+        handle = await runner.start(agent, question="Refund A-17", run_id="r1")
+        signal, _ = await waiting(runner, "r1")
+        await runner.signal("r1", signal, True)
+        await handle.result(timeout=10)
+    # A row written behind the engine's back: an edit whose arguments are a text.
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        changed = db.execute(
+            "UPDATE steps SET output = ? WHERE run_id = 'r1' AND name = 'stalwart.approvals'",
+            ['{"c1": {"decision": "edit", "arguments": "all of it"}}'],
+        ).rowcount
+    assert changed == 1
+    with pytest.raises(Halt) as caught:  # the run's problem, not a step's (S14)
+        await replay_strictly(sqlite_url, "r1", agent, question="Refund A-17")
+    assert isinstance(caught.value.cause, sw.CorruptedRecord)
+    assert "step 1#0 of run 'r1': the recorded tool approvals['c1']['arguments']" in str(
+        caught.value.cause
+    )
+    assert len(RAN) == 1

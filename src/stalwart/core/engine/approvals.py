@@ -71,13 +71,11 @@ class Approvals:
             decisions = x.replayed_value(
                 rec, unit_key, f"stalwart.{APPROVALS}", "{}", "", publish=False
             )
-            if not isinstance(decisions, dict):
-                raise x.halt(
-                    CorruptedRecord(
-                        f"step {unit_key} of run {x.run_id!r}: the recorded tool approvals "
-                        "are not an object of decisions by call id"
-                    )
-                )
+            where = f"step {unit_key} of run {x.run_id!r}: the recorded tool approvals"
+            try:
+                decisions = read_decisions(decisions, None, where)
+            except ApprovalError as exc:
+                raise x.halt(CorruptedRecord(str(exc))) from None
         else:
             asking = await self._asking(key, todo, allowed)
             if not asking:
