@@ -12,6 +12,7 @@ from .core.codec import register_codec
 from .core.context import Context
 from .core.declared import register_type
 from .core.errors import (
+    ApprovalError,
     ArgumentError,
     CancelledRun,
     CorruptedRecord,
@@ -69,6 +70,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "ActionCall",
     "ActionResult",
+    "ApprovalError",
     "ArgumentError",
     "CallFailed",
     "CallFinished",

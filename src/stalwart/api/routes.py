@@ -25,7 +25,13 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ..conversations import Conversation
 from ..core import codec
-from ..core.errors import InputMismatchError, RunNotFound, SerializationError, StoreError
+from ..core.errors import (
+    ApprovalError,
+    InputMismatchError,
+    RunNotFound,
+    SerializationError,
+    StoreError,
+)
 from ..core.ledger import TERMINAL, check_run_id
 from ..core.policy import Policy
 from ..runner import Runner
@@ -519,6 +525,8 @@ async def send_signal(request: Request) -> Response:
         await api.runner.signal(run_id, name, payload)
     except SerializationError as exc:
         return problem(422, str(exc), [FieldProblem(field="(body)", message=str(exc))])
+    except ApprovalError as exc:  # a tool approval's decision that does not fit: not queued
+        return problem(422, str(exc), [FieldProblem(field=f"(body){exc.field}", message=str(exc))])
     except StoreError:
         rec = await api.runner.get_run(run_id)
         if rec.status in TERMINAL:

@@ -15,6 +15,7 @@ defined here, once, and exported from one public place (shown on the right)::
     ├── ArgumentError (ValueError)             stalwart
     ├── UnknownOption (LookupError)            stalwart
     ├── Veto                                   stalwart
+    ├── ApprovalError (ValueError)             stalwart
     ├── StepError                              stalwart
     ├── RunNotFound (LookupError)              stalwart
     ├── CancelledRun                           stalwart
@@ -65,6 +66,7 @@ from __future__ import annotations
 from .redact import redact
 
 __all__ = [
+    "ApprovalError",
     "ArgumentError",
     "AuthenticationFailed",
     "BudgetExceeded",
@@ -162,6 +164,19 @@ class Veto(StalwartError):
 
     Inside options dispatch the veto becomes an error result the model reads.
     """
+
+
+class ApprovalError(StalwartError, ValueError):
+    """A decision sent to a run waiting for tool approval that does not fit
+    (docs/approvals.md): ``field`` is where in the payload (``['c1']['decision']``,
+    ``""`` for the whole payload), and the message names it, the run and the
+    signal. Refused when sent, nothing queued: the run keeps waiting."""
+
+    field: str = ""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class StepError(StalwartError):

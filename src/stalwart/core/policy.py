@@ -27,6 +27,7 @@ from .declared import declare_hints, register_type
 from .schema import Signature
 
 __all__ = [
+    "Approval",
     "Policy",
     "PolicyDecorator",
     "ToolSpec",
@@ -45,6 +46,11 @@ R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 C = TypeVar("C", bound="Context")
 C_contra = TypeVar("C_contra", bound="Context", contravariant=True)
+
+#: ``approval=`` of a policy: ``True`` (every call of it by a model waits for
+#: a person's decision), ``False``, or a function of the call's arguments
+#: (and the context, first, if it asks for one) saying whether this call does.
+Approval = bool | Callable[..., bool | Awaitable[bool]]
 
 # The context of the step running in this task, so that ``await some_policy()``
 # inside a policy becomes a child step without passing ``ctx`` around. Public
@@ -113,6 +119,7 @@ class Policy(Generic[P, R]):
 
     __slots__ = (
         "__dict__",
+        "approval",
         "backoff",
         "ctx_class",
         "declared",
@@ -148,6 +155,7 @@ class Policy(Generic[P, R]):
         record: bool = True,
         max_parallel: int | None = None,
         exclusive: bool | str = False,
+        approval: Approval = False,
     ) -> None:
         # Whether the name was given (else it comes from the function, and an
         # application context may name the policy after its attribute).
@@ -158,6 +166,11 @@ class Policy(Generic[P, R]):
             raise ValueError("timeout must be > 0 seconds")
         if not isinstance(exclusive, bool | str) or exclusive == "":
             raise ValueError("exclusive must be True, False or the name of a shared lock")
+        if not (isinstance(approval, bool) or callable(approval)):
+            raise TypeError(
+                "approval must be True, False or a function of the call's arguments "
+                f"saying whether this call needs one, not {type(approval).__name__}"
+            )
         if isinstance(fn, functools.partial):  # a tool with arguments the program fixes
             inner = fn.func
             name = name or getattr(inner, "name", None)
@@ -182,6 +195,7 @@ class Policy(Generic[P, R]):
         self.record = record
         self.max_parallel = max_parallel
         self.exclusive = exclusive
+        self.approval = approval
         self.declared = False  # declare_types() done (read on every durable step)
         # No retries, no timeout, a coroutine: the engine's fast path.
         self.simple = self.is_async and not retries and timeout is None
@@ -234,6 +248,7 @@ class Policy(Generic[P, R]):
             "record": self.record,
             "max_parallel": self.max_parallel,
             "exclusive": self.exclusive,
+            "approval": self.approval,
         }
 
     def with_settings(self, **changes: Any) -> Policy[P, R]:
@@ -241,6 +256,30 @@ class Policy(Generic[P, R]):
         copy: Policy[P, R] = Policy(self.fn, **{**self.settings(), **changes})
         copy.named = self.named or "name" in changes
         return copy
+
+    async def needs_approval(self, ctx: Context, arguments: dict[str, Any]) -> bool:
+        """Whether a model's call of this option with ``arguments`` (validated)
+        waits for a person's decision (``approval=``, docs/approvals.md).
+
+        A function given as ``approval`` is called with the arguments it
+        names (all of them if it takes ``**kwargs``), and with ``ctx`` first
+        when its first parameter is a :class:`Context`; it may be async. It
+        is not a step: it decides from the arguments, it calls nothing.
+        """
+        rule = self.approval
+        if isinstance(rule, bool):
+            return rule
+        params = inspect.signature(rule).parameters.values()
+        wants_ctx = _context_param(rule) is not None
+        named = [p for p in params if p.kind is not p.VAR_POSITIONAL][1 if wants_ctx else 0 :]
+        if any(p.kind is p.VAR_KEYWORD for p in named):
+            given = dict(arguments)
+        else:
+            given = {p.name: arguments[p.name] for p in named if p.name in arguments}
+        answer = rule(ctx, **given) if wants_ctx else rule(**given)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return bool(answer)
 
     # -- calling -------------------------------------------------------------
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
@@ -639,6 +678,7 @@ def policy(
     record: bool = True,
     max_parallel: int | None = None,
     exclusive: bool | str = False,
+    approval: Approval = False,
 ) -> PolicyDecorator: ...
 def policy(fn: Any = None, /, **settings: Any) -> Any:
     """Make a function, a class with an ``async def __call__``, or an object
@@ -656,7 +696,9 @@ def policy(fn: Any = None, /, **settings: Any) -> Any:
     steps; on by default), ``max_parallel`` (limit on concurrent option calls
     this policy's actions start), ``exclusive`` (as an option, one call at a
     time within a run: ``True`` for its own lock, a string for a lock shared
-    by every option naming it).
+    by every option naming it), ``approval`` (as an option, a model's call
+    waits for a person to approve, deny or edit it: ``True`` for every call,
+    or a function of the call's arguments saying which; docs/approvals.md).
     """
     if fn is None:
         return lambda f: policy(f, **settings)

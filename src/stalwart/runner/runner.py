@@ -26,10 +26,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from typing import Any, ParamSpec, TypeVar, overload
 
 from ..core import codec
+from ..core.approval import APPROVAL_PREFIX, read_decisions, taken_key, wait_key, waiting_calls
 from ..core.context import SupportsPolicy
-from ..core.errors import CancelledRun, RunNotFound, StoreError
+from ..core.errors import ApprovalError, CancelledRun, CorruptedRecord, RunNotFound, StoreError
 from ..core.events import Event, Hook
-from ..core.ledger import RunRecord, StepRecord, check_delay, check_priority, check_run_id
+from ..core.ledger import (
+    RunRecord,
+    StepRecord,
+    asked_key,
+    check_delay,
+    check_priority,
+    check_run_id,
+)
 from ..core.policy import Policy
 from ..stores import open_store
 from ..stores.base import StepPage, StepPosition, Store, this_host
@@ -526,8 +534,15 @@ class Runner:
 
         Signalling never executes the run here: its own runner, or a worker,
         resumes it. In memory the live run is handed it (waits there are inline).
+
+        A tool approval's signal (``approval:<key>``, docs/approvals.md) is
+        checked first: a decision that does not fit, or one for a wait that
+        has taken its decision, raises :class:`ApprovalError` naming the
+        field, and nothing is queued.
         """
         await self.open()
+        if name.startswith(APPROVAL_PREFIX):
+            await self._check_approval(run_id, name, payload)
         if self.store.ephemeral:
             live = self._table.live.get(run_id)
             if live is None:
@@ -536,6 +551,24 @@ class Runner:
             return
         await self.store.send_signal(run_id, name, codec.dumps(payload, f"signal {name!r}"))
         self._table.wake_worker()
+
+    async def _check_approval(self, run_id: str, name: str, payload: Any) -> None:
+        """Refuse a tool approval's decision that does not fit the wait."""
+        at = wait_key(name)
+        if at is None:
+            return
+        where = f"tool approval of run {run_id!r}, signal {name!r}"
+        calls = None
+        if not self.store.ephemeral:
+            if await self.store.load_step(run_id, taken_key(at)) is not None:
+                raise ApprovalError(f"{where}: this wait was decided already; nothing was sent")
+            note = await self.store.load_step(run_id, asked_key(at))
+            if note is not None and note.output is not None:
+                try:
+                    calls = waiting_calls(codec.loads(note.output, f"{where}: its note"))
+                except CorruptedRecord:
+                    calls = None  # the run reads the decision itself, and asks again if need be
+        read_decisions(payload, calls, where)
 
     async def cancel(self, run_id: str) -> None:
         """Cancel the run: at its next await here, within a heartbeat elsewhere."""

@@ -22,7 +22,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from ..core.errors import RunNotFound, SerializationError, StoreUnavailable
+from ..core.errors import ApprovalError, RunNotFound, SerializationError, StoreUnavailable
 from ..core.inputs import inputs_by_name
 from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord
 from ..core.policy import Policy
@@ -616,6 +616,8 @@ async def signal(request: Request) -> Response:
         await _runner(request).signal(run.id, name.strip(), payload)
     except SerializationError as exc:  # text UTF-8 cannot encode: nothing was queued
         return _problem(request, 400, f"the payload cannot be recorded: {exc}")
+    except ApprovalError as exc:  # a tool approval's decision that does not fit: not queued
+        return _problem(request, 400, str(exc))
     back = _with_answer(_back(form.get("back"), run.id), run.id, name.strip())
     return RedirectResponse(back, 303)
 

@@ -35,6 +35,10 @@ Three rules on top of that:
   refusal instead of running the call (S2). A ledger written before
   refusals were recorded has no record there and checks again, as it did;
   a duplicate call id needs no record: it is read from the recorded reply;
+* an option made with ``approval=`` may need a person's decision: the
+  reply's calls that do wait for it, durably, before any call of the reply
+  runs; a denied call's result is its reason, an edited call runs as
+  edited (:mod:`.approvals`, docs/approvals.md);
 * options may be named (``options=["web_search"]``) or given as tool specs:
   :meth:`Dispatch.offered` resolves them to policies before the step runs,
   so the model, the record (S1, S5) and the allow-list all see policies.
@@ -57,6 +61,7 @@ from ..errors import (
 )
 from ..message import ActionCall, Message, thaw
 from ..policy import Policy, ToolSpec, as_policy, current_step
+from .approvals import Approvals, asks_approval
 from .identity import OPTIONS, option_policies, step_hash
 from .locks import LockTable
 from .unwind import NOT_STEP_ERRORS, Halt, leaves_of
@@ -95,6 +100,7 @@ class Dispatch:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._locks: LockTable | None = None  # made at the run's first exclusive call
+        self._approvals: Approvals | None = None  # made at the run's first option needing one
 
     # -- what is offered ---------------------------------------------------------
     def offered(self, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -168,18 +174,24 @@ class Dispatch:
         if not todo:
             return messages
         allowed = {p.name: p for p in option_policies(options)}
-        if len(todo) == 1:
-            k, call = todo[0]
+        decided: list[tuple[str, ActionCall | Message]] = todo  # type: ignore[assignment]
+        if asks_approval(allowed):  # docs/approvals.md: decided before any call runs
+            approvals = self._approvals
+            if approvals is None:
+                approvals = self._approvals = Approvals(self.engine)
+            decided = await approvals.decide(key, todo, allowed)
+        if len(decided) == 1:
+            k, call = decided[0]
             return [*messages, await self._guarded(None, k, allowed, call)]
         duplicates = _duplicates(keyed, replay)
         if duplicates:
-            todo = [(k, c) for k, c in todo if k not in duplicates]
+            decided = [(k, c) for k, c in decided if k not in duplicates]
         limit = pol.max_parallel or self.engine.max_parallel
         sem = asyncio.Semaphore(limit) if limit else None
         tasks: dict[str, asyncio.Task[Message]] = {}
         try:
             async with asyncio.TaskGroup() as tg:
-                for k, call in todo:
+                for k, call in decided:
                     tasks[k] = tg.create_task(self._guarded(sem, k, allowed, call))
         except BaseExceptionGroup as group:
             # A store failure or nondeterminism in one call is the run's
@@ -203,10 +215,10 @@ class Dispatch:
         sem: asyncio.Semaphore | None,
         key: str,
         allowed: dict[str, Policy[Any, Any]],
-        call: ActionCall,
+        call: ActionCall | Message,
     ) -> Message:
         """One call under the parallelism limit, then its option's lock (if
-        exclusive).
+        exclusive); a denied call's result (a message) as it is.
 
         The slot comes first: a slot belongs to one reply's calls, so a lock
         holder never waits for one (the other order hung when a holder's
@@ -214,6 +226,8 @@ class Dispatch:
         recorded call takes no lock: it replays its result, and whether a
         lock cycle exists depends on timing, so checking it on replay could
         refuse a call that ran (S2)."""
+        if isinstance(call, Message):
+            return call
         pol = allowed.get(call.name)
         lock_name = _lock_name(pol) if pol is not None and call.invalid is None else None
         rec = self.engine.replay.get(key)
