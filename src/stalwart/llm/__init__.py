@@ -4,6 +4,7 @@
 
     model = llm.openai("gpt-4.1-mini")            # or llm.anthropic("claude-haiku-4-5"),
     model = llm.model("openai:gpt-4.1-mini")      # or a model string
+    model = llm.fallback("openai:gpt-4.1-mini", "anthropic:claude-haiku-4-5")
     agent = llm.Agent(model, instructions="...", tools=[search, read])
     answer = await agent.run("What changed in Python 3.13?")
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 from ..core.errors import (
     AuthenticationFailed,
     BudgetExceeded,
+    FallbackExhausted,
     InvalidRequest,
     MaxRoundsExceeded,
     MissingAPIKey,
@@ -32,10 +34,11 @@ from ..core.errors import (
     RateLimited,
 )
 from ._compaction import Compaction, ContextPolicy, ModelCall, Window, window
+from ._fallback import Fallback, fallback
 from ._model import model
 from ._provider import Provider
 from ._tools import ToolSpec, tool_specs
-from ._usage import Usage, run_usage, usage_of
+from ._usage import Usage, run_usage, run_usage_by_model, usage_of
 from .agent import Agent
 from .anthropic import AnthropicMessages, anthropic
 from .openai import OpenAIChat, OpenAIResponses, openai
@@ -47,6 +50,8 @@ __all__ = [
     "BudgetExceeded",
     "Compaction",
     "ContextPolicy",
+    "Fallback",
+    "FallbackExhausted",
     "InvalidRequest",
     "MaxRoundsExceeded",
     "MissingAPIKey",
@@ -64,9 +69,11 @@ __all__ = [
     "Usage",
     "Window",
     "anthropic",
+    "fallback",
     "model",
     "openai",
     "run_usage",
+    "run_usage_by_model",
     "tool_specs",
     "usage_of",
     "window",

@@ -48,9 +48,21 @@ from ._common import get
 from ._tools import ToolSpec, tool_specs
 from ._usage import Usage
 
-__all__ = ["Accumulator", "Provider", "import_sdk", "resolve_api_key"]
+__all__ = [
+    "CONNECTION_ERROR",
+    "TIMEOUT",
+    "Accumulator",
+    "BoundModel",
+    "Provider",
+    "import_sdk",
+    "resolve_api_key",
+]
 
 DEFAULT_MAX_RETRIES = 3
+# The code of a ProviderUnavailable the SDK raised without an HTTP answer
+# (read by a fallback chain to tell a timeout from an unreachable server).
+TIMEOUT = "timeout"
+CONNECTION_ERROR = "connection_error"
 
 
 class Accumulator(Protocol):
@@ -228,11 +240,14 @@ class Provider:
         retries = getattr(self.client, "max_retries", None)
         after = f" after {retries} retries" if retries else ""
         if isinstance(exc, sdk.APIConnectionError):
-            kind = "timed out" if isinstance(exc, sdk.APITimeoutError) else "could not connect"
+            timed_out = isinstance(exc, sdk.APITimeoutError)
+            kind = "timed out" if timed_out else "could not connect"
             # base_url may hold user:password@; the message goes into the ledger.
             base = mask_url(str(getattr(self.client, "base_url", "")))
             return ProviderUnavailable(
-                f"{self._where} {kind}{after} ({base}): {exc}", provider=self.provider
+                f"{self._where} {kind}{after} ({base}): {exc}",
+                provider=self.provider,
+                code=TIMEOUT if timed_out else CONNECTION_ERROR,
             )
         if not isinstance(exc, sdk.APIError):
             return None
