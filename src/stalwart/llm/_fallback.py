@@ -41,6 +41,7 @@ from ..core.context import Context
 from ..core.errors import FallbackExhausted, ProviderError, ProviderUnavailable, RateLimited
 from ..core.message import Message, Text
 from ..core.policy import Policy, as_policy
+from ._output import OUTPUT, takes_output
 from ._provider import CONNECTION_ERROR, TIMEOUT, BoundModel
 
 __all__ = ["REASONS", "Fallback", "failure_reason", "fallback"]
@@ -116,6 +117,9 @@ class Fallback:
                 f"the reasons are {', '.join(REASONS)}"
             )
         self.name = name or " or ".join(self.names)
+        # A structured output mode only when every model has one, so that
+        # every model of the chain is asked for the answer the same way.
+        self.takes_output = all(takes_output(m) for m in built)
         self.__stalwart_policy__: Policy[Any, Any] = Policy(
             self, name=name, description=f"Tries {', then '.join(self.names)}."
         )
@@ -134,21 +138,27 @@ class Fallback:
         return f"<Fallback {' -> '.join(self.names)}>"
 
     async def __call__(
-        self, ctx: Context, observations: list[Message], options: Sequence[Any] = ()
+        self,
+        ctx: Context,
+        observations: list[Message],
+        options: Sequence[Any] = (),
+        output: dict[str, Any] | None = None,
     ) -> list[Message]:
         """Ask each model in turn, each a step, until one answers.
 
         The offered options go to each model as they came, so the engine runs
-        the tool calls of the model that answered, beneath its step.
+        the tool calls of the model that answered, beneath its step; so does
+        ``output``, the structured answer an agent asks for.
         """
         failures: list[dict[str, str]] = []
         last: ProviderError | None = None
+        extra = {} if output is None else {OUTPUT: output}
         for model, name in zip(self.models, self.names, strict=True):
             try:
                 if options:
-                    raw = await ctx.call(model, observations=observations, options=options)
+                    raw = await ctx.call(model, observations=observations, options=options, **extra)
                 else:
-                    raw = await ctx.call(model, observations=observations)
+                    raw = await ctx.call(model, observations=observations, **extra)
             except Exception as exc:
                 reason = failure_reason(exc)
                 if reason is None or reason not in self.on:

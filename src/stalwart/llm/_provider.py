@@ -103,7 +103,10 @@ class BoundModel(Protocol):
     """A model bound on an application context: ``await ctx.llm(observations=...)``."""
 
     def __call__(
-        self, observations: list[Message], options: Sequence[Any] = ()
+        self,
+        observations: list[Message],
+        options: Sequence[Any] = (),
+        output: dict[str, Any] | None = None,
     ) -> Awaitable[list[Message]]: ...
 
 
@@ -122,6 +125,9 @@ class Provider:
     sdk_module: ClassVar[str] = ""
     env_var: ClassVar[str] = ""
     what: ClassVar[str] = ""  # which API, for error messages
+    # Has a structured output mode: an agent with an output type passes
+    # ``output=`` (see ._output) and each provider sends it its own way.
+    takes_output: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -164,34 +170,48 @@ class Provider:
         return f"<{type(self).__name__} {self.name}{' stream' if self.stream else ''}>"
 
     async def __call__(
-        self, ctx: Context, observations: list[Message], options: Sequence[Any] = ()
+        self,
+        ctx: Context,
+        observations: list[Message],
+        options: Sequence[Any] = (),
+        output: dict[str, Any] | None = None,
     ) -> list[Message]:
         """Ask the model for its next round: text, action calls, or both.
 
         The options become the model's tools; the engine runs the calls it
-        makes. The first message of the reply carries the call's token usage
-        in ``meta["usage"]`` (an empty assistant message carries it when the
-        model said nothing), so a run's usage can be summed from its ledger.
+        makes. ``output`` (``{"name", "schema", "strict"}``, which an agent
+        with an output type passes) asks for the final answer as JSON of that
+        schema, in the provider's own structured output mode; the answer
+        comes back as its JSON text. The first message of the reply carries
+        the call's token usage in ``meta["usage"]`` (an empty assistant
+        message carries it when the model said nothing), so a run's usage can
+        be summed from its ledger.
         """
         tools = tool_specs(options)
         try:
             if self.stream:
-                messages, usage = await self._streamed(ctx, observations, tools)
+                messages, usage = await self._streamed(ctx, observations, tools, output)
             else:
-                response = await self._create(self._request(observations, tools, stream=False))
-                messages, usage = self._read(response)
+                request = self._request(observations, tools, stream=False, output=output)
+                messages, usage = self._read(await self._create(request))
         except Exception as exc:
             error = self._error(exc)
             if error is None:
                 raise
             raise error from exc
+        if output is not None:
+            messages = self._answer(messages, output)
         return self._with_usage(messages, usage)
 
     async def _streamed(
-        self, ctx: Context, observations: list[Message], tools: list[ToolSpec]
+        self,
+        ctx: Context,
+        observations: list[Message],
+        tools: list[ToolSpec],
+        output: dict[str, Any] | None,
     ) -> tuple[list[Message], Usage]:
         acc = self._accumulator()
-        stream = await self._create(self._request(observations, tools, stream=True))
+        stream = await self._create(self._request(observations, tools, stream=True, output=output))
         try:
             async for event in stream:
                 delta = acc.feed(event)
@@ -210,9 +230,19 @@ class Provider:
 
     # -- what each provider fills in ------------------------------------------------
     def _request(
-        self, observations: list[Message], tools: list[ToolSpec], *, stream: bool
+        self,
+        observations: list[Message],
+        tools: list[ToolSpec],
+        *,
+        stream: bool,
+        output: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _answer(self, messages: list[Message], output: dict[str, Any]) -> list[Message]:
+        """The reply to a call that asked for ``output``, the answer as its
+        JSON text (a mode that answers in text needs nothing done)."""
+        return messages
 
     async def _create(self, request: dict[str, Any]) -> Any:
         raise NotImplementedError
