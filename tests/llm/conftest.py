@@ -62,6 +62,9 @@ class Answer:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None
+    # Instead of answering, raise this exception of the HTTP library
+    # ("ReadTimeout", "ConnectError"): a request that timed out or never connected.
+    raises: str | None = None
 
     def content(self) -> bytes:
         return payload(self.name) if self.body is None else json.dumps(self.body).encode()
@@ -100,6 +103,8 @@ class Replay:
             if not self.answers:
                 return http.Response(418, json={"error": {"message": "no recorded answer left"}})
             answer = self.answers.pop(0)
+            if answer.raises is not None:
+                raise getattr(http, answer.raises)(answer.raises, request=request)
             kind = "text/event-stream" if answer.name.endswith(".sse") else "application/json"
             headers = {"content-type": kind, **answer.headers}
             return http.Response(answer.status, headers=headers, content=answer.content())

@@ -286,3 +286,37 @@ async def test_the_desk_hands_invoices_to_billing_which_keeps_the_conversation(
     async with sw.Runner(sqlite_url) as runner:
         names = [s.name for s in await runner.steps("ada")]
     assert names.count("stalwart.handoff:triage>billing") == 1
+
+
+# -- fallback_model --------------------------------------------------------------------
+
+
+def test_the_fallback_example_answers_from_the_backup_then_replays_without_a_request(
+    tmp_path: Path,
+) -> None:
+    store = f"sqlite:///{tmp_path / 'fallback.db'}"
+    runs = [
+        subprocess.run(
+            [sys.executable, str(EXAMPLES / "fallback_model.py"), "--store", store],
+            capture_output=True,
+            text=True,
+            env=no_keys(),
+            timeout=60,
+            check=False,
+        )
+        for _ in range(2)
+    ]
+    for done in runs:
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert lines[0] == "answer: Paris is the capital of France."
+        assert [line.split()[1:] for line in lines[1:4]] == [
+            ["1", "primary", "or", "backup", "answered"],
+            ["1.1", "primary", "failed:", "RateLimited"],
+            ["1.2", "backup", "answered"],
+        ]
+        assert lines[4] == "usage of backup: 21 in, 7 out"
+    # The first run was rate limited by the primary, then answered by the backup;
+    # the second replayed the recorded answer.
+    assert runs[0].stdout.splitlines()[-1] == "requests sent: 2"
+    assert runs[1].stdout.splitlines()[-1] == "requests sent: 0"

@@ -32,7 +32,8 @@ defined here, once, and exported from one public place (shown on the right)::
     │   ├── InvalidRequest                     stalwart.llm
     │   ├── AuthenticationFailed               stalwart.llm
     │   ├── RateLimited                        stalwart.llm
-    │   └── ProviderUnavailable                stalwart.llm
+    │   ├── ProviderUnavailable                stalwart.llm
+    │   └── FallbackExhausted                  stalwart.llm
     ├── ProviderStreamError (RuntimeError)     stalwart.llm
     ├── MissingAPIKey                          stalwart.llm
     ├── MissingDependency (ImportError)        stalwart.llm
@@ -74,6 +75,7 @@ __all__ = [
     "CancelledRun",
     "CorruptedRecord",
     "DuplicatePolicy",
+    "FallbackExhausted",
     "ForkError",
     "GuardrailTripped",
     "InputMismatchError",
@@ -310,6 +312,29 @@ class RateLimited(ProviderError):
 
 class ProviderUnavailable(ProviderError):
     """The provider failed (5xx), timed out or was unreachable, after the retries."""
+
+
+class FallbackExhausted(ProviderError):
+    """Every model of a fallback chain failed, each for a reason the chain moves on for.
+
+    ``failures`` holds one ``{"model", "reason", "error"}`` per model tried,
+    in order (recorded with the error, so a replay raises it whole); the
+    status and code are the last model's.
+    """
+
+    failures: list[dict[str, str]] = []
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        failures: list[dict[str, str]],
+        provider: str | None = None,
+        status: int | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status=status, code=code)
+        self.failures = failures
 
 
 class ProviderStreamError(StalwartError, RuntimeError):

@@ -4,6 +4,7 @@
 
     model = llm.openai("gpt-4.1-mini")            # or llm.anthropic("claude-haiku-4-5"),
     model = llm.model("openai:gpt-4.1-mini")      # or a model string
+    model = llm.fallback("openai:gpt-4.1-mini", "anthropic:claude-haiku-4-5")
     agent = llm.Agent(model, instructions="...", tools=[search, read])
     answer = await agent.run("What changed in Python 3.13?")
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 from ..core.errors import (
     AuthenticationFailed,
     BudgetExceeded,
+    FallbackExhausted,
     GuardrailTripped,
     InvalidRequest,
     MaxRoundsExceeded,
@@ -33,12 +35,13 @@ from ..core.errors import (
     RateLimited,
 )
 from ._compaction import Compaction, ContextPolicy, ModelCall, Window, window
+from ._fallback import Fallback, fallback
 from ._guardrails import Verdict
 from ._handoffs import Handoff, HandoffHistory, Summary
 from ._model import model
 from ._provider import Provider
 from ._tools import ToolSpec, tool_specs
-from ._usage import Usage, run_usage, usage_of
+from ._usage import Usage, run_usage, run_usage_by_model, usage_of
 from .agent import Agent
 from .anthropic import AnthropicMessages, anthropic
 from .openai import OpenAIChat, OpenAIResponses, openai
@@ -50,6 +53,8 @@ __all__ = [
     "BudgetExceeded",
     "Compaction",
     "ContextPolicy",
+    "Fallback",
+    "FallbackExhausted",
     "GuardrailTripped",
     "Handoff",
     "HandoffHistory",
@@ -72,9 +77,11 @@ __all__ = [
     "Verdict",
     "Window",
     "anthropic",
+    "fallback",
     "model",
     "openai",
     "run_usage",
+    "run_usage_by_model",
     "tool_specs",
     "usage_of",
     "window",

@@ -160,12 +160,15 @@ def plain_arguments(message: Message) -> dict[str, Any]:
     return plain_args
 
 
-def stamped(messages: list[Message], finish_reason: Any) -> list[Message]:
+def stamped(messages: list[Message], finish_reason: Any, actor: str) -> list[Message]:
     """``messages`` with the provider's finish reason in the first one's
     ``meta["finish_reason"]``, recorded with the step, where tracing reads it
-    (``gen_ai.response.finish_reasons``) on replay as well as live."""
-    if not messages or not isinstance(finish_reason, str) or not finish_reason:
+    (``gen_ai.response.finish_reasons``) on replay as well as live. An empty
+    reply (a refusal with no text) is an empty message of ``actor`` carrying it."""
+    if not isinstance(finish_reason, str) or not finish_reason:
         return messages
+    if not messages:
+        return [Message("assistant", actor, meta={"finish_reason": finish_reason})]
     first = messages[0]
     meta = {**(first.meta or {}), "finish_reason": finish_reason}
     return [dataclasses.replace(first, meta=meta), *messages[1:]]

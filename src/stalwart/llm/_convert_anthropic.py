@@ -222,7 +222,9 @@ def from_anthropic_message(
     truncated = get(message, "stop_reason") in _TRUNCATED
     content = get(message, "content", ())
     messages = from_anthropic_content(content, actor=actor, truncated=truncated)
-    return stamped(messages, get(message, "stop_reason")), anthropic_usage(get(message, "usage"))
+    return stamped(messages, get(message, "stop_reason"), actor), anthropic_usage(
+        get(message, "usage")
+    )
 
 
 _USAGE_KEYS = (
@@ -321,4 +323,4 @@ class AnthropicStreamAccumulator:
         head = text_message(texts, self.actor)
         if head is not None:
             out.append(head)
-        return stamped(out, self._stop_reason), anthropic_usage(self._usage)
+        return stamped(out, self._stop_reason, self.actor), anthropic_usage(self._usage)

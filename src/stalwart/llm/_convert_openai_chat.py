@@ -224,7 +224,7 @@ def from_chat_completion(
     choice = choices[0]
     reason = get(choice, "finish_reason")
     messages = from_chat_message(get(choice, "message"), actor=actor, truncated=reason == "length")
-    return stamped(messages, reason), usage
+    return stamped(messages, reason, actor), usage
 
 
 class _ChatCall:
@@ -307,4 +307,4 @@ class ChatStreamAccumulator:
             call = self._calls[index]
             raw = "".join(call.arguments)
             out.append(call_message(call.id, call.name, raw, self.actor, truncated=truncated))
-        return stamped(out, self._finish_reason), self._usage
+        return stamped(out, self._finish_reason, self.actor), self._usage

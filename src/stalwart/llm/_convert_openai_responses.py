@@ -177,7 +177,7 @@ def from_response(response: Any, *, actor: str = "assistant") -> tuple[list[Mess
     # The Responses API has a status, not a finish reason: "completed", or
     # the reason it is incomplete ("max_output_tokens", "content_filter").
     finish = reason if get(response, "status") == "incomplete" else get(response, "status")
-    return stamped(messages, finish), responses_usage(get(response, "usage"))
+    return stamped(messages, finish, actor), responses_usage(get(response, "usage"))
 
 
 class ResponsesStreamAccumulator:

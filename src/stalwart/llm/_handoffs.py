@@ -78,7 +78,7 @@ class Handoff:
 
     def __init__(
         self,
-        agent: Agent | str,
+        agent: Agent[Any] | str,
         *,
         history: HandoffHistory = "whole",
         description: str | None = None,
@@ -135,7 +135,7 @@ class Handoffs:
         from .agent import Agent
 
         self.source = source
-        self._team: dict[str, Agent] | None = None
+        self._team: dict[str, Agent[Any]] | None = None
         self.targets: dict[str, Handoff] = {}  # by tool name
         for i, d in enumerate(declared):
             h = d if isinstance(d, Handoff) else Handoff(d) if isinstance(d, Agent | str) else None
@@ -176,7 +176,7 @@ class Handoffs:
                 return self.targets[r.name]
         return None
 
-    def team(self, entry: Agent) -> dict[str, Agent]:
+    def team(self, entry: Agent[Any]) -> dict[str, Agent[Any]]:
         """The agents a conversation entering at ``entry`` (whose handoffs these
         are) may pass between, by name (:meth:`graph`, worked out once)."""
         if self._team is None:
@@ -184,11 +184,11 @@ class Handoffs:
         return self._team
 
     @staticmethod
-    def graph(entry: Agent, *, resolve: bool = True) -> dict[str, Agent]:
+    def graph(entry: Agent[Any], *, resolve: bool = True) -> dict[str, Agent[Any]]:
         """The agents reachable from ``entry`` through handoffs, by name: two
         agents never one name, and (``resolve``) every name a handoff gives
         resolved among them."""
-        found: dict[str, Agent] = {entry.name: entry}
+        found: dict[str, Agent[Any]] = {entry.name: entry}
         todo = [entry]
         named: list[tuple[str, str]] = []  # (source, target name) to resolve
         while todo:

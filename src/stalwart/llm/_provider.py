@@ -48,9 +48,21 @@ from ._common import get
 from ._tools import ToolSpec, tool_specs
 from ._usage import Usage
 
-__all__ = ["Accumulator", "Provider", "import_sdk", "resolve_api_key"]
+__all__ = [
+    "CONNECTION_ERROR",
+    "TIMEOUT",
+    "Accumulator",
+    "BoundModel",
+    "Provider",
+    "import_sdk",
+    "resolve_api_key",
+]
 
 DEFAULT_MAX_RETRIES = 3
+# The code of a ProviderUnavailable the SDK raised without an HTTP answer
+# (read by a fallback chain to tell a timeout from an unreachable server).
+TIMEOUT = "timeout"
+CONNECTION_ERROR = "connection_error"
 
 
 class Accumulator(Protocol):
@@ -91,7 +103,10 @@ class BoundModel(Protocol):
     """A model bound on an application context: ``await ctx.llm(observations=...)``."""
 
     def __call__(
-        self, observations: list[Message], options: Sequence[Any] = ()
+        self,
+        observations: list[Message],
+        options: Sequence[Any] = (),
+        output: dict[str, Any] | None = None,
     ) -> Awaitable[list[Message]]: ...
 
 
@@ -110,6 +125,9 @@ class Provider:
     sdk_module: ClassVar[str] = ""
     env_var: ClassVar[str] = ""
     what: ClassVar[str] = ""  # which API, for error messages
+    # Has a structured output mode: an agent with an output type passes
+    # ``output=`` (see ._output) and each provider sends it its own way.
+    takes_output: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -152,34 +170,48 @@ class Provider:
         return f"<{type(self).__name__} {self.name}{' stream' if self.stream else ''}>"
 
     async def __call__(
-        self, ctx: Context, observations: list[Message], options: Sequence[Any] = ()
+        self,
+        ctx: Context,
+        observations: list[Message],
+        options: Sequence[Any] = (),
+        output: dict[str, Any] | None = None,
     ) -> list[Message]:
         """Ask the model for its next round: text, action calls, or both.
 
         The options become the model's tools; the engine runs the calls it
-        makes. The first message of the reply carries the call's token usage
-        in ``meta["usage"]`` (an empty assistant message carries it when the
-        model said nothing), so a run's usage can be summed from its ledger.
+        makes. ``output`` (``{"name", "schema", "strict"}``, which an agent
+        with an output type passes) asks for the final answer as JSON of that
+        schema, in the provider's own structured output mode; the answer
+        comes back as its JSON text. The first message of the reply carries
+        the call's token usage in ``meta["usage"]`` (an empty assistant
+        message carries it when the model said nothing), so a run's usage can
+        be summed from its ledger.
         """
         tools = tool_specs(options)
         try:
             if self.stream:
-                messages, usage = await self._streamed(ctx, observations, tools)
+                messages, usage = await self._streamed(ctx, observations, tools, output)
             else:
-                response = await self._create(self._request(observations, tools, stream=False))
-                messages, usage = self._read(response)
+                request = self._request(observations, tools, stream=False, output=output)
+                messages, usage = self._read(await self._create(request))
         except Exception as exc:
             error = self._error(exc)
             if error is None:
                 raise
             raise error from exc
+        if output is not None:
+            messages = self._answer(messages, output)
         return self._with_usage(messages, usage)
 
     async def _streamed(
-        self, ctx: Context, observations: list[Message], tools: list[ToolSpec]
+        self,
+        ctx: Context,
+        observations: list[Message],
+        tools: list[ToolSpec],
+        output: dict[str, Any] | None,
     ) -> tuple[list[Message], Usage]:
         acc = self._accumulator()
-        stream = await self._create(self._request(observations, tools, stream=True))
+        stream = await self._create(self._request(observations, tools, stream=True, output=output))
         try:
             async for event in stream:
                 delta = acc.feed(event)
@@ -198,9 +230,19 @@ class Provider:
 
     # -- what each provider fills in ------------------------------------------------
     def _request(
-        self, observations: list[Message], tools: list[ToolSpec], *, stream: bool
+        self,
+        observations: list[Message],
+        tools: list[ToolSpec],
+        *,
+        stream: bool,
+        output: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _answer(self, messages: list[Message], output: dict[str, Any]) -> list[Message]:
+        """The reply to a call that asked for ``output``, the answer as its
+        JSON text (a mode that answers in text needs nothing done)."""
+        return messages
 
     async def _create(self, request: dict[str, Any]) -> Any:
         raise NotImplementedError
@@ -228,11 +270,14 @@ class Provider:
         retries = getattr(self.client, "max_retries", None)
         after = f" after {retries} retries" if retries else ""
         if isinstance(exc, sdk.APIConnectionError):
-            kind = "timed out" if isinstance(exc, sdk.APITimeoutError) else "could not connect"
+            timed_out = isinstance(exc, sdk.APITimeoutError)
+            kind = "timed out" if timed_out else "could not connect"
             # base_url may hold user:password@; the message goes into the ledger.
             base = mask_url(str(getattr(self.client, "base_url", "")))
             return ProviderUnavailable(
-                f"{self._where} {kind}{after} ({base}): {exc}", provider=self.provider
+                f"{self._where} {kind}{after} ({base}): {exc}",
+                provider=self.provider,
+                code=TIMEOUT if timed_out else CONNECTION_ERROR,
             )
         if not isinstance(exc, sdk.APIError):
             return None

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core.message import Message
 
-__all__ = ["Usage", "run_usage", "usage_of"]
+__all__ = ["Usage", "run_usage", "run_usage_by_model", "usage_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +81,24 @@ def run_usage(steps: Iterable[Any] | Mapping[str, Any]) -> Usage:
     class a step returned needs to be importable where the usage is summed
     (the CLI).
     """
+    return sum((usage for _, usage in _replies(steps).values()), Usage())
+
+
+def run_usage_by_model(steps: Iterable[Any] | Mapping[str, Any]) -> dict[str, Usage]:
+    """:func:`run_usage`, split by the model that answered: its name (the
+    ``actor`` of its reply, ``"openai:gpt-4.1-mini"`` unless it was named),
+    so a run whose calls fell back to another model counts each model apart."""
+    out: dict[str, Usage] = {}
+    for model, usage in _replies(steps).values():
+        out[model] = out.get(model, Usage()) + usage
+    return out
+
+
+def _replies(steps: Iterable[Any] | Mapping[str, Any]) -> dict[str, tuple[str, Usage]]:
+    """The model replies recorded in ``steps`` that carry usage: by message id,
+    the model that answered and the usage."""
     records = steps.values() if isinstance(steps, Mapping) else steps
-    usages: dict[str, Usage] = {}
+    usages: dict[str, tuple[str, Usage]] = {}
     for rec in records:
         output = getattr(rec, "output", None)
         if not output:
@@ -92,10 +108,10 @@ def run_usage(steps: Iterable[Any] | Mapping[str, Any]) -> Usage:
         except ValueError:
             continue
         _collect(tree, usages)
-    return sum(usages.values(), Usage())
+    return usages
 
 
-def _collect(tree: Any, usages: dict[str, Usage]) -> None:
+def _collect(tree: Any, usages: dict[str, tuple[str, Usage]]) -> None:
     """Find recorded messages (``{"$t": "msg", "v": {...}}``) that carry usage."""
     stack = [tree]
     while stack:
@@ -107,5 +123,8 @@ def _collect(tree: Any, usages: dict[str, Usage]) -> None:
                 message = node["v"]
                 meta = message.get("meta")
                 if isinstance(meta, dict) and "usage" in meta:
-                    usages.setdefault(str(message.get("id")), Usage.from_dict(meta["usage"]))
+                    usages.setdefault(
+                        str(message.get("id")),
+                        (str(message.get("actor")), Usage.from_dict(meta["usage"])),
+                    )
             stack.extend(node.values())

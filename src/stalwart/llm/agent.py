@@ -27,10 +27,11 @@ import functools
 import json
 import re
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, Self, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, overload
 
 from pydantic import ValidationError
 from pydantic.json_schema import SkipJsonSchema
+from typing_extensions import TypeVar
 
 from ..conversations import Followups, taking_followups
 from ..conversations.ownership import owner_of, reporting_owner
@@ -43,7 +44,7 @@ from ._budget import Tally, inherited_budget, passing_down
 from ._compaction import ContextPolicy
 from ._guardrails import Guardrails
 from ._handoffs import Handoff, Handoffs, Summary, handed_history, summary_request
-from ._output import OutputType, problems, repair_request
+from ._output import OUTPUT, OutputType, problems, repair_request, takes_output
 from ._usage import Usage
 
 if TYPE_CHECKING:
@@ -53,6 +54,9 @@ __all__ = ["Agent"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
+# What the agent answers: its output type, else text.
+OutputT = TypeVar("OutputT", default=str)
+
 
 class BoundAgent(Protocol):
     """An agent bound on an application context: ``await ctx.researcher(question=...)``."""
@@ -60,8 +64,12 @@ class BoundAgent(Protocol):
     def __call__(self, question: str, history: list[Message] | None = None) -> Awaitable[Any]: ...
 
 
-class Agent:
+class Agent(Generic[OutputT]):
     """A tool-calling agent: a model, instructions and tools, in a loop, as a policy.
+
+    ``Agent[Forecast]`` when its ``output_type`` is ``Forecast`` (type
+    checkers infer it): ``await agent.run(...)`` is a ``Forecast``; else
+    ``Agent[str]``.
 
     Args:
         model: Any policy that takes ``observations`` and ``options`` and
@@ -80,6 +88,8 @@ class Agent:
         max_rounds: The most model calls before :class:`MaxRoundsExceeded`.
         output_type: A pydantic model (or any type pydantic validates) the
             final answer must be, as JSON; the agent then returns an instance.
+            A provider is asked for it in its own structured output mode
+            when the type is a JSON object; other models, in the prompt.
             Define it at module level, so that a durable run can record it.
         max_repairs: How many times an answer that does not validate is sent
             back with the error before :class:`OutputValidationError`.
@@ -116,7 +126,7 @@ class Agent:
         name: str | None = None,
         description: str | None = None,
         max_rounds: int = 20,
-        output_type: Any = None,
+        output_type: type[OutputT] | None = None,
         max_repairs: int = 2,
         context: ContextPolicy | None = None,
         budget: int | None = None,
@@ -144,6 +154,10 @@ class Agent:
         self.context = context
         self.budget = budget
         self._output = OutputType(output_type) if output_type is not None else None
+        # Asked of each model call (``output=``) when the model has a mode for it.
+        self._output_request = (
+            self._output.request() if self._output is not None and takes_output(model) else None
+        )
         self.tools = tuple(tools)
         # The policies offered to the model (``options=`` of each model call):
         # a sub-agent is offered as an _AgentTool, which reports its usage.
@@ -191,11 +205,11 @@ class Agent:
     def system_prompt(self) -> str:
         """The instructions, and the output schema the final answer must follow."""
         parts = [self.instructions.strip()] if self.instructions.strip() else []
-        if self._output is not None:
+        if self._output is not None and self._output_request is None:
             parts.append(self._output.instructions())
         return "\n\n".join(parts)
 
-    def __call__(self, question: str, history: list[Message] | None = None) -> Awaitable[Any]:
+    def __call__(self, question: str, history: list[Message] | None = None) -> Awaitable[OutputT]:
         """Ask the agent: ``await agent(question=...)``.
 
         Inside a run it is a recorded step of this agent, as awaiting any
@@ -224,7 +238,7 @@ class Agent:
         *,
         runner: Runner | None = None,
         run_id: str | None = None,
-    ) -> Any:
+    ) -> OutputT:
         """Run the agent as a run of its own: in memory, or durably on ``runner``'s store.
 
         Inside a run, await the agent as a step instead:
@@ -244,7 +258,7 @@ class Agent:
 class _Answer:
     """What an agent's policy runs: one answer of the agent, in the step's context."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent[Any]) -> None:
         self.agent = agent
         self.name = agent.name
 
@@ -292,7 +306,7 @@ class _AgentTool:
     sub-agent's model calls twice in :func:`run_usage`.)
     """
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent[Any]) -> None:
         self.agent = agent
         self.name = agent.name
         self.__stalwart_policy__: Policy[Any, Any] = Policy(
@@ -318,10 +332,10 @@ class _Loop:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: Agent[Any],
         ctx: Context,
         followups: Followups | None = None,
-        team: dict[str, Agent] | None = None,
+        team: dict[str, Agent[Any]] | None = None,
     ) -> None:
         self.agent = agent  # the agent answering: another one after a handoff
         self.ctx = ctx
@@ -337,16 +351,21 @@ class _Loop:
         *,
         model: Any = None,
         options: list[Policy[Any, Any]] | None = None,
+        output: dict[str, Any] | None = None,
     ) -> list[Message]:
-        """One recorded model call (and, with options, the tool calls it makes)."""
+        """One recorded model call (and, with options, the tool calls it makes;
+        with ``output``, in the model's structured output mode)."""
         self.tally.check(self.agent.name)
         target = model if model is not None else self.agent.model
         observations = list(observations)  # the loop goes on extending its own list
+        extra = {} if output is None else {OUTPUT: output}  # recorded after the others
         if options is None:
-            raw = await self.ctx.call(target, observations=observations)
+            raw = await self.ctx.call(target, observations=observations, **extra)
         else:
             with passing_down(self.tally.left):
-                raw = await self.ctx.call(target, observations=observations, options=options)
+                raw = await self.ctx.call(
+                    target, observations=observations, options=options, **extra
+                )
         out = self._messages(raw, target)
         self.tally.count(out, self.agent.name, self.agent._sub_agents)
         return out
@@ -381,13 +400,18 @@ class _Loop:
                 messages.extend(await self.followups(self.ctx))
             if agent.context is not None:
                 messages = list(await agent.context(messages, self.call_model))
+            request = agent._output_request
             if guards is None:
-                out = await self.call_model(messages, options=agent.options)
+                out = await self.call_model(messages, options=agent.options, output=request)
             elif rounds == 0:
-                call = functools.partial(self.call_model, messages, options=agent.options)
+                call = functools.partial(
+                    self.call_model, messages, options=agent.options, output=request
+                )
                 out = await guards.first_call(self.ctx, question, history, call)
             else:
-                out = await guards.call(self.call_model(messages, options=agent.options))
+                out = await guards.call(
+                    self.call_model(messages, options=agent.options, output=request)
+                )
             rounds += 1
             messages.extend(out)
             if any(m.action_call is not None for m in out):

@@ -10,9 +10,10 @@ The ``anthropic`` package is imported when a model is built, not before.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from ..core.message import Message
+from ..core.message import Message, Text, plain
 from ._convert_anthropic import (
     AnthropicStreamAccumulator,
     from_anthropic_message,
@@ -51,7 +52,12 @@ class AnthropicMessages(Provider):
         self.max_tokens = max_tokens
 
     def _request(
-        self, observations: list[Message], tools: list[ToolSpec], *, stream: bool
+        self,
+        observations: list[Message],
+        tools: list[ToolSpec],
+        *,
+        stream: bool,
+        output: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         system, messages = to_anthropic_messages(observations)
         request = dict(self.params)
@@ -64,9 +70,25 @@ class AnthropicMessages(Provider):
             request["system"] = f"{given}\n\n{system}" if isinstance(given, str) else system
         if tools:
             request["tools"] = [*request.get("tools", ()), *to_anthropic_tools(tools)]
+        if output is not None:
+            _answer_tool(request, output, has_tools=bool(tools))
         if stream:
             request["stream"] = True
         return request
+
+    def _answer(self, messages: list[Message], output: dict[str, Any]) -> list[Message]:
+        """The answer tool's call as the JSON text of its input; the text
+        written beside it (a preamble) left out, other calls kept."""
+        name = output["name"]
+        answers = [m for m in messages if m.action_call is not None and m.action_call.name == name]
+        if not answers:
+            return messages
+        call = answers[-1].action_call
+        assert call is not None
+        text = call.invalid or json.dumps(plain(call.arguments), ensure_ascii=False)
+        answer = Message("assistant", self.name, (Text(text),), meta=messages[0].meta)
+        others = [m for m in messages if m.action_call is not None and m.action_call.name != name]
+        return [answer, *others]
 
     async def _create(self, request: dict[str, Any]) -> Any:
         return await self.client.messages.create(**request)
@@ -76,6 +98,25 @@ class AnthropicMessages(Provider):
 
     def _accumulator(self) -> Accumulator:
         return AnthropicStreamAccumulator(actor=self.name)
+
+
+def _answer_tool(request: dict[str, Any], output: dict[str, Any], *, has_tools: bool) -> None:
+    """Ask for the answer as the input of a tool whose schema is the output
+    type's: the only tool the model may call when it has no others, else one
+    it must call among them (``tool_choice`` "any"), so it ends on it."""
+    name = output["name"]
+    if any(t.get("name") == name for t in request.get("tools", ())):
+        raise ValueError(
+            f"the output type {name!r} has the name of one of the tools; "
+            "rename the output type (Anthropic is asked for it as a tool of that name)"
+        )
+    tool = {
+        "name": name,
+        "description": "Give your final answer with this tool, once you have it.",
+        "input_schema": output["schema"],
+    }
+    request["tools"] = [*request.get("tools", ()), tool]
+    request["tool_choice"] = {"type": "any"} if has_tools else {"type": "tool", "name": name}
 
 
 def anthropic(

@@ -51,13 +51,20 @@ class OpenAIChat(Provider):
     what = "OpenAI Chat Completions"
 
     def _request(
-        self, observations: list[Message], tools: list[ToolSpec], *, stream: bool
+        self,
+        observations: list[Message],
+        tools: list[ToolSpec],
+        *,
+        stream: bool,
+        output: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         request = dict(self.params)
         request["model"] = self.model
         request["messages"] = to_chat_messages(observations)
         if tools:
             request["tools"] = [*request.get("tools", ()), *to_chat_tools(tools)]
+        if output is not None:
+            request["response_format"] = {"type": "json_schema", "json_schema": _schema(output)}
         if stream:
             request["stream"] = True
             request.setdefault("stream_options", {"include_usage": True})
@@ -82,13 +89,22 @@ class OpenAIResponses(Provider):
     what = "OpenAI Responses"
 
     def _request(
-        self, observations: list[Message], tools: list[ToolSpec], *, stream: bool
+        self,
+        observations: list[Message],
+        tools: list[ToolSpec],
+        *,
+        stream: bool,
+        output: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         request = dict(self.params)
         request["model"] = self.model
         request["input"] = to_responses_input(observations)
         if tools:
             request["tools"] = [*request.get("tools", ()), *to_responses_tools(tools)]
+        if output is not None:
+            # ``text`` may hold other settings given as params (``verbosity``).
+            text = {**request.get("text", {}), "format": {"type": "json_schema", **_schema(output)}}
+            request["text"] = text
         if stream:
             request["stream"] = True
         return request
@@ -101,6 +117,11 @@ class OpenAIResponses(Provider):
 
     def _accumulator(self) -> Accumulator:
         return ResponsesStreamAccumulator(actor=self.name)
+
+
+def _schema(output: dict[str, Any]) -> dict[str, Any]:
+    """The json_schema of OpenAI's structured outputs, both APIs' shape."""
+    return {"name": output["name"], "schema": output["schema"], "strict": output["strict"]}
 
 
 def openai(
