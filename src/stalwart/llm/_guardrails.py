@@ -50,6 +50,7 @@ from ..core.errors import GuardrailTripped
 from ..core.keys import key_parts
 from ..core.message import Message, Text, plain
 from ..core.policy import Policy, as_policy
+from ._kinds import is_agent
 
 __all__ = ["Guardrails", "Verdict"]
 
@@ -109,13 +110,11 @@ class _Check:
     """One guardrail: a name and how to ask it."""
 
     def __init__(self, agent_name: str, stage: str, target: Any) -> None:
-        from .agent import Agent
-
         self.agent_name = agent_name
         self.stage = stage
         kind = self.kind = stage.replace("_", " ")  # how messages name the stage
         self.target = target
-        self.is_agent = isinstance(target, Agent)
+        self.is_agent = is_agent(target)
         if self.is_agent:
             if target.output_type is not Verdict:
                 raise ValueError(

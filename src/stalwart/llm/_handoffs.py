@@ -30,6 +30,7 @@ from ..conversations.ownership import handoff_step_name
 from ..core.message import Message
 from ..core.policy import Policy
 from ._compaction import SUMMARY_HEADER, transcript
+from ._kinds import is_agent
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -132,13 +133,12 @@ class Handoffs:
     recorded step of each."""
 
     def __init__(self, source: str, declared: Iterable[Any]) -> None:
-        from .agent import Agent
-
         self.source = source
         self._team: dict[str, Agent[Any]] | None = None
         self.targets: dict[str, Handoff] = {}  # by tool name
         for i, d in enumerate(declared):
-            h = d if isinstance(d, Handoff) else Handoff(d) if isinstance(d, Agent | str) else None
+            named = is_agent(d) or isinstance(d, str)
+            h = d if isinstance(d, Handoff) else Handoff(d) if named else None
             if h is None:
                 raise TypeError(
                     f"agent {source!r}: handoffs[{i}] must be an llm.Agent, an agent's name "

@@ -117,6 +117,8 @@ class Agent(Generic[OutputT]):
             calls answers from then on (see :mod:`._handoffs`).
     """
 
+    __stalwart_agent__ = True  # what _kinds.is_agent reads
+
     def __init__(
         self,
         model: Any,
