@@ -38,6 +38,7 @@ from ._tools import ToolSpec, tool_specs
 from ._usage import Usage, run_usage, usage_of
 from .agent import Agent
 from .anthropic import AnthropicMessages, anthropic
+from .memory_tools import memory_tools
 from .openai import OpenAIChat, OpenAIResponses, openai
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "Usage",
     "Window",
     "anthropic",
+    "memory_tools",
     "model",
     "openai",
     "run_usage",
