@@ -29,8 +29,6 @@ NOTE = "allergic to peanuts"
 WORKDIR = Path(".")
 HOLD = ""
 
-remember, recall = llm.memory_tools(USER)
-
 
 class Watched(SQLiteStore):
     async def memory_put(self, record: MemoryRecord) -> None:
@@ -46,11 +44,12 @@ class Watched(SQLiteStore):
 
 @sw.policy
 async def keep_note(note: str) -> list[str]:
-    await remember(note=note)
-    print("recorded", flush=True)
-    if HOLD == "recorded":
-        await asyncio.sleep(3600)  # the parent kills us here
-    found: list[str] = await recall(query=note)
+    with llm.memory_scope(USER):
+        await llm.remember(note=note)
+        print("recorded", flush=True)
+        if HOLD == "recorded":
+            await asyncio.sleep(3600)  # the parent kills us here
+        found: list[str] = await llm.recall(query=note)
     return found
 
 
@@ -60,7 +59,7 @@ async def main() -> None:
     WORKDIR = Path(workdir)
     HOLD = hold if action == "run" else ""
     store = Watched(db)
-    policies = [keep_note, remember, recall]
+    policies = [keep_note, llm.remember, llm.recall]
     async with sw.Runner(store, policies=policies, poll_interval=0.05) as runner:
         if action == "run":
             handle = await runner.start(keep_note, note=NOTE, run_id="m")

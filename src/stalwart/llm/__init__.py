@@ -38,7 +38,7 @@ from ._tools import ToolSpec, tool_specs
 from ._usage import Usage, run_usage, usage_of
 from .agent import Agent
 from .anthropic import AnthropicMessages, anthropic
-from .memory_tools import memory_tools
+from .memory_tools import memory_scope, recall, remember
 from .openai import OpenAIChat, OpenAIResponses, openai
 
 __all__ = [
@@ -65,9 +65,11 @@ __all__ = [
     "Usage",
     "Window",
     "anthropic",
-    "memory_tools",
+    "memory_scope",
     "model",
     "openai",
+    "recall",
+    "remember",
     "run_usage",
     "tool_specs",
     "usage_of",
