@@ -46,6 +46,7 @@ from .core.events import (
 )
 from .core.ledger import RunRecord, StepRecord
 from .core.mail import Mail
+from .core.memory import Memory, MemoryItem
 from .core.message import ActionCall, ActionResult, Media, Message, Text
 from .core.policy import Policy, ToolSpec, policy
 from .runner import RunCall, RunHandle, Runner
@@ -88,6 +89,8 @@ __all__ = [
     "Mail",
     "MailboxClosed",
     "Media",
+    "Memory",
+    "MemoryItem",
     "Message",
     "NonDeterminismError",
     "Policy",

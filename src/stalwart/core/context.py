@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, Protocol, TypeVar, o
 
 from .errors import StalwartError
 from .ledger import CHILD_MARK, StoredStep
+from .memory import Memory, MemoryLedger
 from .recorded import recorded_outcome
 
 if TYPE_CHECKING:
@@ -95,6 +96,12 @@ class Journaling(Protocol):
 
     @property
     def mailbox(self) -> Mailboxes: ...
+
+    @property
+    def memory_store(self) -> MemoryLedger | None:
+        """Where the run's long-term memory is kept (the runner's store,
+        durable or not), or None (a replay that touches no store)."""
+        ...
 
     def context(self, key: str) -> Context:
         """A context of this run for the unit of work at ``key`` (S1 below it)."""
@@ -381,6 +388,14 @@ class Context:
         """
         self.emit({"prompt": prompt, "signal": signal})
         return await self.wait_for(signal, timeout, prompt=prompt, about=about)
+
+    # -- long-term memory ----------------------------------------------------------
+    @property
+    def memory(self) -> Memory:
+        """The runner's long-term memory (:class:`~stalwart.core.memory.Memory`),
+        each operation a recorded step of this run: a resumed run replays
+        what it wrote and read without touching the memory tables."""
+        return Memory(self._x.memory_store, ctx=self)
 
     # -- mailboxes ---------------------------------------------------------------
     async def send(self, to: str, payload: Any, *, kind: str = "message") -> str:

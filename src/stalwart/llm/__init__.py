@@ -44,6 +44,7 @@ from ._tools import ToolSpec, tool_specs
 from ._usage import Usage, run_usage, run_usage_by_model, usage_of
 from .agent import Agent
 from .anthropic import AnthropicMessages, anthropic
+from .memory_tools import memory_scope, recall, remember
 from .openai import OpenAIChat, OpenAIResponses, openai
 
 __all__ = [
@@ -78,8 +79,11 @@ __all__ = [
     "Window",
     "anthropic",
     "fallback",
+    "memory_scope",
     "model",
     "openai",
+    "recall",
+    "remember",
     "run_usage",
     "run_usage_by_model",
     "tool_specs",

@@ -116,6 +116,7 @@ class Driver:
             inline_sleep=self.inline_sleep,
         )
         engine.host = self.children
+        engine.memory_store = self.store
         engine.parent_id = rec.parent_id
         engine.queue = rec.queue
         for q in self.table.listeners.get(rec.id, ()):

@@ -31,6 +31,7 @@ from ..core.ledger import (
     StoredStep,
 )
 from ..core.mail import GENERATION_KEY, Delivery
+from ..core.memory import MemoryRecord
 from ..core.stepargs import is_compact, whole_steps
 
 __all__ = [
@@ -827,6 +828,43 @@ class Store(abc.ABC):
     async def delete_schedule(self, name: str) -> bool:
         """Delete the schedule (its runs stay); False if there was none."""
         raise NotImplementedError(f"{type(self).__name__} cannot keep schedules")
+
+    # -- long-term memory (stalwart.core.memory) -------------------------------
+    # Not abstract: a store that keeps no memory says so when asked. Values
+    # arrive as JSON text, as step values do; namespaces as their JSON list.
+    async def memory_put(self, record: MemoryRecord) -> None:
+        """Insert or replace the row at ``(namespace, key)``, its first
+        ``created_at`` kept (a write done again after a crash is one row)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no memory")
+
+    async def memory_get(self, namespace: str, key: str) -> MemoryRecord | None:
+        raise NotImplementedError(f"{type(self).__name__} keeps no memory")
+
+    async def memory_list(self, namespace: str, limit: int) -> list[MemoryRecord]:
+        """The namespace's rows, most recently updated first (then by key)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no memory")
+
+    async def memory_search_text(
+        self, namespace: str, words: Sequence[str], limit: int
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The namespace's rows whose text holds any of ``words`` (plain
+        lower-case words, :func:`~stalwart.core.memory.search_words`), best
+        first, each with the store's score (higher is better)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no memory")
+
+    async def memory_vectors(self, namespace: str) -> list[MemoryRecord]:
+        """The namespace's rows that have a vector, for the caller to score."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no memory")
+
+    async def memory_delete(self, namespace: str, key: str) -> bool:
+        """Delete one row; whether there was one."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no memory")
+
+    async def memory_drop(self, namespace: str) -> tuple[int, int]:
+        """Delete the namespace's rows and mask the ledger's copies of them
+        (:meth:`~stalwart.core.memory.Memory.drop`), in one transaction;
+        how many rows went and how many step records were masked."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no memory")
 
     # -- wake-ups from other processes (stalwart.runner.worker) -----------------
     async def watch(self, wake: Callable[[str, str | None], None]) -> None:

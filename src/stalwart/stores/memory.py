@@ -19,6 +19,7 @@ from typing import Any
 from ..core.errors import RunNotFound, StaleLeaseError, StoreError
 from ..core.ledger import TERMINAL, RunRecord, RunStatus, StoredStep
 from ..core.mail import MAIL, Delivery, mail_filter, mail_matches
+from ..core.memory import MemoryRecord
 from .base import (
     CANCELLED_ERROR,
     Beat,
@@ -30,13 +31,14 @@ from .base import (
     ends_cancelled,
     owner_is_dead,
 )
+from .memory_memories import MemoryMemories
 from .memory_reads import MemoryReads
 from .memory_schedules import MemorySchedules
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(MemoryReads, MemorySchedules, Store):
+class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, Store):
     """Runs, steps and signals in dicts, with the SQL stores' rules.
 
     Records are copied in and out, so a caller holding a ``RunRecord`` never
@@ -57,6 +59,8 @@ class MemoryStore(MemoryReads, MemorySchedules, Store):
         # queue name -> [concurrency, rate, tokens, updated_at]
         self._queues: dict[str, list[Any]] = {}
         self._schedules: dict[str, ScheduleRecord] = {}
+        # Long-term memory: namespace -> key -> row.
+        self._memory: dict[str, dict[str, MemoryRecord]] = {}
 
     # -- runs --------------------------------------------------------------
     async def create_run(self, run: RunRecord) -> tuple[RunRecord, bool]:

@@ -34,6 +34,7 @@ from ..context import Context
 from ..errors import CorruptedRecord, NonDeterminismError, StalwartError, StoreError, Veto
 from ..events import CallFailed, CallFinished, CallInfo, CallStarted, Emitted, Hook, TextDelta
 from ..ledger import Ledger, StoredStep
+from ..memory import MemoryLedger
 from ..policy import Policy, as_policy, current_step, on_detached_call
 from ..recorded import error_from_json, error_to_json, warn_rebuilt
 from ..stepargs import full_args, is_compact
@@ -142,6 +143,9 @@ class Engine:
         self.parent_id: str | None = None
         self.queue = "default"
         self.store = store
+        # Where ctx.memory keeps long-term memory: the runner's store, set by
+        # whoever executes the run (in memory too, where ``store`` is None).
+        self.memory_store: MemoryLedger | None = None
         self.fence = fence
         self.replay = replay or {}
         self.hooks = tuple(hooks)

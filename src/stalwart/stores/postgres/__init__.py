@@ -81,7 +81,8 @@ option             default     meaning
 
 The store is split by concern: :mod:`.schema` (tables, migrations, errors),
 :mod:`.statements` (its own SQL), :mod:`.connection` (pool, retries, fences),
-:mod:`.runs`, :mod:`.claims`, :mod:`.steps`, :mod:`.signals`, :mod:`.schedules`; the SQL and
+:mod:`.runs`, :mod:`.claims`, :mod:`.steps`, :mod:`.signals`, :mod:`.schedules`,
+:mod:`.memory`; the SQL and
 rules it shares with SQLite are in :mod:`stalwart.stores.sql`.
 """
 
@@ -90,6 +91,7 @@ from __future__ import annotations
 from .claims import PostgresClaims
 from .dump import PostgresDump
 from .listen import PostgresListen
+from .memory import PostgresMemory
 from .runs import PostgresRuns
 from .schedules import PostgresSchedules
 from .schema import SCHEMA_VERSION
@@ -106,6 +108,7 @@ class PostgresStore(
     PostgresSignals,
     PostgresDump,
     PostgresSchedules,
+    PostgresMemory,
     PostgresListen,
 ):
     """A Store in a PostgreSQL database. Build from a URL with :meth:`from_url`."""

@@ -35,7 +35,7 @@ __all__ = [
     "where_of",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -152,6 +152,23 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             updated_at DOUBLE PRECISION NOT NULL
         )""",
         "CREATE INDEX schedules_due ON {s}.schedules (next_at) WHERE NOT paused",
+    ),
+    # Long-term memory (stalwart.core.memory); SQLite's version 7 too. Its
+    # text is searched through a generated tsvector ('english': stemmed).
+    6: (
+        """CREATE TABLE {s}.memory (
+            id BIGSERIAL PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            text TEXT NOT NULL,
+            vector TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            search TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
+            UNIQUE (namespace, key)
+        )""",
+        "CREATE INDEX memory_search ON {s}.memory USING GIN (search)",
     ),
 }
 

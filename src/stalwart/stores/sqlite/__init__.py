@@ -28,14 +28,15 @@ usage error or a broken file raises a plain :class:`~stalwart.core.errors.StoreE
 
 The store is split by concern: :mod:`.schema` (tables, migrations, errors),
 :mod:`.writer` (the connection, transactions, group commit), :mod:`.runs`,
-:mod:`.claims`, :mod:`.steps`, :mod:`.signals`, :mod:`.schedules`; the SQL and rules it shares
-with PostgreSQL are in :mod:`stalwart.stores.sql`.
+:mod:`.claims`, :mod:`.steps`, :mod:`.signals`, :mod:`.schedules`, :mod:`.memory`;
+the SQL and rules it shares with PostgreSQL are in :mod:`stalwart.stores.sql`.
 """
 
 from __future__ import annotations
 
 from .claims import SQLiteClaims
 from .dump import SQLiteDump
+from .memory import SQLiteMemory
 from .runs import SQLiteRuns
 from .schedules import SQLiteSchedules
 from .schema import SCHEMA_VERSION
@@ -47,6 +48,13 @@ __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 
 class SQLiteStore(
-    SQLiteRuns, SQLiteClaims, SQLiteSteps, SQLiteSignals, SQLiteDump, SQLiteSchedules, SQLiteWake
+    SQLiteRuns,
+    SQLiteClaims,
+    SQLiteSteps,
+    SQLiteSignals,
+    SQLiteDump,
+    SQLiteSchedules,
+    SQLiteMemory,
+    SQLiteWake,
 ):
     """A Store in one SQLite file. Build from a URL with :meth:`from_url`."""

@@ -16,7 +16,7 @@ from ...core.errors import StoreError
 
 __all__ = ["SCHEMA_VERSION", "is_busy", "is_transient", "migrate", "prepare"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -130,6 +130,23 @@ MIGRATIONS: dict[int, str] = {
     6: """
     DROP INDEX runs_wake;
     CREATE INDEX runs_wake ON runs (status, wake_at) WHERE wake_at IS NOT NULL;
+    """,
+    # Long-term memory (stalwart.core.memory): one value per namespace and
+    # key; its text in an FTS5 index keyed by the row's id (porter stemming,
+    # as PostgreSQL's 'english' configuration stems), kept by the store.
+    7: """
+    CREATE TABLE memory (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        text TEXT NOT NULL,
+        vector TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        UNIQUE (namespace, key)
+    );
+    CREATE VIRTUAL TABLE memory_text USING fts5 (text, tokenize = 'porter unicode61');
     """,
 }
 
