@@ -77,5 +77,8 @@ def test_every_command_in_the_cli_docs_runs(tmp_path: Path, sqlite_url: str) -> 
     assert json.loads(outputs["stalwart runs count --json"])["by_status"]["suspended"] == 3
     assert "succeeded: refunded" in outputs["stalwart runs resume refund-42 --app shop.py"]
     assert "cancelled run refund-43" in outputs["stalwart runs cancel refund-43"]
+    assert "nothing blocks the deploy" in outputs["stalwart deploy check --app shop.py"]
+    checked = json.loads(outputs["stalwart deploy check --app shop.py --json"])
+    assert checked["ok"] is True and checked["counts"]["compatible"] == len(checked["runs"]) >= 2
     essay = outputs['stalwart run examples/pocketflow_program/essay.py "durable agents"']
     assert essay.startswith("# Durable agents\n")
