@@ -7,9 +7,10 @@ import importlib
 import re
 from pathlib import Path
 
+from tools.public_api import PUBLIC
+
 import stalwart as sw
 from stalwart.core import errors
-from tools.public_api import PUBLIC
 
 
 def _public_errors() -> dict[str, type[sw.StalwartError]]:
@@ -24,9 +25,7 @@ def _public_errors() -> dict[str, type[sw.StalwartError]]:
 
 
 def test_every_public_error_class_defines_its_own_code() -> None:
-    missing = [
-        where for where, cls in _public_errors().items() if "error_code" not in vars(cls)
-    ]
+    missing = [where for where, cls in _public_errors().items() if "error_code" not in vars(cls)]
     assert missing == [], (
         f"these error classes have no error_code of their own: {missing}; "
         "give each one (the class name in snake case) and list it in docs/reference.md"
