@@ -63,6 +63,6 @@ def test_every_code_is_listed_in_the_reference() -> None:
     unlisted = [
         cls.error_code
         for cls in _public_errors().values()
-        if f"{cls.__name__} " not in reference or f" {cls.error_code}\n" not in reference
+        if f"| `{cls.__name__}` | `{cls.error_code}` |" not in reference
     ]
     assert unlisted == [], f"docs/reference.md does not list {unlisted}"
