@@ -5,6 +5,7 @@ the code must match it. `python tools/public_api.py` rewrites it."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 from tools.public_api import PUBLIC, UPDATE, difference, read_baseline, surface
@@ -52,3 +53,10 @@ def test_every_exported_name_exists(module_name: str) -> None:
     module = importlib.import_module(module_name)
     missing = [name for name in module.__all__ if not hasattr(module, name)]
     assert missing == [], f"{module_name}.__all__ names what it lacks: {missing}"
+
+
+def test_the_reference_names_every_public_module() -> None:
+    reference = (Path(__file__).parents[1] / "docs" / "reference.md").read_text()
+    section = reference.split("## Stability and deprecation", 1)[1].split("\n## ", 1)[0]
+    unnamed = [name for name in PUBLIC if f"`{name}`" not in section]
+    assert unnamed == [], f"docs/reference.md does not say these modules are public: {unnamed}"
