@@ -74,7 +74,10 @@ def test_bad_inputs_are_a_422_naming_the_field_and_record_nothing(c: httpx.Clien
     assert r.status_code == 422
     fields = {f["field"] for f in r.json()["fields"]}
     assert fields == {"inputs.name", "inputs.times", "inputs.colour"}
-    assert c.get("/runs/bad-1").status_code == 404  # nothing was recorded
+    assert r.json()["code"] is None  # no Stalwart error behind a field at fault
+    missing = c.get("/runs/bad-1")
+    assert missing.status_code == 404  # nothing was recorded
+    assert missing.json()["code"] == "run_not_found"
     r = c.post("/policies/greet/runs", json={"inputs": {"name": "x"}, "run_id": "a~b"})
     assert r.status_code == 422 and r.json()["fields"][0]["field"] == "run_id"
     r = c.post("/policies/greet/runs", json={"inputs": {"name": "x"}, "priority": "high"})
@@ -94,6 +97,7 @@ def test_start_is_idempotent_by_run_id(c: httpx.Client) -> None:
     assert again.json()["id"] == "same-1"
     other = c.post("/policies/greet/runs", json={**body, "inputs": {"name": "Cy"}})
     assert other.status_code == 409 and "same-1" in other.json()["error"]
+    assert other.json()["code"] == "input_mismatch_error"
     assert wait_status(c, "same-1", "succeeded")["result"] == "hello Bo"
     listed = c.get("/runs", params={"id_contains": "same-1"}).json()["runs"]
     assert [r["id"] for r in listed] == ["same-1"]  # one run

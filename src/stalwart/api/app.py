@@ -72,7 +72,7 @@ def create_app(
     policies: Sequence[Any],
     *,
     tokens: Sequence[str] = (),
-    hosts: Collection[str] | None = tuple(LOOPBACK_NAMES),
+    hosts: Collection[str] | None = tuple(sorted(LOOPBACK_NAMES)),
     execute: bool = False,
     static: str | Path | None = None,
     poll: float = 0.5,

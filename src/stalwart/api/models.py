@@ -268,6 +268,11 @@ class Problem(BaseModel):
 
     error: str
     fields: list[FieldProblem] = Field(default_factory=list)
+    code: str | None = Field(
+        default=None,
+        description="the stable error_code of the Stalwart error behind the response "
+        "(run_not_found, input_mismatch_error, ...: docs/reference.md), when one is",
+    )
 
 
 class PolicyInfo(BaseModel):

@@ -133,9 +133,16 @@ def _api(request: Request) -> Api:
     return api
 
 
-def problem(status: int, error: str, fields: list[FieldProblem] | None = None) -> JSONResponse:
-    """An error response: ``{"error": ..., "fields": [...]}``."""
-    body = Problem(error=error, fields=fields or []).model_dump(mode="json")
+def problem(
+    status: int,
+    error: str,
+    fields: list[FieldProblem] | None = None,
+    *,
+    code: str | None = None,
+) -> JSONResponse:
+    """An error response: ``{"error": ..., "fields": [...], "code": ...}``,
+    ``code`` the ``error_code`` of the Stalwart error behind it, if any."""
+    body = Problem(error=error, fields=fields or [], code=code).model_dump(mode="json")
     return JSONResponse(body, status)
 
 
@@ -245,10 +252,12 @@ async def start_run(request: Request) -> Response:
             **kwargs,
         )
     except InputMismatchError as exc:
-        return problem(409, str(exc), [FieldProblem(field="run_id", message=str(exc))])
+        fields = [FieldProblem(field="run_id", message=str(exc))]
+        return problem(409, str(exc), fields, code=exc.error_code)
     except SerializationError as exc:
         fields = _unrecordable(pol, checked, exc)
-        return problem(422, f"invalid inputs for {pol.name!r}: {_summary(fields)}", fields)
+        message = f"invalid inputs for {pol.name!r}: {_summary(fields)}"
+        return problem(422, message, fields, code=exc.error_code)
     rec = await runner.get_run(handle.run_id)
     location = f"/runs/{quote(rec.id, safe='')}"
     return JSONResponse(
@@ -524,9 +533,11 @@ async def send_signal(request: Request) -> Response:
         codec.dumps(payload, f"signal {name!r}")
         await api.runner.signal(run_id, name, payload)
     except SerializationError as exc:
-        return problem(422, str(exc), [FieldProblem(field="(body)", message=str(exc))])
+        fields = [FieldProblem(field="(body)", message=str(exc))]
+        return problem(422, str(exc), fields, code=exc.error_code)
     except ApprovalError as exc:  # a tool approval's decision that does not fit: not queued
-        return problem(422, str(exc), [FieldProblem(field=f"(body){exc.field}", message=str(exc))])
+        fields = [FieldProblem(field=f"(body){exc.field}", message=str(exc))]
+        return problem(422, str(exc), fields, code=exc.error_code)
     except StoreError:
         rec = await api.runner.get_run(run_id)
         if rec.status in TERMINAL:
@@ -591,9 +602,11 @@ async def send_message(request: Request) -> Response:
         conversation = Conversation(api.runner, agent, conversation_id, queue=queue)
         handle = await conversation.put(body["message"], message_id=message_id)
     except InputMismatchError as exc:
-        return problem(409, str(exc), [FieldProblem(field="conversation_id", message=str(exc))])
+        fields = [FieldProblem(field="conversation_id", message=str(exc))]
+        return problem(409, str(exc), fields, code=exc.error_code)
     except SerializationError as exc:
-        return problem(422, str(exc), [FieldProblem(field="message", message=str(exc))])
+        fields = [FieldProblem(field="message", message=str(exc))]
+        return problem(422, str(exc), fields, code=exc.error_code)
     turn = handle.run_id
     return JSONResponse(
         {"conversation_id": conversation_id, "turn_id": turn},
@@ -608,7 +621,7 @@ async def openapi(request: Request) -> Response:
 
 # -- errors ---------------------------------------------------------------
 async def not_found(request: Request, exc: Exception) -> Response:
-    return problem(404, str(exc))
+    return problem(404, str(exc), code=RunNotFound.error_code)
 
 
 async def store_error(request: Request, exc: Exception) -> Response:
@@ -616,7 +629,8 @@ async def store_error(request: Request, exc: Exception) -> Response:
     from ..core.redact import redact
 
     status = 500 if isinstance(exc, CorruptedRecord) else 503
-    return problem(status, redact(f"{type(exc).__name__}: {exc}"))
+    code = exc.error_code if isinstance(exc, StoreError) else None
+    return problem(status, redact(f"{type(exc).__name__}: {exc}"), code=code)
 
 
 ERROR_HANDLERS: dict[Any, Any] = {RunNotFound: not_found, StoreError: store_error}

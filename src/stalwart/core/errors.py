@@ -49,6 +49,15 @@ defined here, once, and exported from one public place (shown on the right)::
     │   └── ToolChanged                        stalwart.mcp
     └── CLIError                               (the command line's own exit)
 
+Each class has a stable ``error_code`` (``RunNotFound.error_code ==
+"run_not_found"``): the class name in snake case when it was introduced,
+never changed afterwards, even if the class is renamed, so a client matches
+on it rather than on a message or a class name. Every code is its class's
+own (a subclass does not inherit its base's) and no two are alike
+(tests/core/test_error_codes.py); the HTTP API puts it in the ``code`` of
+its error bodies. ``code`` itself is taken: a provider's own error code on
+:class:`ProviderError`, the exit status on :class:`CLIError`.
+
 Defining the provider and MCP errors here imports nothing from those layers:
 a class is only a name and a message. It keeps the tree in one place and
 gives a recorded error a stable name (``stalwart.errors.<Class>``), which a
@@ -114,6 +123,8 @@ __all__ = [
 class StalwartError(Exception):
     """Base class of every error Stalwart raises itself."""
 
+    error_code = "stalwart_error"
+
 
 # -- a run's values and calls ---------------------------------------------------------
 
@@ -125,14 +136,20 @@ class SerializationError(StalwartError, TypeError):
     could not read back after a crash.
     """
 
+    error_code = "serialization_error"
+
 
 class NonDeterminismError(StalwartError):
     """On replay, the call made at a step differs from the one recorded (S5)."""
+
+    error_code = "non_determinism_error"
 
 
 class InputMismatchError(StalwartError):
     """A run id was started again with other inputs, or another policy, than
     the first time: one run id is one run."""
+
+    error_code = "input_mismatch_error"
 
 
 class DuplicatePolicy(StalwartError, ValueError):
@@ -142,6 +159,8 @@ class DuplicatePolicy(StalwartError, ValueError):
     the policy it started with, never a namesake (S13).
     """
 
+    error_code = "duplicate_policy"
+
 
 class ArgumentError(StalwartError, ValueError):
     """Arguments from a model do not fit the option's schema.
@@ -149,6 +168,8 @@ class ArgumentError(StalwartError, ValueError):
     The message lists every field at fault, so that the model can correct
     itself in its next round.
     """
+
+    error_code = "argument_error"
 
 
 class UnknownOption(StalwartError, LookupError):
@@ -160,12 +181,16 @@ class UnknownOption(StalwartError, LookupError):
     an error result the model reads.
     """
 
+    error_code = "unknown_option"
+
 
 class Veto(StalwartError):
     """Raised by a hook's ``before_call`` to refuse a call.
 
     Inside options dispatch the veto becomes an error result the model reads.
     """
+
+    error_code = "veto"
 
 
 class ApprovalError(StalwartError, ValueError):
@@ -174,6 +199,7 @@ class ApprovalError(StalwartError, ValueError):
     ``""`` for the whole payload), and the message names it, the run and the
     signal. Refused when sent, nothing queued: the run keeps waiting."""
 
+    error_code = "approval_error"
     field: str = ""
 
     def __init__(self, message: str, field: str = "") -> None:
@@ -188,6 +214,8 @@ class StepError(StalwartError):
     stands in for it otherwise, keeping the type name and the message.
     """
 
+    error_code = "step_error"
+
     def __init__(self, error_type: str, message: str) -> None:
         super().__init__(f"{error_type}: {message}")
         self.error_type = error_type
@@ -200,27 +228,39 @@ class StepError(StalwartError):
 class RunNotFound(StalwartError, LookupError):
     """No run has this id in the store."""
 
+    error_code = "run_not_found"
+
 
 class CancelledRun(StalwartError):
     """The run was cancelled before it finished."""
 
+    error_code = "cancelled_run"
+
 
 class MailboxClosed(StalwartError):
     """The recipient run has finished: it reads no more messages."""
+
+    error_code = "mailbox_closed"
 
 
 class TurnFailed(StalwartError):
     """The agent failed on this turn of a conversation (its error, as text);
     the conversation goes on."""
 
+    error_code = "turn_failed"
+
 
 class ScheduleError(StalwartError, ValueError):
     """A schedule's definition is wrong (the message names the schedule and
     the field), or it can no longer tick."""
 
+    error_code = "schedule_error"
+
 
 class ScheduleNotFound(StalwartError, LookupError):
     """No schedule has this name in the store."""
+
+    error_code = "schedule_not_found"
 
 
 # -- stores ---------------------------------------------------------------------------
@@ -234,6 +274,8 @@ class StoreError(StalwartError):
     unreachable raises :class:`StoreUnavailable` instead.
     """
 
+    error_code = "store_error"
+
 
 class StoreUnavailable(StoreError):
     """The store cannot be reached or is busy right now; the same call may
@@ -243,13 +285,19 @@ class StoreUnavailable(StoreError):
     resumed by replay once the store answers again.
     """
 
+    error_code = "store_unavailable"
+
 
 class CorruptedRecord(StoreError):
     """A recorded value cannot be read back; the run fails, its steps stay."""
 
+    error_code = "corrupted_record"
+
 
 class StaleLeaseError(StoreError):
     """A write carried a fencing token that another worker has superseded (S8)."""
+
+    error_code = "stale_lease_error"
 
 
 # -- time travel ----------------------------------------------------------------------
@@ -259,6 +307,8 @@ class ForkError(StalwartError, ValueError):
     """A fork that cannot be made as asked: a step the run does not have, a
     replacement of another shape than the step recorded, an id taken. It
     names the run and the step; nothing has been written."""
+
+    error_code = "fork_error"
 
 
 # -- model providers and agents (stalwart.llm) ----------------------------------------
@@ -276,6 +326,8 @@ class ForkError(StalwartError, ValueError):
 
 class ProviderError(StalwartError):
     """A model provider answered with an error, after any retries."""
+
+    error_code = "provider_error"
 
     provider: str | None = None
     status: int | None = None
@@ -301,17 +353,25 @@ class ProviderError(StalwartError):
 class InvalidRequest(ProviderError):
     """The provider refused the request itself (400, 404, 413, 422): retrying cannot help."""
 
+    error_code = "invalid_request"
+
 
 class AuthenticationFailed(ProviderError):
     """The API key was refused (401) or lacks the permission (403)."""
+
+    error_code = "authentication_failed"
 
 
 class RateLimited(ProviderError):
     """Still rate limited (429) after the retries."""
 
+    error_code = "rate_limited"
+
 
 class ProviderUnavailable(ProviderError):
     """The provider failed (5xx), timed out or was unreachable, after the retries."""
+
+    error_code = "provider_unavailable"
 
 
 class FallbackExhausted(ProviderError):
@@ -322,6 +382,7 @@ class FallbackExhausted(ProviderError):
     status and code are the last model's.
     """
 
+    error_code = "fallback_exhausted"
     failures: list[dict[str, str]] = []
 
     def __init__(
@@ -344,6 +405,8 @@ class ProviderStreamError(StalwartError, RuntimeError):
     as an event inside the stream. A model turns it into a :class:`ProviderError`.
     """
 
+    error_code = "provider_stream_error"
+
     def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(f"{code}: {message}" if code else message)
         self.code = code
@@ -353,22 +416,32 @@ class ProviderStreamError(StalwartError, RuntimeError):
 class MissingAPIKey(StalwartError):
     """No API key was given and its environment variable is not set."""
 
+    error_code = "missing_api_key"
+
 
 class MissingDependency(StalwartError, ImportError):
     """A provider's SDK is not installed; the message names the extra to install."""
+
+    error_code = "missing_dependency"
 
 
 class MaxRoundsExceeded(StalwartError):
     """An agent used all its rounds (``max_rounds`` model calls) without giving
     a final answer."""
 
+    error_code = "max_rounds_exceeded"
+
 
 class BudgetExceeded(StalwartError):
     """An agent's model calls used more tokens than its budget allows."""
 
+    error_code = "budget_exceeded"
+
 
 class OutputValidationError(StalwartError):
     """An agent's final answer did not validate against its output type, repairs included."""
+
+    error_code = "output_validation_error"
 
 
 class GuardrailTripped(StalwartError):
@@ -379,6 +452,8 @@ class GuardrailTripped(StalwartError):
     guardrail's own. Recorded as the error of the agent's step (S4), so a
     replay raises it again with these fields.
     """
+
+    error_code = "guardrail_tripped"
 
     def __init__(self, agent: str, guardrail: str, stage: str, reason: str) -> None:
         kind = stage.replace("_", " ")
@@ -393,10 +468,14 @@ class ScriptExhausted(StalwartError, RuntimeError):
     """A scripted model (:mod:`stalwart.testing`) was asked for more replies
     than its script holds."""
 
+    error_code = "script_exhausted"
+
 
 class NoRoute(StalwartError):
     """A journey router's model did not choose a route within ``max_rounds``
     model calls for one message, and the router has no ``fallback``."""
+
+    error_code = "no_route"
 
 
 # -- MCP (stalwart.mcp) ---------------------------------------------------------------
@@ -408,9 +487,13 @@ class NoRoute(StalwartError):
 class McpError(StalwartError):
     """Base of the errors of :mod:`stalwart.mcp`."""
 
+    error_code = "mcp_error"
+
 
 class ToolError(McpError):
     """The server ran the tool and reported a failure (``isError``)."""
+
+    error_code = "tool_error"
 
 
 class ServerUnavailable(McpError):
@@ -418,6 +501,8 @@ class ServerUnavailable(McpError):
 
     The next call connects again: a server that restarted is used again.
     """
+
+    error_code = "server_unavailable"
 
 
 class ToolChanged(McpError):
@@ -429,6 +514,8 @@ class ToolChanged(McpError):
     this error instead of sending arguments shaped for the old schema.
     """
 
+    error_code = "tool_changed"
+
 
 # -- the command line -----------------------------------------------------------------
 
@@ -436,6 +523,8 @@ class ToolChanged(McpError):
 class CLIError(StalwartError):
     """An expected failure of a ``stalwart`` command: reported in one line,
     with an exit code, no traceback."""
+
+    error_code = "cli_error"
 
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)

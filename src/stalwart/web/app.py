@@ -46,7 +46,7 @@ def create_app(
     store: str | Store,
     *,
     token: str | None = None,
-    hosts: Collection[str] | None = tuple(LOOPBACK_NAMES),
+    hosts: Collection[str] | None = tuple(sorted(LOOPBACK_NAMES)),
     refresh: float = 2.0,
     policies: Iterable[Any] = (),
 ) -> Starlette:
