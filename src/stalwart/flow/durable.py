@@ -106,6 +106,9 @@ class FlowPolicy:
         await run_flow(ctx, self.flow, shared)
         return shared
 
+    def __stalwart_version__(self) -> list[Any]:
+        return [self.flow]
+
 
 def flow_policy(flow: BaseNode) -> Policy[..., Any]:
     """The policy of ``flow``, built once and kept on the flow."""

@@ -83,6 +83,10 @@ class Flow(BaseNode):
         self.start_node = start
         return start
 
+    def __stalwart_version__(self) -> list[Any]:
+        """Its own class and actions, and the graph from its start node."""
+        return [*super().__stalwart_version__(), "start", self.start_node]
+
     @property
     def __stalwart_policy__(self) -> Policy[..., Any]:
         """The flow as a policy: ``await runner.run(flow, shared={...})`` returns the store.

@@ -56,6 +56,15 @@ class BaseNode:
         self.params = {}
         self.successors = {}
 
+    def __stalwart_version__(self) -> list[Any]:
+        """What decides a durable run of this node's graph, for a policy's code
+        version (stalwart.runner.versions): its class's code and where each
+        action leads."""
+        parts: list[Any] = [type(self)]
+        for action in sorted(self.successors):
+            parts += [action, self.successors[action]]
+        return parts
+
     def set_params(self, params: dict[str, Any]) -> None:
         # A method, not just the attribute, because flows call it and
         # programs may override it to react to their parameters.

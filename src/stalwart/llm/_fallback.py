@@ -134,6 +134,10 @@ class Fallback:
         def __get__(self, obj: object, owner: type | None = None) -> Self: ...
         def __get__(self, obj: object, owner: type | None = None) -> Any: ...
 
+    def __stalwart_version__(self) -> list[Any]:
+        """Its models in order and the failures it moves on for (a policy's code version)."""
+        return [self.name, list(self.models), sorted(self.on)]
+
     def __repr__(self) -> str:
         return f"<Fallback {' -> '.join(self.names)}>"
 

@@ -183,6 +183,15 @@ class Guardrails:
         # Gates answer tool calls when they need checking, or must wait for the input verdict.
         self.gates_tools = bool(self.tools) or self.concurrent
 
+    def __stalwart_version__(self) -> list[Any]:
+        """Each stage's guardrails, in order (a policy's code version)."""
+        return [
+            "input", [c.target for c in self.inputs],
+            "output", [c.target for c in self.outputs],
+            "tool_call", [c.target for c in self.tools],
+            "concurrent", self.concurrent,
+        ]  # fmt: skip
+
     @classmethod
     def of(
         cls,

@@ -167,6 +167,17 @@ class Handoffs:
             for h in self.targets.values()
         }
 
+    def __stalwart_version__(self) -> list[Any]:
+        """Where it may hand the conversation, and how (a policy's code version):
+        an agent named by a string counts by its name only."""
+        parts: list[Any] = []
+        for tool in sorted(self.targets):
+            handoff = self.targets[tool]
+            how = handoff.history
+            history = [how] if isinstance(how, str) else ["summary", how.model, how.prompt]
+            parts += [tool, handoff.agent, *history]
+        return parts
+
     def requested(self, out: Sequence[Message]) -> Handoff | None:
         """The handoff a model's reply asked for: its first transfer call that
         ran (a call refused with an error result hands nothing over)."""

@@ -166,6 +166,11 @@ class Provider:
         def __get__(self, obj: object, owner: type | None = None) -> Self: ...
         def __get__(self, obj: object, owner: type | None = None) -> Any: ...
 
+    def __stalwart_version__(self) -> list[Any]:
+        """What decides its replies, for a policy's code version: the provider,
+        the model and the request parameters (never the client or its key)."""
+        return [self.name, self.provider, self.model, sorted(map(repr, self.params.items()))]
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}{' stream' if self.stream else ''}>"
 

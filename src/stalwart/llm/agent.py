@@ -251,6 +251,21 @@ class Agent(Generic[OutputT]):
         runner = runner if runner is not None else Runner()
         return await runner.run(self, question=question, history=history, run_id=run_id)
 
+    def __stalwart_version__(self) -> list[Any]:
+        """What decides the steps of this agent's runs, for its code version
+        (:mod:`stalwart.runner.versions`): its model, instructions, output
+        type, limits, tools, guardrails and handoffs."""
+        return [
+            "model", self.model,
+            "instructions", self.instructions,
+            "output", self.output_type,
+            "limits", self.max_rounds, self.max_repairs, self.budget,
+            "context", self.context,
+            "tools", list(self.tools),
+            "guardrails", self.guardrails,
+            "handoffs", self.handoffs,
+        ]  # fmt: skip
+
     def __repr__(self) -> str:
         tools = ", ".join(p.name for p in self.options)
         model = getattr(self.model, "name", self.model)
@@ -296,6 +311,9 @@ class _Answer:
 
     def __repr__(self) -> str:
         return repr(self.agent)
+
+    def __stalwart_version__(self) -> list[Any]:
+        return [self.agent]
 
 
 class _AgentTool:

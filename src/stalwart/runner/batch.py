@@ -28,10 +28,11 @@ from typing import Any
 from ..core.ledger import RunRecord, check_run_id
 from ..core.policy import Policy
 from ..stores.base import Store
-from .inputs import check_same_run, code_version, run_inputs
+from .inputs import check_same_run, run_inputs
 from .observe import started, trace_for
 from .registry import Registry
 from .table import RunTable, Settings
+from .versions import code_version
 
 __all__ = ["Enqueuer", "RunCall"]
 

@@ -7,7 +7,6 @@ message ids aside), under the same policy.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 from json.encoder import encode_basestring_ascii as _json_string
@@ -21,7 +20,6 @@ from ..core.policy import Policy, ToolSpec
 
 __all__ = [
     "check_same_run",
-    "code_version",
     "read_inputs",
     "run_inputs",
     "same_inputs",
@@ -274,15 +272,3 @@ def check_same_run(
             f"run {given.id!r} exists with other inputs:\n  stored: {stored.inputs}\n"
             f"  given:  {given.inputs}"
         )
-
-
-def code_version(pol: Policy[Any, Any]) -> str:
-    cached = pol.__dict__.get("_code_version")
-    if cached is None:
-        try:
-            src = inspect.getsource(pol.fn if inspect.isroutine(pol.fn) else type(pol.fn))
-        except (OSError, TypeError):
-            src = pol.name
-        cached = hashlib.blake2b(src.encode(), digest_size=6).hexdigest()
-        pol.__dict__["_code_version"] = cached
-    return str(cached)

@@ -21,7 +21,7 @@ from ..core.events import Hook, RunFinished
 from ..core.ledger import TERMINAL
 from ..core.policy import Policy
 from .handle import Live
-from .inputs import code_version
+from .versions import code_version
 
 __all__ = ["RunTable", "Settings"]
 
