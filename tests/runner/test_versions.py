@@ -91,9 +91,7 @@ def test_the_same_agent_has_the_same_version(agents: Any) -> None:
         ('name="desk")', 'name="desk", max_rounds=3)'),
     ],
 )
-def test_what_decides_an_agents_steps_changes_its_version(
-    agents: Any, old: str, new: str
-) -> None:
+def test_what_decides_an_agents_steps_changes_its_version(agents: Any, old: str, new: str) -> None:
     assert version(agents(**{old: new})) != version(agents())
 
 
