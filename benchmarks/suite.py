@@ -352,6 +352,24 @@ SPECS: dict[str, Spec] = {
             ),
             floor="floor: sqlite3 executemany, one COMMIT a batch",
         ),
+        Spec(
+            "B12",
+            "the deploy gate: 1,000 waiting runs (2 steps each) replayed against new code",
+            RUNS,
+            True,
+            20,
+            "≥ 100 runs/s replayed on SQLite",
+            (
+                _s("floor: replay_async of one run, in a loop", "workloads:b12_floor_sqlite"),
+                _s(
+                    "stalwart sqlite deploy check",
+                    "workloads:b12_stalwart_sqlite",
+                    floor="floor: replay_async of one run, in a loop",
+                ),
+                _s("stalwart postgres deploy check", "workloads:b12_stalwart_postgres"),
+            ),
+            floor="floor: replay_async of one run, in a loop",
+        ),
     )
 }
 
@@ -398,6 +416,13 @@ def aims(rows: Rows) -> list[tuple[str, str, str, bool | None]]:
                 f"{a:,.0f} steps/s = {a / b:.0%} of {b:,.0f}",
                 a >= share * b,
             )
+    m = _median(rows, "B12", "stalwart sqlite deploy check", "runs_per_s")
+    add(
+        "B12",
+        "deploy check ≥ 100 runs/s on SQLite",
+        None if m is None else f"{m:,.0f} runs/s",
+        m is not None and m >= 100,
+    )
     gather = _median(rows, "B4", "floor: asyncio.gather", "seconds")
     for sub in ("stalwart sqlite", "stalwart postgres"):
         a = _median(rows, "B4", sub, "seconds")

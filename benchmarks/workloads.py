@@ -737,3 +737,65 @@ def import_b8(module: str, n: int) -> Result:
 
 def b8_stalwart(n: int = 5) -> Result:
     return import_b8("stalwart", n)
+
+
+# -- B12: the deploy gate ------------------------------------------------------------
+@sw.policy(name="b12_lookup")
+async def b12_lookup(ctx: sw.Context, order: str) -> dict[str, object]:
+    return {"order": order, "amount": 120}
+
+
+@sw.policy(name="b12_refund")
+async def b12_refund(ctx: sw.Context, order: str) -> str:
+    """Two recorded calls, then a wait for a person: a run a deploy finds waiting."""
+    await b12_lookup(order=order)
+    await b12_lookup(order=order + "/2")
+    approved = await ctx.wait_for("approve")
+    return "refunded" if approved else "kept"
+
+
+async def _b12_waiting(url: str, n: int) -> None:
+    """``n`` refunds, each suspended at its approval (set-up: not timed)."""
+    async with sw.Runner(url, policies=[b12_refund, b12_lookup]) as runner:
+        for i in range(n):
+            await runner.start(b12_refund, order=f"A-{i}", run_id=f"refund-{i}")
+        counts: dict[str, dict[str, int]] = {}
+        while sum(counts.get("suspended", {}).values()) != n:
+            await asyncio.sleep(0.05)
+            counts = await runner.store.count_runs()
+
+
+def _b12(url: str, n: int, one_by_one: bool) -> Result:
+    from stalwart.deploy import check_deploy
+    from stalwart.testing import replay_async
+
+    async def main() -> float:
+        await _b12_waiting(url, n)
+        start = time.perf_counter()
+        if one_by_one:  # what a script without the gate does: one replay test a run
+            for i in range(n):
+                report = await replay_async((url, f"refund-{i}"), b12_refund)
+                assert report.ok, report
+        else:
+            report = await check_deploy(url, [b12_refund, b12_lookup], finished=0)
+            assert report.ok and len(report.runs) == n, report
+        return time.perf_counter() - start
+
+    seconds = asyncio.run(main())
+    return {"seconds": seconds, "runs_per_s": n / seconds}
+
+
+def b12_stalwart_sqlite(n: int = 1_000) -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        return _b12(_sqlite_url(tmp, "b12.db"), n, one_by_one=False)
+
+
+def b12_floor_sqlite(n: int = 1_000) -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        return _b12(_sqlite_url(tmp, "b12.db"), n, one_by_one=True)
+
+
+def b12_stalwart_postgres(n: int = 1_000) -> Result:
+    require_postgres()
+    with pg_schema("sw") as schema:
+        return _b12(pg_url_with(schema=schema), n, one_by_one=False)
