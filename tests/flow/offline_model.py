@@ -9,7 +9,9 @@ request's text alone, so two runs of one program (under PocketFlow and under
 - a prompt that shows a fenced ```yaml (or ```json) block, the format it
   wants its answer in, gets that block back, the last one shown: a program
   parsing its reply finds the fields it asked for;
-- any other prompt gets one line naming a digest of the prompt.
+- any other prompt gets one line naming a digest of the prompt;
+- an Anthropic request asking for extended thinking gets a thinking block
+  before the text, as the API sends.
 
 The server counts the requests it answers, which is how a test counts the
 model calls of a program it cannot change, and it can hold the n-th request
@@ -78,12 +80,17 @@ def _openai_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
 
 
 def _anthropic_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
+    content: list[dict[str, str]] = [{"type": "text", "text": text}]
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        # Extended thinking: the API puts a thinking block before the text.
+        content.insert(0, {"type": "thinking", "thinking": "Offline.", "signature": "offline"})
     return {
         "id": "msg_offline",
         "type": "message",
         "role": "assistant",
         "model": body.get("model", "offline"),
-        "content": [{"type": "text", "text": text}],
+        "content": content,
         "stop_reason": "end_turn",
         "stop_sequence": None,
         "usage": {"input_tokens": 1, "output_tokens": 1},

@@ -15,7 +15,7 @@ once more than in an uninterrupted run, the call that was in flight.
 
 Only programs that need neither a service nor a package this project does
 not install are run, and only those whose output does not depend on chance
-(two print the clock, which is left out of the comparison).
+(three print the time, which is left out of the comparison).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ PROGRAMS = {
     #
     "pocketflow-agent-skills": "",
     "pocketflow-agentic-rag": "",
+    "pocketflow-batch": "",
     "pocketflow-chat": "hello\nwhat about paris\nexit\n",
     "pocketflow-chat-guardrail": "hello\nwhat about paris\nexit\n",
     "pocketflow-code-generator": "",
@@ -77,6 +78,7 @@ CODECS = {
 
 # Programs that print the clock: what is compared without it.
 CLOCK = {
+    "pocketflow-batch": re.compile(r"\d+\.\d+ seconds"),
     "pocketflow-parallel-batch-flow": re.compile(r"\d+\.\d+"),  # seconds taken, speedup
     "pocketflow-tool-database": re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"),  # now
 }
@@ -84,6 +86,9 @@ CLOCK = {
 # Program folder -> the model call (1 = the first) it is killed during.
 KILLED_AT = {
     "pocketflow-agentic-rag": 2,
+    "pocketflow-batch": 4,  # its fourth item of eight
+    "pocketflow-chat": 2,  # its answer to the second message
+    "pocketflow-chat-guardrail": 3,
     "pocketflow-code-generator": 4,
     "pocketflow-debate": 2,
     "pocketflow-judge": 2,
@@ -92,6 +97,10 @@ KILLED_AT = {
     "pocketflow-map-reduce": 3,
     "pocketflow-workflow": 3,
 }
+
+# What the user of a killed interactive program types when it runs again:
+# only what it had not asked before it was killed.
+TYPED_AFTER_KILL = {"pocketflow-chat": "exit\n", "pocketflow-chat-guardrail": "exit\n"}
 
 
 @pytest.fixture(scope="session")
@@ -128,11 +137,15 @@ def env(model: OfflineModel) -> dict[str, str]:
 
 def fresh_copy(name: str, tmp_path: Path) -> Path:
     """The program's folder, copied anew to the same place each time (so
-    paths it prints are the same in every run)."""
+    paths it prints are the same in every run), as ``cookbook/<name>`` beside
+    the repository's README, which one program reads."""
     source = Path(COOKBOOK) / name
     if not (source / "main.py").is_file():
         pytest.fail(f"{source} has no main.py: is {COOKBOOK} a PocketFlow cookbook folder?")
-    folder = tmp_path / name
+    readme = Path(COOKBOOK).parent / "README.md"
+    if readme.is_file() and not (tmp_path / readme.name).exists():
+        shutil.copy(readme, tmp_path / readme.name)
+    folder = tmp_path / "cookbook" / name
     shutil.rmtree(folder, ignore_errors=True)
     return Path(shutil.copytree(source, folder))
 
@@ -201,7 +214,7 @@ def test_a_cookbook_program_killed_during_a_model_call_asks_only_that_call_again
     env: dict[str, str],
 ) -> None:
     folder = fresh_copy(name, tmp_path)
-    uninterrupted = run(pocketflow_python, folder, ["main.py"], "", env)
+    uninterrupted = run(pocketflow_python, folder, ["main.py"], PROGRAMS[name], env)
     asked = model.requests
 
     model.reset()
@@ -212,20 +225,24 @@ def test_a_cookbook_program_killed_during_a_model_call_asks_only_that_call_again
     first = subprocess.Popen(
         [sys.executable, *command],
         cwd=folder,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
+    assert first.stdin is not None
+    first.stdin.write(PROGRAMS[name])
+    first.stdin.close()
     assert model.arrived.wait(timeout=120), "the program never made the call to kill it in"
     kill(first)
     model.release()
     assert first.stdout is not None
-    before = first.stdout.read()
+    before = without_clock(name, first.stdout.read())
 
     model.reset()
-    after = run(sys.executable, folder, command, "", env)
+    typed = TYPED_AFTER_KILL.get(name, "")
+    after = without_clock(name, run(sys.executable, folder, command, typed, env))
     # The resumed run prints again what the program prints outside its flows
     # and the node that was running prints again what its prep printed; the
     # rest it prints once: together, the uninterrupted output.
@@ -233,7 +250,7 @@ def test_a_cookbook_program_killed_during_a_model_call_asks_only_that_call_again
     resumed = lines(after)
     while resumed and resumed[0] in seen:
         resumed.pop(0)
-    assert lines(before) + resumed == lines(uninterrupted)
+    assert lines(before) + resumed == lines(without_clock(name, uninterrupted))
     # The calls answered before the kill are not made again; the one in
     # flight is.
     assert killed_at + model.requests == asked + 1

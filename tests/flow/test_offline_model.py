@@ -38,7 +38,17 @@ def test_both_sdks_reach_it_and_each_call_is_counted() -> None:
         )
         assert message.content[0].type == "text"
         assert message.content[0].text == answer("hi")
-        assert model.requests == 2
+
+        thought = claude.messages.create(
+            model="claude",
+            max_tokens=2000,
+            thinking={"type": "enabled", "budget_tokens": 1024},
+            messages=[{"role": "user", "content": "hi"}],
+        )
+        assert [block.type for block in thought.content] == ["thinking", "text"]
+        assert thought.content[1].type == "text"
+        assert thought.content[1].text == answer("hi")
+        assert model.requests == 3
 
 
 def test_a_held_call_is_answered_only_when_released() -> None:
