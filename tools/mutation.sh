@@ -112,7 +112,7 @@ cat >> pyproject.toml <<TOML
 
 [tool.mutmut]
 source_paths = ["src"]
-also_copy = ["examples", "README.md", "docs", "benchmarks"]
+also_copy = ["examples", "README.md", "docs", "benchmarks", "tools"]
 only_mutate = [${only%, }]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:randomly"]
 pytest_add_cli_args_test_selection = [${sel%, }]
