@@ -170,6 +170,46 @@ async def test_a_stale_write_in_a_batch_does_not_sink_the_others(pg_store: Postg
     assert await pg_store.load_steps(old.id) == {}
 
 
+async def test_two_stale_writes_in_one_batch_are_each_refused(pg_store: PostgresStore) -> None:
+    ok = await _running(pg_store)
+    olds = []
+    for _ in range(2):
+        rec = (await pg_store.create_run(RunRecord(_rid(), "p", "{}")))[0]
+        old = await pg_store.claim(rec.id, "a:1:x", 0.01)
+        assert old is not None
+        olds.append(old)
+    await asyncio.sleep(0.05)
+    for old in olds:
+        assert await pg_store.claim(old.id, "b:2:y", 30) is not None
+    # The first write goes at once; the two that arrive while it is in
+    # flight are written together, and both are refused.
+    async with asyncio.timeout(30):  # a refusal that is not settled leaves its writer waiting
+        results = await asyncio.gather(
+            pg_store.record_step(ok.id, ok.fence, _step("1")),
+            pg_store.record_step(olds[0].id, olds[0].fence, _step("1")),
+            pg_store.record_step(olds[1].id, olds[1].fence, _step("1")),
+            return_exceptions=True,
+        )
+    for old, refused in zip(olds, results[1:], strict=True):  # each its own refusal
+        assert isinstance(refused, StaleLeaseError) and repr(old.id) in str(refused)
+    assert sorted(await pg_store.load_steps(ok.id)) == ["1"]
+
+
+async def test_with_durability_group_a_second_record_at_a_key_gets_the_first(
+    pg_schema: str, pg_url: Callable[..., str]
+) -> None:
+    store = PostgresStore.from_url(pg_url(pg_schema, durability="group", retry_for=5))
+    await store.open()
+    try:
+        run = await _running(store)
+        assert (await store.record_step(run.id, run.fence, _step("k", "1"))).output == "1"
+        async with asyncio.timeout(30):
+            again = await store.record_step(run.id, run.fence, _step("k", "2"))
+        assert again.output == "1"  # first write wins (S3), also when commits are grouped
+    finally:
+        await store.close()
+
+
 # -- claims across workers -----------------------------------------------------------
 async def test_two_workers_never_claim_the_same_run(
     pg_schema: str, pg_url: Callable[..., str]
