@@ -77,7 +77,7 @@ async def settled(handle: sw.RunHandle) -> None:
     except TimeoutError:
         raise
     except Exception:
-        pass
+        return  # failed or cancelled: settled all the same
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
