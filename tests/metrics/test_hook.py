@@ -3,6 +3,8 @@ label values that are data, escaped in the exposition."""
 
 from __future__ import annotations
 
+import asyncio
+import urllib.request
 from collections.abc import Callable
 
 from prometheus_client import generate_latest
@@ -84,3 +86,47 @@ async def test_label_values_with_quotes_newlines_and_backslashes_stay_intact(
         "stalwart_step_seconds_sum",
         "stalwart_step_seconds_created",
     }
+
+
+async def test_store_up_says_whether_the_store_answered_the_scrape(sqlite_url: str) -> None:
+    metrics = Metrics()
+    runner = sw.Runner(sqlite_url, hooks=[metrics])
+    server = metrics.serve(runner, 0)
+    url = f"http://127.0.0.1:{server.port}/metrics"
+
+    def scrape() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            text = response.read().decode()
+        return {
+            (s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+
+    up = ("stalwart_store_up", frozenset())
+    try:
+        assert (await asyncio.to_thread(scrape))[up] == 0  # not opened yet
+        async with runner:
+            await runner.run(double_it, 4)
+            while_open = await asyncio.to_thread(scrape)
+        after = await asyncio.to_thread(scrape)
+    finally:
+        server.close()
+    assert while_open[up] == 1
+    assert (
+        while_open[("stalwart_runs", frozenset({("status", "succeeded"), ("queue", "default")}))]
+        == 1
+    )
+    # Closed: the store no longer answers, and the counters are served all the same.
+    assert after[up] == 0
+    assert (
+        "stalwart_runs",
+        frozenset({("status", "succeeded"), ("queue", "default")}),
+    ) not in after
+    finished = frozenset({("policy", "double_it"), ("queue", "default"), ("status", "succeeded")})
+    assert after[("stalwart_runs_finished_total", finished)] == 1
+
+
+@sw.policy
+async def double_it(x: int) -> int:
+    return x * 2
