@@ -7,6 +7,7 @@ import asyncio
 import urllib.request
 from collections.abc import Callable
 
+import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.llm.conftest import Replay, replay
@@ -130,3 +131,15 @@ async def test_store_up_says_whether_the_store_answered_the_scrape(sqlite_url: s
 @sw.policy
 async def double_it(x: int) -> int:
     return x * 2
+
+
+async def test_one_metrics_serves_one_endpoint_at_a_time(sqlite_url: str) -> None:
+    metrics = Metrics()
+    async with sw.Runner(sqlite_url, hooks=[metrics]) as runner:
+        first = metrics.serve(runner, 0)
+        try:
+            with pytest.raises(RuntimeError, match=f"already serving on port {first.port}"):
+                metrics.serve(runner, 0)
+        finally:
+            first.close()
+        metrics.serve(runner, 0).close()  # closed, it may serve again

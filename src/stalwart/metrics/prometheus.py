@@ -98,6 +98,7 @@ class Metrics(Hook):
         self._runs: dict[str, tuple[str, str]] = {}
         #: Run id -> step key -> when its live call began (monotonic).
         self._began: dict[str, dict[str, float]] = {}
+        self._serving: MetricsServer | None = None
 
     # -- the hook ------------------------------------------------------------
     async def on_run_start(self, run: RunInfo) -> None:
@@ -171,11 +172,21 @@ class Metrics(Hook):
         """Serve ``/metrics`` on ``host:port`` (0: any free port) from a
         thread, with the store's queues read on each scrape. Call it from
         the event loop the runner runs in; ``close()`` the server after."""
+        if self._serving is not None:
+            raise RuntimeError(
+                f"Metrics.serve: already serving on port {self._serving.port}; close() that "
+                "server first (one registry, one endpoint)"
+            )
         loop = asyncio.get_running_loop()
         collector = _StoreCollector(runner.store, loop)
         self.registry.register(collector)
-        server, thread = start_http_server(port, host, registry=self.registry)
-        return MetricsServer(server, thread, self.registry, collector)
+        try:
+            server, thread = start_http_server(port, host, registry=self.registry)
+        except BaseException:
+            self.registry.unregister(collector)
+            raise
+        self._serving = MetricsServer(server, thread, self, collector)
+        return self._serving
 
 
 class MetricsServer:
@@ -185,12 +196,12 @@ class MetricsServer:
         self,
         server: WSGIServer,
         thread: threading.Thread,
-        registry: CollectorRegistry,
+        metrics: Metrics,
         collector: Collector,
     ) -> None:
         self._server = server
         self._thread = thread
-        self._registry = registry
+        self._metrics = metrics
         self._collector = collector
 
     @property
@@ -203,7 +214,9 @@ class MetricsServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
-        self._registry.unregister(self._collector)
+        if self._metrics._serving is self:
+            self._metrics._serving = None
+            self._metrics.registry.unregister(self._collector)
 
 
 class _StoreCollector(Collector):
