@@ -37,6 +37,7 @@ PUBLIC = (
     "stalwart.journey",
     "stalwart.llm",
     "stalwart.mcp",
+    "stalwart.metrics",
     "stalwart.otel",
     "stalwart.pocketjoe",
     "stalwart.schedules",

@@ -54,6 +54,17 @@ def worker(
         LogFormat,
         typer.Option("--log-format", help="text, or json: one object a line (docs/cli.md)"),
     ] = LogFormat.text,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            metavar="PORT",
+            help="serve Prometheus metrics at http://HOST:PORT/metrics (stalwart[metrics])",
+        ),
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option("--metrics-host", metavar="HOST", help="address --metrics-port binds")
+    ] = "127.0.0.1",
 ) -> None:
     """Execute runs from the store's queues until SIGTERM (then finish or hand back).
 
@@ -85,8 +96,14 @@ def worker(
                 "nothing; name the module that defines your policies, or MODULE:ATTR",
                 code=2,
             )
+        metrics = None
+        if metrics_port is not None:  # only then: no hook and no import otherwise
+            from ..metrics import Metrics
+
+            metrics = Metrics()
         runner = Runner(
             open_store(store, must_exist=False),
+            hooks=() if metrics is None else (metrics,),
             policies=policies,
             queues=queue or None,
             concurrency=concurrency,
@@ -110,7 +127,24 @@ def worker(
             names,
             extra={**facts, "concurrency": concurrency, "policies": names},
         )
-        await runner.serve()
+        server = None
+        if metrics is not None:
+            assert metrics_port is not None
+            try:
+                server = metrics.serve(runner, metrics_port, metrics_host)
+            except OSError as exc:
+                raise CLIError(
+                    f"--metrics-port {metrics_port}: cannot serve metrics on "
+                    f"{metrics_host}:{metrics_port}: {exc}",
+                    code=2,
+                ) from exc
+            url = f"http://{metrics_host}:{server.port}/metrics"
+            log.info("metrics at %s", url, extra={**facts, "metrics": url})
+        try:
+            await runner.serve()
+        finally:
+            if server is not None:
+                server.close()
         log.info("worker stopped", extra=facts)
         if human:
             console().print("worker stopped")

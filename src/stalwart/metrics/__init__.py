@@ -1,0 +1,20 @@
+"""Prometheus metrics for a worker (the ``stalwart[metrics]`` extra).
+
+``Metrics()`` is a hook: pass it to ``Runner(url, hooks=[metrics])`` and it
+counts what runs do in this process; ``metrics.serve(runner, port)`` exposes
+those counts, and the store's queue depths read when scraped, at
+``http://HOST:PORT/metrics`` (docs/metrics.md). Importing this package
+imports ``prometheus_client``; ``import stalwart`` never does.
+"""
+
+from __future__ import annotations
+
+try:
+    from .prometheus import Metrics, MetricsServer
+except ImportError as exc:  # pragma: no cover - depends on what is installed
+    raise ImportError(
+        "stalwart.metrics needs prometheus_client, which is not installed: "
+        "pip install 'stalwart[metrics]'"
+    ) from exc
+
+__all__ = ["Metrics", "MetricsServer"]
