@@ -123,7 +123,7 @@ class SQLiteBase(Store):
             path = path[1:]  # sqlite:///x.db is the relative path x.db
         if not path:
             raise StoreError(f"no file in SQLite URL {url!r}; write sqlite:///path/to/file.db")
-        opts = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+        opts = {k: v[-1] for k, v in parse_qs(parsed.query, keep_blank_values=True).items()}
         kwargs: dict[str, Any] = {}
         for key, value in opts.items():
             if key in ("durability", "synchronous"):
