@@ -200,3 +200,8 @@ def test_a_bad_migrate_value_is_refused_naming_the_option(store_url: str, value:
 def test_migrate_true_is_the_default_spelled_out(store_url: str) -> None:
     store = open_store(f"{store_url}{'&' if '?' in store_url else '?'}migrate=true")
     assert store.migrate is True
+
+
+async def test_a_memory_store_has_no_tables_to_provision() -> None:
+    with pytest.raises(StoreError, match="MemoryStore has no SQL tables"):
+        await open_store("memory").ddl()
