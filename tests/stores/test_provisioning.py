@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import PG_URL
+from tests.crash import kill, spawn, wait_for_line
 from tests.records import claimed_run, step_record
 
 from stalwart.core.errors import StoreError
@@ -205,3 +206,54 @@ def test_migrate_true_is_the_default_spelled_out(store_url: str) -> None:
 async def test_a_memory_store_has_no_tables_to_provision() -> None:
     with pytest.raises(StoreError, match="MemoryStore has no SQL tables"):
         await open_store("memory").ddl()
+
+
+# Applies a printed script one statement at a time, as a client would, and
+# stops half-way, inside the script's transaction, for the test to kill it.
+_APPLIER = """
+import sys, time
+url, script = sys.argv[1], open(sys.argv[2]).read()
+chunks = script.split(";\\n")
+statements = [
+    "\\n".join(line for line in chunk.splitlines() if not line.startswith("--"))
+    for chunk in chunks
+]
+statements = [s for s in statements if s.strip()]
+if url.startswith("sqlite://"):
+    import sqlite3
+    from stalwart.stores.sqlite import SQLiteStore
+    conn = sqlite3.connect(SQLiteStore.from_url(url).path, isolation_level=None)
+else:
+    import psycopg
+    conn = psycopg.connect(sys.argv[3], autocommit=True)
+for n, statement in enumerate(statements):
+    conn.execute(statement.encode() if not url.startswith("sqlite://") else statement)
+    if n == len(statements) // 2:
+        print("half-way", flush=True)
+        time.sleep(600)
+"""
+
+
+async def test_an_apply_killed_half_way_leaves_the_old_version_and_the_same_sql(
+    store_url: str, tmp_path: Path
+) -> None:
+    _build_old(store_url, OLD)
+    sql = await _ddl(store_url)
+    (tmp_path / "schema.sql").write_text(sql)
+    (tmp_path / "apply.py").write_text(_APPLIER)
+    before = _footprint(store_url)
+
+    proc = spawn(tmp_path / "apply.py", store_url, tmp_path / "schema.sql", PG_URL)
+    try:
+        wait_for_line(proc, "half-way")
+    finally:
+        kill(proc)
+
+    if not store_url.startswith("sqlite://"):
+        assert _footprint(store_url) == before  # the server rolled the transaction back
+    assert await _ddl(store_url) == sql  # still at OLD: the same migrations to apply
+    store = open_store(_no_migrate(store_url))
+    with pytest.raises(StoreError, match=f"schema version {OLD},"):
+        await store.open()
+    _apply(store_url, sql)
+    await _works(store_url)
