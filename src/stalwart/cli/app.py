@@ -2,8 +2,8 @@
 
 This module only assembles the command tree; each group of commands lives in
 its own module (:mod:`.runs`, :mod:`.pending`, :mod:`.resume`, :mod:`.signals`,
-:mod:`.worker`, :mod:`.demo`, :mod:`.program`), and what they share (the store, the console,
-one-line failures) in :mod:`.command`.
+:mod:`.worker`, :mod:`.demo`, :mod:`.program`, :mod:`.ddl` ...), and what they share
+(the store, the console, one-line failures) in :mod:`.command`.
 
 What a store holds is data, possibly written by someone else (S13): no
 command imports a name read from it (a run resumes only under a policy that
@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 
 from .command import Command, Group
+from .ddl import store_ddl
 from .demo import demo
 from .deploy import deploy_check
 from .export import export_run, import_run
@@ -117,3 +118,6 @@ schedules_app.command("delete", cls=Command)(delete_schedule)
 deploy_app = _group("Check new code against the runs it would resume, before deploying it.")
 app.add_typer(deploy_app, name="deploy")
 deploy_app.command("check", cls=Command)(deploy_check)
+store_app = _group("Provision a store's tables for operators who run the SQL themselves.")
+app.add_typer(store_app, name="store")
+store_app.command("ddl", cls=Command)(store_ddl)

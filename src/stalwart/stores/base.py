@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import CorruptedRecord
+from ..core.errors import CorruptedRecord, StoreError
 from ..core.ledger import (
     CHILDREN_WAIT,
     PRIORITY_MAX,
@@ -423,6 +423,12 @@ class Store(abc.ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional for stores
         """Release connections; pending group commits are flushed first."""
+
+    async def ddl(self) -> str:
+        """The SQL that creates this store's tables at the code's schema
+        version, or migrates them from the version they are at, for an
+        operator to apply (``stalwart store ddl``); the store is only read."""
+        raise StoreError(f"{type(self).__name__} has no SQL tables to provision")
 
     # -- runs --------------------------------------------------------------
     @abc.abstractmethod

@@ -77,6 +77,9 @@ option             default     meaning
 ``pool_timeout``   10          seconds to wait for a pooled connection
 ``retry_for``      15          seconds a failing operation is retried
 ``durability``     commit      ``commit`` or ``group`` (see above)
+``migrate``        true        ``false``: never create or migrate the tables;
+                               refuse a schema at another version
+                               (``stalwart store ddl`` prints the SQL)
 =================  ==========  ==============================================
 
 The store is split by concern: :mod:`.schema` (tables, migrations, errors),

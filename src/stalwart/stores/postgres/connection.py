@@ -25,15 +25,19 @@ from ...core.errors import StoreError, StoreUnavailable
 from ...core.ledger import StoredStep
 from ..base import Store
 from ..sql import fence_refusal, quoted
+from ..sql.provisioning import migrate_option
 from .schema import (
     OPTIONS,
     SCHEMA_NAME,
     Conn,
+    check,
     classified,
+    ddl,
     incarnation,
     mask,
     migrate,
     short,
+    stored_version,
     transient,
     where_of,
 )
@@ -96,6 +100,7 @@ class PostgresBase(Store):
         pool_timeout: float = 10.0,
         retry_for: float = 15.0,
         durability: str = "commit",
+        migrate: bool = True,
         url: str | None = None,
     ) -> None:
         if not SCHEMA_NAME.match(schema):
@@ -117,6 +122,9 @@ class PostgresBase(Store):
         self.pool_timeout = pool_timeout
         self.retry_for = retry_for
         self.durability = durability
+        # False (migrate=false): the operator creates and migrates the tables
+        # (``stalwart store ddl``); open() only checks their version.
+        self.migrate = migrate
         try:
             params = conninfo_to_dict(conninfo)
         except psycopg.ProgrammingError as exc:
@@ -174,6 +182,8 @@ class PostgresBase(Store):
         for key, value in ours.items():
             if key in ("schema", "durability"):
                 kwargs[key] = value
+            elif key == "migrate":
+                kwargs[key] = migrate_option(value)
             elif key in ("pool_min", "pool_max"):
                 try:
                     kwargs[key] = int(value)
@@ -195,7 +205,10 @@ class PostgresBase(Store):
         # libpq's own words, then migrates, then serves the step records.
         conn = await self._connect()
         try:
-            await migrate(conn, self._sql.s, self.schema, self.where)
+            if self.migrate:
+                await migrate(conn, self._sql.s, self.schema, self.where)
+            else:
+                await check(conn, self._sql.s, self.schema, self.where, mask(self.url))
             self._step_conn = await self._for_steps(conn)
         except psycopg.Error as exc:
             await conn.close()
@@ -221,6 +234,18 @@ class PostgresBase(Store):
             self._step_conn = None
             raise StoreUnavailable(f"cannot reach PostgreSQL at {self.where}: {exc}") from exc
         self._pool = pool
+
+    async def ddl(self) -> str:
+        """The SQL that brings the schema's tables to the code's schema
+        version (all of them for a schema without tables); only reads."""
+        conn = await self._connect()
+        try:
+            found = await stored_version(conn, self._sql.s)
+        except psycopg.Error as exc:
+            raise classified(exc, f"PostgreSQL at {self.where}: cannot read the schema") from exc
+        finally:
+            await conn.close()
+        return ddl(found, self._sql.s, self.schema, self.where)
 
     async def _connect(self) -> Conn:
         try:

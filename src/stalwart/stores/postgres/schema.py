@@ -11,6 +11,7 @@ import hashlib
 import re
 import time
 import uuid
+from textwrap import dedent
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -19,18 +20,22 @@ from psycopg import errors as pg_errors
 from psycopg.rows import TupleRow
 
 from ...core.errors import StoreError, StoreUnavailable
+from ..sql.provisioning import not_provisioned
 
 __all__ = [
     "MIGRATIONS",
     "OPTIONS",
     "SCHEMA_NAME",
     "SCHEMA_VERSION",
+    "check",
     "classified",
+    "ddl",
     "incarnation",
     "mask",
     "migrate",
     "refused_for_good",
     "short",
+    "stored_version",
     "transient",
     "where_of",
 ]
@@ -199,7 +204,15 @@ def transient(exc: psycopg.Error) -> bool:
     return state[:2] in _TRANSIENT_CLASSES or state in _TRANSIENT_STATES
 
 
-OPTIONS = ("schema", "pool_min", "pool_max", "pool_timeout", "retry_for", "durability")
+OPTIONS = (
+    "schema",
+    "pool_min",
+    "pool_max",
+    "pool_timeout",
+    "retry_for",
+    "durability",
+    "migrate",
+)
 SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -262,7 +275,7 @@ async def incarnation(conn: Conn, s: str) -> str:
 async def migrate(conn: Conn, s: str, schema: str, where: str) -> None:
     """Create or upgrade the tables in ``s`` to :data:`SCHEMA_VERSION`, under an
     advisory lock so that workers starting together do not race."""
-    if await _schema_version(conn, s) == SCHEMA_VERSION:
+    if await stored_version(conn, s) == SCHEMA_VERSION:
         return  # the usual case: no DDL, no lock, no privileges needed
     lock = int.from_bytes(
         hashlib.blake2b(f"stalwart:{schema}".encode(), digest_size=8).digest(),
@@ -276,12 +289,9 @@ async def migrate(conn: Conn, s: str, schema: str, where: str) -> None:
             f"CREATE TABLE IF NOT EXISTS {s}.stalwart_schema ("
             "version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
         )
-        current = await _schema_version(conn, s) or 0
+        current = await stored_version(conn, s)
         if current > SCHEMA_VERSION:
-            raise StoreError(
-                f"schema {schema!r} at {where} has version {current}, newer than "
-                f"this Stalwart ({SCHEMA_VERSION}); upgrade stalwart"
-            )
+            raise _newer(schema, where, current)
         for version in range(current + 1, SCHEMA_VERSION + 1):
             for statement in MIGRATIONS[version]:
                 await conn.execute(statement.format(s=s))
@@ -291,11 +301,59 @@ async def migrate(conn: Conn, s: str, schema: str, where: str) -> None:
             )
 
 
-async def _schema_version(conn: Conn, s: str) -> int | None:
+async def stored_version(conn: Conn, s: str) -> int:
+    """The schema's version (0 when it has no tables yet), read without a lock."""
     cur = await conn.execute("SELECT to_regclass(%s)", (f"{s}.stalwart_schema",))
     row = await cur.fetchone()
     if row is None or row[0] is None:
-        return None
+        return 0
     cur = await conn.execute(f"SELECT max(version) FROM {s}.stalwart_schema")
     row = await cur.fetchone()
-    return None if row is None or row[0] is None else int(row[0])
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
+def _newer(schema: str, where: str, found: int) -> StoreError:
+    return StoreError(
+        f"schema {schema!r} at {where} has version {found}, newer than "
+        f"this Stalwart ({SCHEMA_VERSION}); upgrade stalwart"
+    )
+
+
+async def check(conn: Conn, s: str, schema: str, where: str, url: str) -> None:
+    """Refuse a schema not at :data:`SCHEMA_VERSION` (``migrate=false``),
+    running no DDL and taking no lock."""
+    found = await stored_version(conn, s)
+    if found > SCHEMA_VERSION:
+        raise _newer(schema, where, found)
+    if found < SCHEMA_VERSION:
+        raise not_provisioned(
+            f"PostgreSQL schema {schema!r} at {where}", found, SCHEMA_VERSION, url
+        )
+
+
+def ddl(current: int, s: str, schema: str, where: str) -> str:
+    """The SQL script that brings schema ``s`` at version ``current`` (0: no
+    tables) to :data:`SCHEMA_VERSION`, as :func:`migrate` would, in one
+    transaction: the schema, every later migration's statements and the
+    ``stalwart_schema`` row each records. psql or any client can run it."""
+    if current > SCHEMA_VERSION:
+        raise _newer(schema, where, current)
+    head = f"-- Stalwart PostgreSQL schema {schema}: version {current} to {SCHEMA_VERSION}"
+    if current == SCHEMA_VERSION:
+        return f"{head}: nothing to apply\n"
+    lines = [
+        head,
+        "BEGIN;",
+        f"CREATE SCHEMA IF NOT EXISTS {s};",
+        f"CREATE TABLE IF NOT EXISTS {s}.stalwart_schema ("
+        "version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL);",
+    ]
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        lines.append(f"-- version {version}")
+        lines += [f"{dedent(st).strip().format(s=s)};" for st in MIGRATIONS[version]]
+        lines.append(
+            f"INSERT INTO {s}.stalwart_schema (version, applied_at) "
+            f"VALUES ({version}, extract(epoch FROM clock_timestamp()));"
+        )
+    lines.append("COMMIT;")
+    return "\n".join(lines) + "\n"

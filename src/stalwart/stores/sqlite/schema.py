@@ -11,10 +11,20 @@ import contextlib
 import random
 import sqlite3
 import time
+from textwrap import dedent
 
 from ...core.errors import StoreError
+from ..sql.provisioning import not_provisioned
 
-__all__ = ["SCHEMA_VERSION", "is_busy", "is_transient", "migrate", "prepare"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "ddl",
+    "is_busy",
+    "is_transient",
+    "migrate",
+    "prepare",
+    "stored_version",
+]
 
 SCHEMA_VERSION = 7
 
@@ -190,9 +200,18 @@ def is_transient(exc: sqlite3.Error) -> bool:
     return _primary_code(exc) in _TRANSIENT_CODES
 
 
-async def prepare(db: sqlite3.Connection, path: str, synchronous: str, busy_timeout: float) -> None:
+async def prepare(
+    db: sqlite3.Connection,
+    path: str,
+    synchronous: str,
+    busy_timeout: float,
+    *,
+    create: bool = True,
+    url: str = "",
+) -> None:
     """Switch the file to WAL and migrate it, even while other processes
-    open the same new file.
+    open the same new file. With ``create`` false (``migrate=false``) a
+    file not at :data:`SCHEMA_VERSION` is refused before anything is written.
 
     SQLite refuses a journal-mode switch that meets another connection
     with SQLITE_BUSY at once, without waiting in its busy handler, so
@@ -203,6 +222,8 @@ async def prepare(db: sqlite3.Connection, path: str, synchronous: str, busy_time
     pause = 0.001
     while True:
         try:
+            if not create:
+                _check(db, path, url)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={synchronous}")
             db.execute("PRAGMA foreign_keys=OFF")
@@ -215,7 +236,7 @@ async def prepare(db: sqlite3.Connection, path: str, synchronous: str, busy_time
         pause = min(pause * 2, _MAX_OPEN_BACKOFF)
 
 
-def _version(db: sqlite3.Connection) -> int:
+def stored_version(db: sqlite3.Connection) -> int:
     """The file's schema version (0 for a new file), read without a lock."""
     exists = db.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stalwart_schema'"
@@ -232,7 +253,7 @@ def migrate(db: sqlite3.Connection, path: str) -> None:
     A file already at that version is only read: opening a store takes no
     write lock, so it never waits for another process's (or store's) writes.
     """
-    if _version(db) == SCHEMA_VERSION:
+    if stored_version(db) == SCHEMA_VERSION:
         return
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -240,17 +261,58 @@ def migrate(db: sqlite3.Connection, path: str) -> None:
         (current,) = db.execute("SELECT max(version) FROM stalwart_schema").fetchone()
         current = current or 0
         if current > SCHEMA_VERSION:
-            raise StoreError(
-                f"{path} has schema version {current}, newer than this Stalwart "
-                f"({SCHEMA_VERSION}); upgrade stalwart"
-            )
+            raise _newer(path, current)
         for version in range(current + 1, SCHEMA_VERSION + 1):
-            for statement in MIGRATIONS[version].split(";"):
-                if statement.strip():
-                    db.execute(statement)
+            for statement in _statements(version):
+                db.execute(statement)
             db.execute("INSERT INTO stalwart_schema (version) VALUES (?)", (version,))
         db.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(sqlite3.Error):  # keep the error that got us here
             db.execute("ROLLBACK")
         raise
+
+
+def _newer(path: str, found: int) -> StoreError:
+    return StoreError(
+        f"{path} has schema version {found}, newer than this Stalwart "
+        f"({SCHEMA_VERSION}); upgrade stalwart"
+    )
+
+
+def _check(db: sqlite3.Connection, path: str, url: str) -> None:
+    """Refuse a file not at :data:`SCHEMA_VERSION` (``migrate=false``)."""
+    found = stored_version(db)
+    if found > SCHEMA_VERSION:
+        raise _newer(path, found)
+    if found < SCHEMA_VERSION:
+        raise not_provisioned(f"SQLite store {path!r}", found, SCHEMA_VERSION, url)
+
+
+def _statements(version: int) -> list[str]:
+    return [dedent(s).strip() for s in MIGRATIONS[version].split(";") if s.strip()]
+
+
+def ddl(current: int, path: str) -> str:
+    """The SQL script that brings a file at schema version ``current`` (0: a
+    new file) to :data:`SCHEMA_VERSION`, as :func:`migrate` would, in one
+    transaction: every later migration's statements and the
+    ``stalwart_schema`` row each records. Any SQLite client can run it."""
+    if current > SCHEMA_VERSION:
+        raise _newer(path, current)
+    head = f"-- Stalwart SQLite schema: version {current} to {SCHEMA_VERSION}"
+    if current == SCHEMA_VERSION:
+        return f"{head}: nothing to apply\n"
+    lines = [head]
+    if current == 0:
+        lines.append("PRAGMA journal_mode=WAL;")
+    lines += [
+        "BEGIN IMMEDIATE;",
+        "CREATE TABLE IF NOT EXISTS stalwart_schema (version INTEGER NOT NULL);",
+    ]
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        lines.append(f"-- version {version}")
+        lines += [f"{statement};" for statement in _statements(version)]
+        lines.append(f"INSERT INTO stalwart_schema (version) VALUES ({version});")
+    lines.append("COMMIT;")
+    return "\n".join(lines) + "\n"

@@ -32,8 +32,9 @@ from ..sql import (
     split_spill,
     step_from_row,
 )
+from ..sql.provisioning import migrate_option, not_provisioned
 from .paths import why_unopenable
-from .schema import UNBINDABLE, is_busy, is_transient, prepare
+from .schema import SCHEMA_VERSION, UNBINDABLE, ddl, is_busy, is_transient, prepare, stored_version
 
 __all__ = ["SQLiteBase"]
 
@@ -60,6 +61,15 @@ _INSERT_PAYLOAD = "INSERT INTO payloads (run_id, key, field, data) VALUES (?,?,?
 _SPILLED = STEP["spilled"]
 
 
+def _exists(path: str) -> bool:
+    return Path(path).exists()
+
+
+def _read_only(path: str) -> str:
+    """A URI that opens ``path`` for reading, never creating or writing it."""
+    return f"{Path(path).absolute().as_uri()}?mode=ro"
+
+
 class SQLiteBase(Store):
     """The connection and the write path every part of the SQLite store uses."""
 
@@ -73,6 +83,7 @@ class SQLiteBase(Store):
         synchronous: str = "NORMAL",
         group_delay: float = 0.005,
         busy_timeout: float = 10.0,
+        migrate: bool = True,
     ) -> None:
         if durability not in ("commit", "group"):
             raise StoreError(f"durability must be 'commit' or 'group', not {durability!r}")
@@ -84,6 +95,9 @@ class SQLiteBase(Store):
         self.synchronous = synchronous.upper()
         self.group_delay = group_delay
         self.busy_timeout = busy_timeout
+        # False (migrate=false): the operator creates and migrates the tables
+        # (``stalwart store ddl``); open() only checks their version.
+        self.migrate = migrate
         self._db: sqlite3.Connection | None = None
         self._in_tx = False
         self._waiting: list[asyncio.Future[None]] = []
@@ -109,7 +123,7 @@ class SQLiteBase(Store):
             path = path[1:]  # sqlite:///x.db is the relative path x.db
         if not path:
             raise StoreError(f"no file in SQLite URL {url!r}; write sqlite:///path/to/file.db")
-        opts = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+        opts = {k: v[-1] for k, v in parse_qs(parsed.query, keep_blank_values=True).items()}
         kwargs: dict[str, Any] = {}
         for key, value in opts.items():
             if key in ("durability", "synchronous"):
@@ -119,6 +133,8 @@ class SQLiteBase(Store):
                     kwargs[key] = float(value)
                 except ValueError:
                     raise StoreError(f"{key} must be a number of seconds, not {value!r}") from None
+            elif key == "migrate":
+                kwargs[key] = migrate_option(value)
             else:
                 raise StoreError(f"unknown SQLite store option {key!r} in {url!r}")
         return cls(path, **kwargs)
@@ -130,6 +146,9 @@ class SQLiteBase(Store):
         parent = Path(self.path).parent
         if not parent.exists():
             raise StoreError(f"cannot open SQLite store {self.path!r}: {parent} does not exist")
+        if not self.migrate and not _exists(self.path):
+            # Refused before sqlite3.connect would create the file.
+            raise not_provisioned(f"SQLite store {self.path!r}", 0, SCHEMA_VERSION, self.url)
         try:
             db = sqlite3.connect(
                 self.path,
@@ -140,7 +159,14 @@ class SQLiteBase(Store):
         except sqlite3.Error as exc:
             raise self._open_error(exc) from exc
         try:
-            await prepare(db, self.path, self.synchronous, self.busy_timeout)
+            await prepare(
+                db,
+                self.path,
+                self.synchronous,
+                self.busy_timeout,
+                create=self.migrate,
+                url=self.url,
+            )
         except sqlite3.Error as exc:
             db.close()
             raise self._open_error(exc) from exc
@@ -148,6 +174,23 @@ class SQLiteBase(Store):
             db.close()
             raise
         self._db = db
+
+    async def ddl(self) -> str:
+        """The SQL that brings the file's tables to the code's schema version
+        (all of them for a missing file); the file is only read."""
+        if not _exists(self.path):
+            return ddl(0, self.path)
+        try:
+            db = sqlite3.connect(_read_only(self.path), uri=True)
+        except sqlite3.Error as exc:
+            raise self._open_error(exc) from exc
+        try:
+            found = stored_version(db)
+        except sqlite3.Error as exc:
+            raise self._error("cannot read its schema version", exc) from exc
+        finally:
+            db.close()
+        return ddl(found, self.path)
 
     async def close(self) -> None:
         if self._db is None:
