@@ -234,3 +234,35 @@ async def test_a_run_resumed_after_a_drop_replays_its_masked_steps_as_empty(
     # reads replayed as if the namespace had been empty.
     assert rows == []
     assert result == {"got": None, "found": []}
+
+
+# A namespace whose names, as JSON, are longer than what a step record
+# refers to instead of copying: each memory step on it after the first
+# would record the namespace as a reference to the one before.
+LONG = ("tenants", "acme-corporation-international", "users", "alice.smith@example.com")
+VALUES = ["v" * 40, "w" * 40]  # a list value long enough to be referred to
+
+
+@sw.policy
+async def several_on_a_long_namespace(ctx: sw.Context) -> None:
+    await ctx.memory.put(LONG, "k1", "secret one 1980")
+    await ctx.memory.put(LONG, "k2", "secret two 1981")
+    await ctx.memory.get(LONG, "k2")
+    await ctx.memory.put(USER, "list", VALUES)
+    await ctx.memory.put(LONG, "k3", [*VALUES, "secret three 1982"])
+
+
+async def test_a_drop_masks_every_record_of_a_long_namespace_and_the_run_stays_readable(
+    store_url: str,
+) -> None:
+    async with sw.Runner(store_url) as runner:
+        await runner.run(several_on_a_long_namespace, run_id="long")
+        assert await sw.Memory(runner.store).drop(USER) == 1
+        await runner.steps("long")  # a later step that held the same list reads whole
+        assert await sw.Memory(runner.store).drop(LONG) == 3
+        steps = await runner.steps("long")
+    on_long = [s for s in steps if s.name.startswith("stalwart.memory.") and s.key != "4"]
+    assert len(on_long) == 4
+    assert all(s.args == MASKED_ARGS for s in on_long)
+    recorded = "".join((s.args or "") + (s.output or "") for s in steps)
+    assert "secret" not in recorded
