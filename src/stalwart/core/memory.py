@@ -17,6 +17,12 @@ Names and values are data. A namespace, a key or a query is only ever
 compared and stored, never imported or called; each is checked before
 anything is written, and a bad one is an error naming the field.
 
+A memory step records scalars only: its namespace as :func:`namespace_text`
+and a written value as its JSON text. A list in a step's record may be kept
+as a reference to an earlier step's (:mod:`.stepargs`); a memory record
+neither holds one (a drop finds the namespace in it as written) nor is the
+target of one (masking it never breaks another step's record).
+
 Deleting a namespace (:meth:`Memory.drop`) deletes its rows and masks its
 copies in the ledger: the records of memory steps on that namespace keep
 their key, name and argument hash (replay still checks them, S5) but lose
@@ -96,7 +102,8 @@ def masked_output(name: str, output: str | None) -> str | None:
 
 
 def names_namespace(args: str | None, namespace: str) -> bool:
-    """Whether a memory step's recorded arguments name ``namespace``."""
+    """Whether a memory step's recorded arguments name ``namespace``
+    (:func:`namespace_text`; a list in records made before it was text)."""
     if args is None or args == MASKED_ARGS:
         return False
     try:
@@ -104,7 +111,9 @@ def names_namespace(args: str | None, namespace: str) -> bool:
     except ValueError:
         return False
     found = data.get("namespace") if isinstance(data, dict) else None
-    return isinstance(found, list) and json.dumps(found, separators=(",", ":")) == namespace
+    if isinstance(found, list):
+        found = json.dumps(found, separators=(",", ":"))
+    return found == namespace
 
 
 @dataclass(slots=True)
@@ -317,7 +326,7 @@ class Memory:
             rec = MemoryRecord(namespace_text(ns), key, value_json, found_text, vector, now, now)
             await store.memory_put(rec)
 
-        args = {"namespace": list(ns), "key": key, "value": value, "text": text}
+        args = {"namespace": namespace_text(ns), "key": key, "value": value_json, "text": text}
         await self._step("put", args, work)
 
     async def get(self, namespace: Any, key: str) -> MemoryItem | None:
@@ -330,7 +339,7 @@ class Memory:
             rec = await self._need(where).memory_get(namespace_text(ns), key)
             return None if rec is None else _row(rec, where)
 
-        found = await self._step("get", {"namespace": list(ns), "key": key}, work)
+        found = await self._step("get", {"namespace": namespace_text(ns), "key": key}, work)
         return None if found is None else _item(found, ns)
 
     async def search(
@@ -378,7 +387,7 @@ class Memory:
             scored.sort(key=lambda t: (-t[0], t[1]))
             return [_row(rec, where, score) for score, _, rec in scored[:limit]]
 
-        args = {"namespace": list(ns), "query": query, "limit": limit, "by": how}
+        args = {"namespace": namespace_text(ns), "query": query, "limit": limit, "by": how}
         found = await self._step("search", args, work)
         return [_item(d, ns) for d in found]
 
@@ -392,7 +401,7 @@ class Memory:
             rows = await self._need(where).memory_list(namespace_text(ns), limit)
             return [_row(rec, where) for rec in rows]
 
-        found = await self._step("list", {"namespace": list(ns), "limit": limit}, work)
+        found = await self._step("list", {"namespace": namespace_text(ns), "limit": limit}, work)
         return [_item(d, ns) for d in found]
 
     async def delete(self, namespace: Any, key: str) -> bool:
@@ -404,7 +413,7 @@ class Memory:
         async def work() -> bool:
             return await self._need(where).memory_delete(namespace_text(ns), key)
 
-        return bool(await self._step("delete", {"namespace": list(ns), "key": key}, work))
+        return bool(await self._step("delete", {"namespace": namespace_text(ns), "key": key}, work))
 
     async def drop(self, namespace: Any) -> int:
         """Delete the namespace everywhere: its rows, and its copies in the
@@ -417,7 +426,7 @@ class Memory:
             rows, _ = await self._need(where).memory_drop(namespace_text(ns))
             return rows
 
-        return int(await self._step("drop", {"namespace": list(ns)}, work))
+        return int(await self._step("drop", {"namespace": namespace_text(ns)}, work))
 
     # -- how -----------------------------------------------------------------------
     def _where(self, op: str) -> str:
