@@ -137,6 +137,7 @@ def test_a_value_of_a_shipped_kind_says_which_codec_to_ask_for() -> None:
     assert "codecs.use" not in interval and "stalwart.register_codec" in interval
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_an_array_subclass_is_refused_rather_than_read_back_as_a_plain_array() -> None:
     # A masked array read back as a plain one would show its masked values,
     # and a matrix's * would multiply element by element: a replay would
