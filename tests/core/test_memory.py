@@ -190,6 +190,7 @@ async def test_a_drop_masks_what_runs_recorded_of_the_namespace(store_url: str) 
         (lambda m: m.put(USER, "k", object()), "'value'"),
         (lambda m: m.put(USER, "k", "x" * MAX_VALUE_BYTES), "'value' is 262146 bytes"),
         (lambda m: m.put(USER, "k", 1, text=5), "'text': a string"),
+        (lambda m: m.put(USER, "k", 1, text="w " * MAX_VALUE_BYTES), "'text' is 524288"),
         (lambda m: m.search(USER, "q", limit=0), "'limit'"),
         (lambda m: m.search(USER, 3), "'query': a string"),
     ],
