@@ -63,7 +63,8 @@ __all__ = [
     "search_words",
 ]
 
-#: The largest value, as JSON, one key may hold (a clear error beyond it).
+#: The largest value, as JSON, one key may hold, and the longest text search
+#: reads of it, in characters (a clear error beyond either).
 MAX_VALUE_BYTES = 256 * 1024
 _MAX_KEY = 512
 _MAX_PART = 256
@@ -316,6 +317,10 @@ class Memory:
             text = value if isinstance(value, str) else value_json
         elif not isinstance(text, str):
             raise TypeError(f"{where}: field 'text': a string, not {type(text).__name__}")
+        if len(text) > MAX_VALUE_BYTES:  # PostgreSQL's text index refuses past 1 MB
+            raise ValueError(
+                f"{where}: field 'text' is {len(text)} characters, more than {MAX_VALUE_BYTES}"
+            )
         _plain_text(text, where, "text")
         found_text = text
 
