@@ -346,6 +346,22 @@ async def test_a_second_decision_sent_before_the_run_takes_the_first_is_refused(
     assert RAN == []
 
 
+@sw.policy
+async def budget_sign_off(ctx: sw.Context) -> Any:
+    return await ctx.wait_for("approval:budget")  # a name of the program's own
+
+
+async def test_a_programs_own_signal_named_approval_is_sent_as_it_is(store_url: str) -> None:
+    async with sw.Runner(store_url, poll_interval=0.02) as runner:
+        handle = await runner.start(budget_sign_off, run_id="b1")
+        for _ in range(500):
+            if (await runner.get_run("b1")).status == "suspended":
+                break
+            await asyncio.sleep(0.02)
+        await runner.signal("b1", "approval:budget", {"amount": 100, "by": "ada"})
+        assert await handle.result(timeout=10) == {"amount": 100, "by": "ada"}
+
+
 async def test_in_memory_the_wait_names_its_signal_in_an_event() -> None:
     agent, _ = agent_for(call("close_account", _id="c1", customer="ada"))
     async with sw.Runner() as runner:
