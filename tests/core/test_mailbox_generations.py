@@ -12,8 +12,6 @@ Real SQLite and PostgreSQL, a real runner.
 
 from __future__ import annotations
 
-import pytest
-
 import stalwart as sw
 from stalwart.core.mail import MAIL
 
@@ -74,12 +72,6 @@ async def spawner(ctx: sw.Context, generation: int = 1) -> list[int]:
     return [got]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a child run's id is the parent's run id, the step key and an index; keys "
-    "count from 1 again in a new generation, so its spawn finds the earlier "
-    "generation's child and returns that child's result",
-)
 async def test_each_generation_of_a_run_spawns_its_own_child_runs(store_url: str) -> None:
     async with sw.Runner(store_url, policies=[spawner, tenfold], poll_interval=0.05) as runner:
         assert await runner.run(spawner, run_id="spawner") == [20]
