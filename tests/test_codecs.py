@@ -135,3 +135,27 @@ def test_a_value_of_a_shipped_kind_says_which_codec_to_ask_for() -> None:
     assert "pandas.DataFrame cannot be recorded as JSON" in frame
     assert "stalwart.codecs.use('pandas'), or stalwart run --codec pandas" in frame
     assert "codecs.use" not in interval and "stalwart.register_codec" in interval
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_an_array_subclass_is_refused_rather_than_read_back_as_a_plain_array() -> None:
+    # A masked array read back as a plain one would show its masked values,
+    # and a matrix's * would multiply element by element: a replay would
+    # compute other results than the live run did.
+    for array, kind in (
+        (np.ma.masked_array([1, 2, 3], mask=[False, True, False]), "MaskedArray"),
+        (np.matrix([[1, 2], [3, 4]]), "matrix"),
+    ):
+        with pytest.raises(SerializationError) as caught:
+            codec.dumps({"a": array}, "result of step 1")
+        message = str(caught.value)
+        assert message.startswith("result of step 1['a']: ")
+        assert kind in message and "np.asarray" in message
+
+
+def test_a_dataframe_subclass_is_refused_rather_than_read_back_as_a_dataframe() -> None:
+    class Prices(pd.DataFrame):  # type: ignore[misc]
+        pass
+
+    with pytest.raises(SerializationError, match="Prices"):
+        codec.dumps(Prices({"p": [1.0]}), "result of step 1")

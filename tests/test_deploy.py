@@ -230,6 +230,62 @@ async def test_a_finished_agent_step_inside_a_run_replays_without_its_model(
     assert verdicts(report) == {"desk-1": ("compatible", False)}
 
 
+@sw.policy(name="inbox")
+async def inbox(ctx: sw.Context) -> list[str]:
+    """Reads two messages from its mailbox."""
+    first = await ctx.receive()
+    second = await ctx.receive()
+    return [first.payload, second.payload]
+
+
+@sw.policy(name="poster")
+async def poster(ctx: sw.Context, to: str) -> None:
+    await ctx.send(to, "hello")
+
+
+@sw.policy(name="answer")
+async def answer(question: str, history: list[sw.Message] | None = None) -> str:
+    return f"{question} ({len(history or [])} before)"
+
+
+async def test_runs_waiting_on_their_mailbox_are_compatible_with_the_code_that_made_them(
+    store_url: str,
+) -> None:
+    # A conversation between turns waits on its mailbox, as any ctx.receive
+    # does: the new code resumes it as it resumes a run waiting for a signal.
+    policies = [inbox, poster, answer]
+    async with sw.Runner(store_url, policies=policies, poll_interval=0.02) as runner:
+        await runner.start(inbox, run_id="inbox-1")
+        await runner.run(poster, to="inbox-1", run_id="poster-1")
+        thread = sw.Conversation(runner, answer, "thread-1")
+        turn = await thread.put("hi")
+        assert await turn.result(timeout=10) == "hi (0 before)"
+        await settle(runner, ["inbox-1", "thread-1"])
+    report = await check_deploy(store_url, [*policies, thread.loop], finished=0)
+    assert report.ok, str(report)
+    assert verdicts(report)["inbox-1"] == ("compatible", False)
+    assert verdicts(report)["thread-1"] == ("compatible", False)
+
+
+@sw.policy(name="inbox")
+async def inbox_that_tells_first(ctx: sw.Context) -> list[str]:
+    await ctx.send("poster-1", "ready")
+    first = await ctx.receive()
+    second = await ctx.receive()
+    return [first.payload, second.payload]
+
+
+async def test_a_message_sent_where_the_run_recorded_none_blocks(store_url: str) -> None:
+    policies = [inbox, poster]
+    async with sw.Runner(store_url, policies=policies, poll_interval=0.02) as runner:
+        await runner.start(inbox, run_id="inbox-1")
+        await runner.run(poster, to="inbox-1", run_id="poster-1")
+        await settle(runner, ["inbox-1"])
+    report = await check_deploy(store_url, [inbox_that_tells_first, poster], finished=0)
+    [run] = report.blocking
+    assert (run.run_id, run.verdict, run.step) == ("inbox-1", "diverges", "1")
+
+
 def test_a_negative_sample_is_refused() -> None:
     with pytest.raises(ValueError, match="finished must be 0 or more"):
         asyncio.run(check_deploy("sqlite:///:memory:", [refund], finished=-1))

@@ -15,7 +15,10 @@ ask for. What each records:
 
 * ``numpy``: an array (and a NumPy scalar) as the bytes of NumPy's own
   ``.npy`` format, written and read with ``allow_pickle=False``: an array of
-  Python objects is refused, since reading one back would unpickle.
+  Python objects is refused, since reading one back would unpickle. So is a
+  subclass of the array (a masked array, a matrix), which would come back
+  as a plain array behaving otherwise; likewise a subclass of a DataFrame
+  or a Series below.
 * ``pandas``: a DataFrame or a Series column by column. Numbers, booleans,
   naive datetimes and timedeltas as ``.npy`` bytes with their exact dtype;
   text, nullable and other columns whose values are JSON as a list with their
@@ -76,6 +79,8 @@ def _numpy() -> None:
     np = _imported("numpy", "numpy")
 
     def to_data(value: Any) -> bytes:
+        if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
+            _subclass(value, "np.asarray(value)", "a plain array")
         return _npy(np, np.asarray(value), "a NumPy array")
 
     def array(data: Any) -> Any:
@@ -97,6 +102,18 @@ def _npy(np: Any, values: Any, what: str) -> bytes:
     buf = io.BytesIO()
     np.save(buf, values, allow_pickle=False)
     return buf.getvalue()
+
+
+def _subclass(value: Any, convert: str, base: str) -> None:
+    """Refuse a subclass of a type a shipped codec records: it would be read
+    back as ``base``, whose behaviour differs (a masked array's mask, a
+    matrix's ``*``), so a replay would compute other results than the run."""
+    cls = type(value)
+    raise SerializationError(
+        f"a {cls.__module__}.{cls.__qualname__} is not recorded: it would be read back as "
+        f"{base}, without what makes it a {cls.__qualname__}; record {convert} "
+        "instead, or register a codec of your own for it (stalwart.register_codec)"
+    )
 
 
 def _bytes(data: Any) -> bytes:
@@ -169,6 +186,8 @@ def _pandas() -> None:
         return pd.Index(column_back(data["values"]), name=data["name"])
 
     def frame(df: Any) -> dict[str, Any]:
+        if type(df) is not pd.DataFrame:
+            _subclass(df, "pd.DataFrame(value)", "a DataFrame")
         if not df.columns.is_unique:
             raise SerializationError("a DataFrame with repeated column names is not recorded")
         return {
@@ -185,6 +204,8 @@ def _pandas() -> None:
         return df
 
     def series(s: Any) -> dict[str, Any]:
+        if type(s) is not pd.Series:
+            _subclass(s, "pd.Series(value)", "a Series")
         return {
             "index": index(s.index, "the Series"),
             "data": column(s, "the Series"),

@@ -55,3 +55,23 @@ def test_a_forged_mail_row_nested_past_the_parser_depth_matches_nothing() -> Non
     deep = "[" * 200_000 + "]" * 200_000
     assert mail_matches(deep, "alice", None) is False
     assert mail_filter(MAIL + "?" + deep) is None
+
+
+@sw.policy
+async def tenfold(n: int) -> int:
+    return n * 10
+
+
+@sw.policy
+async def spawner(ctx: sw.Context, generation: int = 1) -> list[int]:
+    """Spawns one child per generation, each from its generation's first key."""
+    child = await ctx.spawn(tenfold, generation)
+    got = await child.result()
+    if generation == 1:
+        await ctx.engine.mailbox.continue_as_new((), {"generation": 2})
+    return [got]
+
+
+async def test_each_generation_of_a_run_spawns_its_own_child_runs(store_url: str) -> None:
+    async with sw.Runner(store_url, policies=[spawner, tenfold], poll_interval=0.05) as runner:
+        assert await runner.run(spawner, run_id="spawner") == [20]

@@ -428,3 +428,43 @@ async def test_an_exclusive_tool_stays_exclusive_behind_its_gate() -> None:
     assert agent.options[0].exclusive is True
     assert await agent.run("pay both") == "Paid."
     assert moved == [("start", 1.0), ("end", 1.0), ("start", 2.0), ("end", 2.0)]
+
+
+@sw.policy(approval=True)
+async def wire_money(amount: float) -> str:
+    """Wire an amount out of the account.
+
+    Args:
+        amount: How much.
+    """
+    RAN.append(("wire_money", {"amount": amount}))
+    return f"wired {amount}"
+
+
+@pytest.mark.parametrize("guards", ["tool", "concurrent input"])
+async def test_a_tool_that_needs_approval_still_waits_for_it_behind_its_gate(
+    sqlite_url: str, guards: str
+) -> None:
+    model = ScriptedLLM([[call("wire_money", _id="c1", amount=900)], "Done."])
+    if guards == "tool":
+        agent = llm.Agent(model, tools=[wire_money], tool_guardrails=[always_passes])
+    else:
+        agent = llm.Agent(
+            model,
+            tools=[wire_money],
+            input_guardrails=[always_passes],
+            concurrent_guardrails=True,
+        )
+    async with sw.Runner(sqlite_url, poll_interval=0.02) as runner:
+        handle = await runner.start(agent, question="wire 900", run_id="w")
+        for _ in range(500):
+            run = await runner.get_run("w")
+            if run.status != "pending" and run.status != "running":
+                break
+            await asyncio.sleep(0.02)
+        assert run.status == "suspended", run.status
+        assert run.waiting_for is not None and run.waiting_for.startswith("approval:")
+        assert RAN == []  # nothing was wired before a person decided
+        await runner.signal("w", run.waiting_for, False)
+        assert await handle.result(timeout=10) == "Done."
+    assert RAN == []

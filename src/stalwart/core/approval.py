@@ -33,6 +33,7 @@ The answer (the signal's payload) is one of:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,6 +56,9 @@ APPROVAL_PREFIX = "approval:"
 #: The error type a denied call's result has (the model reads "ApprovalDenied: reason").
 DENIED = "ApprovalDenied"
 
+# The key of an approval wait's deadline: under the reply's step, at ``#0``.
+_WAIT_KEY = re.compile(r".+#0\.[0-9]+")
+
 _DECISIONS = ("approve", "deny", "edit")
 _FIELDS = {
     "approve": {"decision"},
@@ -70,10 +74,13 @@ def approval_signal(deadline_key: str) -> str:
 
 def wait_key(signal: str) -> str | None:
     """The deadline key of the approval wait ``signal`` answers, or None
-    when ``signal`` is not a tool approval's."""
-    if not signal.startswith(APPROVAL_PREFIX) or len(signal) == len(APPROVAL_PREFIX):
+    when ``signal`` is not a tool approval's: an approval wait is keyed
+    ``<step>#0.<n>`` (``#0`` is never a call's number), so a program's own
+    signal named ``approval:budget`` is not one."""
+    if not signal.startswith(APPROVAL_PREFIX):
         return None
-    return signal[len(APPROVAL_PREFIX) :]
+    key = signal[len(APPROVAL_PREFIX) :]
+    return key if _WAIT_KEY.fullmatch(key) else None
 
 
 def taken_key(deadline_key: str) -> str:

@@ -17,6 +17,12 @@ Names and values are data. A namespace, a key or a query is only ever
 compared and stored, never imported or called; each is checked before
 anything is written, and a bad one is an error naming the field.
 
+A memory step records scalars only: its namespace as :func:`namespace_text`
+and a written value as its JSON text. A list in a step's record may be kept
+as a reference to an earlier step's (:mod:`.stepargs`); a memory record
+neither holds one (a drop finds the namespace in it as written) nor is the
+target of one (masking it never breaks another step's record).
+
 Deleting a namespace (:meth:`Memory.drop`) deletes its rows and masks its
 copies in the ledger: the records of memory steps on that namespace keep
 their key, name and argument hash (replay still checks them, S5) but lose
@@ -57,7 +63,8 @@ __all__ = [
     "search_words",
 ]
 
-#: The largest value, as JSON, one key may hold (a clear error beyond it).
+#: The largest value, as JSON, one key may hold, and the longest text search
+#: reads of it, in characters (a clear error beyond either).
 MAX_VALUE_BYTES = 256 * 1024
 _MAX_KEY = 512
 _MAX_PART = 256
@@ -96,7 +103,8 @@ def masked_output(name: str, output: str | None) -> str | None:
 
 
 def names_namespace(args: str | None, namespace: str) -> bool:
-    """Whether a memory step's recorded arguments name ``namespace``."""
+    """Whether a memory step's recorded arguments name ``namespace``
+    (:func:`namespace_text`; a list in records made before it was text)."""
     if args is None or args == MASKED_ARGS:
         return False
     try:
@@ -104,7 +112,9 @@ def names_namespace(args: str | None, namespace: str) -> bool:
     except ValueError:
         return False
     found = data.get("namespace") if isinstance(data, dict) else None
-    return isinstance(found, list) and json.dumps(found, separators=(",", ":")) == namespace
+    if isinstance(found, list):
+        found = json.dumps(found, separators=(",", ":"))
+    return found == namespace
 
 
 @dataclass(slots=True)
@@ -307,6 +317,10 @@ class Memory:
             text = value if isinstance(value, str) else value_json
         elif not isinstance(text, str):
             raise TypeError(f"{where}: field 'text': a string, not {type(text).__name__}")
+        if len(text) > MAX_VALUE_BYTES:  # PostgreSQL's text index refuses past 1 MB
+            raise ValueError(
+                f"{where}: field 'text' is {len(text)} characters, more than {MAX_VALUE_BYTES}"
+            )
         _plain_text(text, where, "text")
         found_text = text
 
@@ -317,7 +331,7 @@ class Memory:
             rec = MemoryRecord(namespace_text(ns), key, value_json, found_text, vector, now, now)
             await store.memory_put(rec)
 
-        args = {"namespace": list(ns), "key": key, "value": value, "text": text}
+        args = {"namespace": namespace_text(ns), "key": key, "value": value_json, "text": text}
         await self._step("put", args, work)
 
     async def get(self, namespace: Any, key: str) -> MemoryItem | None:
@@ -330,7 +344,7 @@ class Memory:
             rec = await self._need(where).memory_get(namespace_text(ns), key)
             return None if rec is None else _row(rec, where)
 
-        found = await self._step("get", {"namespace": list(ns), "key": key}, work)
+        found = await self._step("get", {"namespace": namespace_text(ns), "key": key}, work)
         return None if found is None else _item(found, ns)
 
     async def search(
@@ -378,7 +392,7 @@ class Memory:
             scored.sort(key=lambda t: (-t[0], t[1]))
             return [_row(rec, where, score) for score, _, rec in scored[:limit]]
 
-        args = {"namespace": list(ns), "query": query, "limit": limit, "by": how}
+        args = {"namespace": namespace_text(ns), "query": query, "limit": limit, "by": how}
         found = await self._step("search", args, work)
         return [_item(d, ns) for d in found]
 
@@ -392,7 +406,7 @@ class Memory:
             rows = await self._need(where).memory_list(namespace_text(ns), limit)
             return [_row(rec, where) for rec in rows]
 
-        found = await self._step("list", {"namespace": list(ns), "limit": limit}, work)
+        found = await self._step("list", {"namespace": namespace_text(ns), "limit": limit}, work)
         return [_item(d, ns) for d in found]
 
     async def delete(self, namespace: Any, key: str) -> bool:
@@ -404,7 +418,7 @@ class Memory:
         async def work() -> bool:
             return await self._need(where).memory_delete(namespace_text(ns), key)
 
-        return bool(await self._step("delete", {"namespace": list(ns), "key": key}, work))
+        return bool(await self._step("delete", {"namespace": namespace_text(ns), "key": key}, work))
 
     async def drop(self, namespace: Any) -> int:
         """Delete the namespace everywhere: its rows, and its copies in the
@@ -417,7 +431,7 @@ class Memory:
             rows, _ = await self._need(where).memory_drop(namespace_text(ns))
             return rows
 
-        return int(await self._step("drop", {"namespace": list(ns)}, work))
+        return int(await self._step("drop", {"namespace": namespace_text(ns)}, work))
 
     # -- how -----------------------------------------------------------------------
     def _where(self, op: str) -> str:

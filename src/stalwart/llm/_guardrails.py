@@ -342,14 +342,16 @@ class _Gate:
 
 
 def _gate(guards: Guardrails, tool: Policy[Any, Any]) -> Policy[Any, Any]:
-    """``tool`` behind a gate: its name, description and arguments, not recorded
-    (the checks and the tool below it are)."""
+    """``tool`` behind a gate: its name, description, arguments, lock and
+    approval (docs/approvals.md), not recorded (the checks and the tool below
+    it are)."""
     gate: Policy[Any, Any] = Policy(
         _Gate(guards, tool),
         name=tool.name,
         description=tool.description,
         record=False,
         exclusive=tool.exclusive,  # the engine takes the tool's lock for the gate
+        approval=tool.approval,  # and asks a person before the gate, as for the tool
     )
     gate.signature = tool.signature  # the model sees, and the engine validates, the tool's
     return gate

@@ -23,6 +23,7 @@ from ..core.engine.unwind import Halt
 from ..core.errors import NonDeterminismError, StalwartError
 from ..core.events import CallInfo, Hook
 from ..core.ledger import TERMINAL, RunRecord, StoredStep
+from ..core.mail import Delivery
 from ..core.policy import Policy
 from ..timetravel.fork import LINEAGE_KEY
 from ..timetravel.keys import is_ancestor, key_parts
@@ -74,6 +75,7 @@ class Guard(Hook):
         self.recording = recording
         self.seen: list[str] = []
         self.misses: set[str] = set()
+        self.last_miss = ""  # the key a live send (no key of its own here) is reported at
         self.x: Engine | None = None
         keys = [k for k in recording.steps if k != LINEAGE_KEY]
         self.last_key = max(keys, key=key_parts) if keys else None
@@ -125,6 +127,7 @@ class Guard(Hook):
 
     def missed(self, key: str) -> None:
         self.misses.add(key)
+        self.last_miss = key
         hidden = self.recording.steps.get(key)
         if hidden is not None and hidden.kind in REWALKED:
             return  # written again and compared (record_step)
@@ -165,6 +168,24 @@ class Guard(Hook):
 
     async def take_signal(self, run_id: str, name: str, step_key: str) -> str | None:
         raise self.extra(step_key, f"waits for signal {name!r}")
+
+    # A mailbox, as a signal: a receive the recording does not answer is
+    # where an unfinished run waits (a conversation between turns), or a
+    # receive it lacks; a send or a continue-as-new it lacks is live.
+    async def take_mail(
+        self, run_id: str, step_key: str, sender: str | None, kind: str | None
+    ) -> str | None:
+        raise self.extra(step_key, f"receives a message (sender {sender!r}, kind {kind!r})")
+
+    async def deliver_mail(
+        self, run_id: str, envelope: str, uid: str, wakes: Sequence[str]
+    ) -> Delivery:
+        raise self.extra(self.last_miss, f"sends a message to run {run_id!r}")
+
+    async def continue_run(
+        self, run_id: str, fence: int, inputs: str, archive_id: str, first: StoredStep
+    ) -> None:
+        raise self.extra(first.key, "continues as new")
 
     async def get_runs(self, run_ids: Sequence[str]) -> list[RunRecord]:
         return [d.run for d in self.recording.children if d.run.id in run_ids]

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from .. import codec
 from ..errors import StoreError
-from ..ledger import ASKED, CHILDREN_WAIT, TERMINAL, asked_key, child_group, child_run_id
+from ..ledger import (
+    ASKED,
+    CHILD_MARK,
+    CHILDREN_WAIT,
+    TERMINAL,
+    asked_key,
+    child_group,
+    child_run_id,
+)
 from ..policy import as_policy
 from ..recorded import error_to_json
 from .unwind import Suspend
@@ -155,7 +163,12 @@ class Waits:
                 return ids
         if x.host is None:
             raise RuntimeError("child runs need a Runner (this run has none)")
-        ids = [child_run_id(x.run_id, key, i) for i in range(len(calls))]
+        # Keys count from 1 again in each generation of a run that continued
+        # as new: a later generation's children are named under it
+        # (``<run id>~<generation>~<key>/<n>``), never an earlier one's.
+        generation = x.mailbox.generation
+        parent = x.run_id if generation == 1 else f"{x.run_id}{CHILD_MARK}{generation}"
+        ids = [child_run_id(parent, key, i) for i in range(len(calls))]
         await x.write(x.host.spawn_children(x, pol, calls, ids, queue, priority))
         if x.store is not None:
             await x.record_value(key, f"spawn:{pol.name}", ids)
