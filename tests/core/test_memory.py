@@ -278,11 +278,6 @@ async def read_drop_then_wait(ctx: sw.Context) -> str:
     return f"goodbye sent to {got.value if got is not None else None}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a drop masks the dropping run's own records too, so its resumed run reads "
-    "None where the live run read the value (S2); see docs/memory.md 'Deleting a namespace'",
-)
 async def test_a_run_that_drops_a_namespace_it_read_resumes_with_what_it_read(
     store_url: str,
 ) -> None:

@@ -173,7 +173,7 @@ class MemoryLedger(Protocol):
 
     async def memory_delete(self, namespace: str, key: str) -> bool: ...
 
-    async def memory_drop(self, namespace: str) -> tuple[int, int]:
+    async def memory_drop(self, namespace: str, keep_run: str | None = None) -> tuple[int, int]:
         """Delete the namespace's rows and mask the records of memory steps
         on it (:data:`MEMORY_STEPS`, :data:`MASKED_ARGS`,
         :func:`masked_output`), in one transaction; ``(rows, records)``."""
@@ -428,7 +428,9 @@ class Memory:
         ns = namespace_of(namespace, where)
 
         async def work() -> int:
-            rows, _ = await self._need(where).memory_drop(namespace_text(ns))
+            # The dropping run keeps its own records: a resume replays what it read (S2).
+            keep = self._ctx.run_id if self._ctx is not None else None
+            rows, _ = await self._need(where).memory_drop(namespace_text(ns), keep)
             return rows
 
         return int(await self._step("drop", {"namespace": namespace_text(ns)}, work))

@@ -866,10 +866,12 @@ class Store(abc.ABC):
         """Delete one row; whether there was one."""
         raise NotImplementedError(f"{type(self).__name__} keeps no memory")
 
-    async def memory_drop(self, namespace: str) -> tuple[int, int]:
+    async def memory_drop(self, namespace: str, keep_run: str | None = None) -> tuple[int, int]:
         """Delete the namespace's rows and mask the ledger's copies of them
-        (:meth:`~stalwart.core.memory.Memory.drop`), in one transaction;
-        how many rows went and how many step records were masked."""
+        (:meth:`~stalwart.core.memory.Memory.drop`), in one transaction,
+        except those of run ``keep_run`` (the run dropping it, which must
+        replay what it read); how many rows went and how many step records
+        were masked."""
         raise NotImplementedError(f"{type(self).__name__} keeps no memory")
 
     # -- wake-ups from other processes (stalwart.runner.worker) -----------------

@@ -64,10 +64,12 @@ class MemoryMemories:
             self._memory.pop(namespace, None)
         return found
 
-    async def memory_drop(self, namespace: str) -> tuple[int, int]:
+    async def memory_drop(self, namespace: str, keep_run: str | None = None) -> tuple[int, int]:
         rows = len(self._memory.pop(namespace, {}))
         masked = 0
-        for steps in self._steps.values():
+        for run_id, steps in self._steps.items():
+            if run_id == keep_run:
+                continue
             for key, step in steps.items():
                 if step.name in MEMORY_STEPS and names_namespace(step.args, namespace):
                     output = masked_output(step.name, step.output)

@@ -69,7 +69,7 @@ class PostgresMemory(PostgresBase):
 
         return await self._with_conn("deleting memory", fn)
 
-    async def memory_drop(self, namespace: str) -> tuple[int, int]:
+    async def memory_drop(self, namespace: str, keep_run: str | None = None) -> tuple[int, int]:
         sql = self._memory_sql
 
         async def fn(conn: Conn, n: int) -> tuple[int, int]:
@@ -77,7 +77,7 @@ class PostgresMemory(PostgresBase):
                 cur = await conn.execute(sql.drop, (namespace,))
                 rows = len(await cur.fetchall())
                 cur = await conn.execute(sql.copies)
-                found = masks(await cur.fetchall(), namespace)
+                found = masks(await cur.fetchall(), namespace, keep_run)
                 for mask in found:
                     await conn.execute(sql.mask, mask.params())
                     for field in mask.unspill:

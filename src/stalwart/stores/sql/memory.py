@@ -111,10 +111,13 @@ class Mask:
         return (MASKED_ARGS, self.output, self.spilled, self.run_id, self.key)
 
 
-def masks(rows: Sequence[Sequence[Any]], namespace: str) -> list[Mask]:
-    """The records among ``copies`` rows that hold ``namespace``'s data."""
+def masks(rows: Sequence[Sequence[Any]], namespace: str, keep_run: str | None = None) -> list[Mask]:
+    """The records among ``copies`` rows that hold ``namespace``'s data,
+    but for run ``keep_run``'s."""
     out: list[Mask] = []
     for run_id, key, name, spilled, args, spilled_args, output in rows:
+        if run_id == keep_run:
+            continue
         if not names_namespace(args if args is not None else spilled_args, namespace):
             continue
         bits = int(spilled) & ~_ARGS_BIT

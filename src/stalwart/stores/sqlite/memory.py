@@ -64,11 +64,11 @@ class SQLiteMemory(SQLiteBase):
 
         return await self._write(delete)
 
-    async def memory_drop(self, namespace: str) -> tuple[int, int]:
+    async def memory_drop(self, namespace: str, keep_run: str | None = None) -> tuple[int, int]:
         def drop(db: sqlite3.Connection) -> tuple[int, int]:
             ids = db.execute(_SQL.drop, (namespace,)).fetchall()
             db.executemany(_FORGET, ids)
-            found = masks(db.execute(_SQL.copies).fetchall(), namespace)
+            found = masks(db.execute(_SQL.copies).fetchall(), namespace, keep_run)
             for mask in found:
                 db.execute(_SQL.mask, mask.params())
                 for field in mask.unspill:
