@@ -10,7 +10,7 @@ import pytest
 
 import stalwart.codecs
 from stalwart.core import codec
-from stalwart.core.errors import SerializationError
+from stalwart.core.errors import CorruptedRecord, SerializationError
 
 np = pytest.importorskip("numpy")
 pd = pytest.importorskip("pandas")
@@ -159,3 +159,11 @@ def test_a_dataframe_subclass_is_refused_rather_than_read_back_as_a_dataframe() 
 
     with pytest.raises(SerializationError, match="Prices"):
         codec.dumps(Prices({"p": [1.0]}), "result of step 1")
+
+
+def test_a_row_naming_a_dtype_this_codec_never_writes_is_refused() -> None:
+    row = json.loads(codec.dumps(pd.DataFrame({"n": pd.array([1, None], dtype="Int64")})))
+    assert row["v"]["data"][0]["dtype"] == "Int64"
+    row["v"]["data"][0]["dtype"] = "string[pyarrow]"  # would make pandas import pyarrow
+    with pytest.raises(CorruptedRecord, match=r"dtype 'string\[pyarrow\]' is not one this codec"):
+        codec.loads(json.dumps(row), "result of step 1")

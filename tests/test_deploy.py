@@ -357,3 +357,26 @@ def test_the_command_exits_1_when_a_waiting_run_would_break_and_prints_json(
     gone = check("shop_v3.py")
     assert gone.returncode == 1
     assert "no policy named 'refund'" in gone.stdout
+
+
+@sw.policy(name="refund")
+async def refund_that_waits_outside_any_step(ctx: sw.Context, order: str) -> str:
+    await asyncio.sleep(3600)  # not a step: a resume would sit here too
+    info = await lookup(order=order)
+    await notify(order=order)
+    approved = await ctx.wait_for("approve", prompt=f"refund {info['amount']}?")
+    return "refunded" if approved else "kept"
+
+
+async def test_new_code_that_awaits_outside_any_step_is_reported_stuck_not_hung(
+    store_url: str,
+) -> None:
+    await seed(store_url)
+    report = await check_deploy(
+        store_url, [refund_that_waits_outside_any_step, lookup, notify], finished=0, timeout=0.5
+    )
+    assert [(r.run_id, r.verdict, r.blocks()) for r in report.runs] == [
+        ("refund-1", "stuck", True),
+        ("refund-2", "stuck", True),
+    ]
+    assert "not a step" in report.runs[0].why

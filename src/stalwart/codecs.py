@@ -37,6 +37,7 @@ is asked for.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -126,6 +127,11 @@ def _bytes(data: Any) -> bytes:
 
 # dtype kinds kept as .npy bytes: bool, integers, floats, complex, datetime, timedelta.
 _NPY_KINDS = frozenset("biufcmM")
+# The dtypes a column recorded as a list of values may name: pandas' own
+# nullable numbers and booleans, its Python-backed text, and objects.
+_LISTED_DTYPE = re.compile(
+    r"U?Int(8|16|32|64)|Float(32|64)|boolean|str|string|string\[python\]|object"
+)
 
 
 def _pandas() -> None:
@@ -168,7 +174,12 @@ def _pandas() -> None:
             return pd.Categorical.from_codes(codes, categories=cats, ordered=data["ordered"])
         if "npy" in data:
             return np.load(io.BytesIO(_bytes(data["npy"])), allow_pickle=False)
-        return pd.array(data["values"], dtype=data["dtype"])
+        dtype = data["dtype"]
+        if not isinstance(dtype, str) or not _LISTED_DTYPE.fullmatch(dtype):
+            # A row names the dtype; only those this codec writes are read, so
+            # no row can make pandas load another package (pyarrow's dtypes).
+            raise ValueError(f"a column of dtype {str(dtype)[:100]!r} is not one this codec writes")
+        return pd.array(data["values"], dtype=dtype)
 
     def index(idx: Any, where: str) -> dict[str, Any]:
         if isinstance(idx, pd.MultiIndex):

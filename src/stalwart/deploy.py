@@ -23,6 +23,7 @@ under the policy of the new code that has its recorded name (S13).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -44,7 +45,7 @@ UNFINISHED = ("pending", "running", "suspended")
 #: How many unfinished runs one read of the store lists at a time.
 _PAGE = 500
 
-Verdict = Literal["compatible", "diverges", "no-policy", "unreadable"]
+Verdict = Literal["compatible", "diverges", "no-policy", "unreadable", "stuck"]
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,9 @@ class RunCheck:
     ``verdict``: ``compatible`` (the new code reproduces every recorded
     step), ``diverges`` (it leaves the record at ``step``: ``recorded`` is
     what the run did, ``now`` what the new code does), ``no-policy`` (the
-    new code has no policy of the run's name) or ``unreadable`` (the record
-    cannot be read back, ``why`` says why).
+    new code has no policy of the run's name), ``unreadable`` (the record
+    cannot be read back, ``why`` says why) or ``stuck`` (the replay did not
+    end in time: the new code waits on something that is not a step).
     """
 
     run_id: str
@@ -99,7 +101,7 @@ class DeployReport:
 
     def counts(self) -> dict[str, int]:
         """How many runs got each verdict, and how many block."""
-        found = {v: 0 for v in ("compatible", "diverges", "no-policy", "unreadable")}
+        found = {v: 0 for v in ("compatible", "diverges", "no-policy", "unreadable", "stuck")}
         for r in self.runs:
             found[r.verdict] += 1
         return {**found, "blocking": len(self.blocking)}
@@ -117,7 +119,7 @@ class DeployReport:
         head = (
             f"{len(self.runs)} runs checked: {c['compatible']} compatible, "
             f"{c['diverges']} diverge, {c['no-policy']} without a policy, "
-            f"{c['unreadable']} unreadable; "
+            f"{c['unreadable']} unreadable, {c['stuck']} stuck; "
             + ("nothing blocks the deploy" if self.ok else f"{c['blocking']} block the deploy")
         )
         lines = [head]
@@ -142,6 +144,7 @@ async def check_deploy(
     *,
     finished: int = 20,
     strict: bool = False,
+    timeout: float = 30.0,
 ) -> DeployReport:
     """Replay the store's unfinished runs, and the ``finished`` latest
     finished runs of each of ``policies``, against ``policies`` (the new
@@ -150,10 +153,13 @@ async def check_deploy(
     ``store`` is a store or its URL (opened and closed here). ``policies``
     are the new code's policies (functions, agents, flows: anything
     ``Runner(policies=...)`` takes); a run is replayed under the one with
-    its recorded name. Executes nothing live and writes nothing.
+    its recorded name. Executes nothing live and writes nothing. A run
+    whose replay has not ended after ``timeout`` seconds is ``stuck``.
     """
     if finished < 0:
         raise ValueError(f"finished must be 0 or more, not {finished}")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout}")
     by_name: dict[str, Policy[Any, Any]] = {}
     for p in policies:
         pol = as_policy(p)
@@ -165,11 +171,11 @@ async def check_deploy(
     try:
         report = DeployReport(st.url, strict=strict)
         for run in await _unfinished(st):
-            report.runs.append(await _check(st, run, by_name))
+            report.runs.append(await _check(st, run, by_name, timeout))
         if finished:
             for name in by_name:
                 for run in await st.list_runs("succeeded", finished, policy=name):
-                    report.runs.append(await _check(st, run, by_name))
+                    report.runs.append(await _check(st, run, by_name, timeout))
         return report
     finally:
         if opened:
@@ -191,7 +197,9 @@ async def _unfinished(store: Store) -> list[RunRecord]:
     return runs
 
 
-async def _check(store: Store, run: RunRecord, policies: dict[str, Policy[Any, Any]]) -> RunCheck:
+async def _check(
+    store: Store, run: RunRecord, policies: dict[str, Policy[Any, Any]], timeout: float
+) -> RunCheck:
     pol = policies.get(run.policy)
     if pol is None:
         return RunCheck(
@@ -208,7 +216,18 @@ async def _check(store: Store, run: RunRecord, policies: dict[str, Policy[Any, A
     try:
         dumps = await export_runs(store, run.id, children=True)
         recording = Recording.of(dumps, run.id, f"{store.url} run {run.id}")
-        replayed = await replay_async(recording, pol)
+        async with asyncio.timeout(timeout):
+            replayed = await replay_async(recording, pol)
+    except TimeoutError:
+        return RunCheck(
+            run.id,
+            run.policy,
+            run.status,
+            "stuck",
+            why=f"the replay had not ended after {timeout:g} s: the new code awaits "
+            "something that is not a step (a sleep, a network call) before its next step",
+            fix="make that wait a step (ctx.sleep, a policy) or move it out of the policy",
+        )
     except StalwartError as exc:  # a corrupted record, an undeclared type
         return RunCheck(run.id, run.policy, run.status, "unreadable", why=str(exc))
     if replayed.ok:

@@ -225,6 +225,10 @@ def test_bad_handoff_configurations_are_refused_with_the_agent_and_the_name() ->
         ValueError, match=re.escape("history must be 'whole', 'without_tools' or llm.Summary")
     ):
         llm.Handoff(billing, history="all")  # type: ignore[arg-type]
+    long_name = llm.Agent(model, name="b" * 53)  # transfer_to_ + 53 = 65 characters
+    with pytest.raises(ValueError, match="over the 64 models accept"):
+        llm.Agent(model, name="triage", handoffs=[long_name])
+    llm.Agent(model, name="triage", handoffs=[llm.Agent(model, name="b" * 52)])
 
 
 async def test_a_handoff_by_a_name_nobody_answers_to_fails_before_any_model_call() -> None:

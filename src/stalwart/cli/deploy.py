@@ -49,6 +49,15 @@ def deploy_check(
             "--strict", help="Block on finished runs the new code replays differently too."
         ),
     ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            min=0.001,
+            help="How long one run's replay may take before it is called stuck.",
+        ),
+    ] = 30.0,
     as_json: JsonOption = False,
 ) -> None:
     """Replay the store's runs against new code; exit 1 if any would fail when resumed.
@@ -63,7 +72,9 @@ def deploy_check(
     async def check() -> DeployReport:
         policies = app_policies(app)  # a bad --app is one error line, as any command's
         async with reading(store) as st:
-            return await check_deploy(st, policies, finished=finished, strict=strict)
+            return await check_deploy(
+                st, policies, finished=finished, strict=strict, timeout=timeout
+            )
 
     report = execute(check)
     if as_json:

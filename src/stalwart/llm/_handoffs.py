@@ -153,6 +153,12 @@ class Handoffs:
                 raise ValueError(
                     f"agent {source!r} has several handoffs to agents named {h.name!r}"
                 )
+            if len(h.tool_name) > 64:  # the providers' limit on a tool's name
+                raise ValueError(
+                    f"agent {source!r}: handoffs[{i}] names agent {h.name!r}, whose handoff "
+                    f"tool {h.tool_name!r} is {len(h.tool_name)} characters, over the 64 "
+                    "models accept: give the agent a name of at most 52 characters"
+                )
             self.targets[h.tool_name] = h
         self.tools: list[Policy[Any, Any]] = [
             Policy(
