@@ -325,11 +325,6 @@ async def test_a_decision_sent_again_to_a_decided_wait_is_refused(store_url: str
     assert len(RAN) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runner.signal checks only for a decision the wait took; one queued and not "
-    "yet taken passes the check, so a second decision is accepted and silently dropped",
-)
 async def test_a_second_decision_sent_before_the_run_takes_the_first_is_refused(
     store_url: str,
 ) -> None:
@@ -343,6 +338,21 @@ async def test_a_second_decision_sent_before_the_run_takes_the_first_is_refused(
         await deciding.signal("r1", signal, {"c1": {"decision": "deny", "reason": "no"}})
         with pytest.raises(sw.ApprovalError, match="already"):
             await deciding.signal("r1", signal, True)
+    assert RAN == []
+
+
+async def test_in_memory_a_second_decision_for_one_wait_is_refused() -> None:
+    agent, _ = agent_for(call("close_account", _id="c1", customer="ada"))
+    async with sw.Runner() as runner:
+        handle = await runner.start(agent, question="Close ada", run_id="m2")
+        async for event in handle.events():
+            if isinstance(event, sw.Emitted) and isinstance(event.value, dict):
+                signal = event.value["signal"]
+                await runner.signal("m2", signal, False)
+                with pytest.raises(sw.ApprovalError, match="sent to this wait already"):
+                    await runner.signal("m2", signal, True)
+                break
+        assert await handle.result(timeout=10) == "ApprovalDenied: denied"
     assert RAN == []
 
 
