@@ -356,6 +356,53 @@ async def test_in_memory_a_second_decision_for_one_wait_is_refused() -> None:
     assert RAN == []
 
 
+RULE_CALLS: list[float] = []
+
+
+def limit_from_a_table(amount: float) -> bool:
+    """A rule with a bug: the table it reads has no limit."""
+    RULE_CALLS.append(amount)
+    return amount > {}["limit"]  # type: ignore[index]
+
+
+@sw.policy(approval=limit_from_a_table)
+async def transfer(to: str, amount: float) -> str:
+    """Transfer money."""
+    RAN.append(("transfer", {"to": to, "amount": amount}))
+    return f"sent {amount} to {to}"
+
+
+async def test_a_rule_that_raises_refuses_its_call_naming_run_step_tool_and_rule(
+    store_url: str,
+) -> None:
+    RULE_CALLS.clear()
+    reply = [
+        call("transfer", _id="c1", to="Bo", amount=5.0),
+        call("close_account", _id="c2", customer="ada"),
+    ]
+    model = ScriptedLLM([reply, results_read], name="support_model")
+    agent = Agent(model, instructions="Help.", tools=[transfer, close_account], name="payer")
+    async with sw.Runner(store_url, poll_interval=0.02) as runner:
+        handle = await runner.start(agent, question="Pay Bo, close ada", run_id="r1")
+        signal, asked = await waiting(runner, "r1")  # the other call still asks a person
+        assert [c["id"] for c in asked["about"]["calls"]] == ["c2"]
+        await runner.signal("r1", signal, True)
+        result = await handle.result(timeout=10)
+        steps = await runner.steps("r1")
+    refused = next(s for s in steps if s.name == "stalwart.refused:transfer")
+    read = result.split(" | ")
+    assert read[0] == (
+        f"ApprovalError: run 'r1', step {refused.key}: the approval rule "
+        f"{__name__}.limit_from_a_table of 'transfer' raised KeyError: 'limit'; "
+        "the call was not run"
+    )
+    assert read[1] == "closed ada"
+    assert RAN == [("close_account", {"customer": "ada"})]  # fails closed: transfer never ran
+    assert RULE_CALLS == [5.0]
+    assert await replay_strictly(store_url, "r1", agent, question="Pay Bo, close ada") == result
+    assert RULE_CALLS == [5.0] and len(RAN) == 1  # the record answers: the rule is not asked
+
+
 @sw.policy
 async def budget_sign_off(ctx: sw.Context) -> Any:
     return await ctx.wait_for("approval:budget")  # a name of the program's own
