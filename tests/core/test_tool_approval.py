@@ -356,6 +356,77 @@ async def test_in_memory_a_second_decision_for_one_wait_is_refused() -> None:
     assert RAN == []
 
 
+hurried_refund = sw.policy(refund, approval_timeout=0.2)
+hurried_close = sw.policy(close_account, approval_timeout=0.2)
+
+
+async def test_a_wait_with_no_decision_within_its_timeout_denies_the_call(
+    store_url: str,
+) -> None:
+    model = ScriptedLLM(
+        [call("refund", _id="c1", order="A-17", amount=250.0), results_read], name="m"
+    )
+    agent = Agent(model, instructions="Help.", tools=[hurried_refund], name="hurried")
+    async with sw.Runner(store_url, poll_interval=0.02) as runner:
+        handle = await runner.start(agent, question="Refund A-17", run_id="t1")
+        signal, _ = await waiting(runner, "t1")
+        assert await handle.result(timeout=10) == "ApprovalDenied: no decision within 0.2 s"
+        steps = await runner.steps("t1")
+        with pytest.raises(sw.ApprovalError, match="decided already"):
+            await runner.signal("t1", signal, True)  # too late: nothing is queued
+    assert RAN == []
+    decided = next(s for s in steps if s.name == "stalwart.approvals")
+    assert codec.loads(decided.output or "", "") == {
+        "c1": {"decision": "deny", "reason": "no decision within 0.2 s"}
+    }
+    calls = model.calls
+    replayed = await replay_strictly(store_url, "t1", agent, question="Refund A-17")
+    assert replayed == "ApprovalDenied: no decision within 0.2 s"
+    assert model.calls == calls and RAN == []
+
+
+async def test_a_timeout_denies_the_calls_that_have_one_and_the_others_are_asked_again(
+    sqlite_url: str,
+) -> None:
+    reply = [
+        call("close_account", _id="c1", customer="ada"),
+        call("refund", _id="c2", order="A-17", amount=250.0),
+    ]
+    model = ScriptedLLM([reply, results_read], name="m")
+    agent = Agent(model, instructions="Help.", tools=[hurried_close, refund], name="mixed")
+    async with sw.Runner(sqlite_url, poll_interval=0.02) as runner:
+        handle = await runner.start(agent, question="Close ada, refund A-17", run_id="t2")
+        first, asked = await waiting(runner, "t2")
+        assert [c["id"] for c in asked["about"]["calls"]] == ["c1", "c2"]
+        while (second := await waiting(runner, "t2"))[0] == first:
+            await asyncio.sleep(0.02)
+        assert [c["id"] for c in second[1]["about"]["calls"]] == ["c2"]
+        await runner.signal("t2", second[0], True)
+        assert await handle.result(timeout=10) == (
+            "ApprovalDenied: no decision within 0.2 s | refunded 250.0 on A-17"
+        )
+    assert RAN == [("refund", {"order": "A-17", "amount": 250.0})]
+
+
+async def test_in_memory_a_wait_with_no_decision_within_its_timeout_denies_the_call() -> None:
+    model = ScriptedLLM([call("close_account", _id="c1", customer="ada"), results_read])
+    agent = Agent(model, instructions="Help.", tools=[hurried_close], name="hurried")
+    async with sw.Runner() as runner:
+        assert await runner.run(agent, question="Close ada") == (
+            "ApprovalDenied: no decision within 0.2 s"
+        )
+    assert RAN == []
+
+
+def test_approval_timeout_is_positive_seconds_for_a_policy_with_approval() -> None:
+    assert hurried_refund.approval_timeout == 0.2
+    assert hurried_refund.approval is over_limit  # the other settings are kept
+    with pytest.raises(ValueError, match="approval_timeout is for a policy made with approval="):
+        sw.policy(look_up, approval_timeout=10)
+    with pytest.raises(ValueError, match="approval_timeout must be > 0 seconds"):
+        sw.policy(close_account, approval_timeout=0)
+
+
 RULE_CALLS: list[float] = []
 
 
@@ -469,6 +540,27 @@ def test_a_run_killed_while_waiting_for_approval_finishes_in_a_new_process(
     assert result == "refunded 250.0 on A-17"
     assert executions(tmp_path / "refund.txt") == ["refund"]
     # One model call before the kill, one after: the recorded round was replayed.
+    assert executions(tmp_path / "model.txt") == ["model", "model"]
+
+
+def test_a_run_killed_while_its_approval_wait_runs_out_is_denied_in_a_new_process(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    first = spawn(APP, sqlite_url, tmp_path, "run-hurried", "crash-3")
+    line = wait_for_line(first, "waiting ")[-1]
+    kill(first)
+    assert first.returncode == -signal.SIGKILL
+    assert line.startswith("waiting approval:")
+
+    # Nobody decides: the worker wakes the run at its deadline, recorded
+    # before the kill, and the refund is denied.
+    second = spawn(APP, sqlite_url, tmp_path, "recover", "crash-3")
+    out, err = second.communicate(timeout=90)
+    assert second.returncode == 0, err
+    said = [x[len("result ") :] for x in out.splitlines() if x.startswith("result ")]
+    assert said, out
+    assert json.loads(said[0]) == "ApprovalDenied: no decision within 1 s"
+    assert executions(tmp_path / "refund.txt") == []
     assert executions(tmp_path / "model.txt") == ["model", "model"]
 
 

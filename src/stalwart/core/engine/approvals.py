@@ -26,6 +26,11 @@ refused, its result an ``ApprovalError`` naming the run, the call's step,
 the rule and the tool, recorded at the call's key as the dispatch records
 a refusal (S14), so a replay answers it and the rule is not asked again.
 
+A wait lasts at most the smallest ``approval_timeout`` of the calls it
+asks about (``ctx.ask(timeout=)``); when it passes, the wait records the
+timeout and those calls are denied ("no decision within N s"), the others
+asked again in a new wait. A replay reads the timeout from the record.
+
 A denied call does not run; its result is an ``ApprovalDenied`` error whose
 message is the reason, which the model reads. An edited call runs with the
 call's arguments changed as the decision says; its step records those.
@@ -161,7 +166,20 @@ class Approvals:
             }
             if problem is not None:
                 about["problem"] = problem
-            payload = await ctx.ask(_prompt(pending, problem), signal=signal, about=about)
+            timeout = _timeout(pending, allowed)
+            try:
+                payload = await ctx.ask(
+                    _prompt(pending, problem), signal=signal, about=about, timeout=timeout
+                )
+            except TimeoutError:  # recorded by the wait, raised again on replay
+                assert timeout is not None
+                reason = f"no decision within {timeout:g} s"
+                for call in pending:
+                    if allowed[call.name].approval_timeout == timeout:
+                        decisions[call.id] = {"decision": "deny", "reason": reason}
+                pending = [c for c in pending if c.id not in decisions]
+                problem = None
+                continue
             where = f"tool approval of run {x.run_id!r}, signal {signal!r}"
             try:
                 got = read_decisions(payload, [c.id for c in pending], where)
@@ -175,6 +193,13 @@ class Approvals:
             decisions.update(got)
             pending = [c for c in pending if c.id not in got]
         return decisions
+
+
+def _timeout(pending: list[ActionCall], allowed: dict[str, Policy[Any, Any]]) -> float | None:
+    """How long a wait asking about ``pending`` lasts: the smallest
+    ``approval_timeout`` of their options (None: until a decision comes)."""
+    timeouts = [t for c in pending if (t := allowed[c.name].approval_timeout) is not None]
+    return min(timeouts) if timeouts else None
 
 
 def _rule_failed(x: Engine, key: str, pol: Policy[Any, Any], exc: Exception) -> str:
