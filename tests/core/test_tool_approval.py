@@ -427,6 +427,34 @@ def test_approval_timeout_is_positive_seconds_for_a_policy_with_approval() -> No
         sw.policy(close_account, approval_timeout=0)
 
 
+async def test_a_sub_agent_made_with_approval_waits_for_a_person_before_it_answers(
+    store_url: str,
+) -> None:
+    researcher_model = ScriptedLLM(["Ada's balance is 40."], name="researcher_model")
+    researcher = Agent(
+        researcher_model,
+        instructions="Look things up.",
+        name="researcher",
+        approval=lambda question: "balance" in question,
+        approval_timeout=600,
+    )
+    model = ScriptedLLM(
+        [call("researcher", _id="c1", question="What is Ada's balance?"), results_read],
+        name="lead_model",
+    )
+    lead = Agent(model, instructions="Help.", tools=[researcher], name="lead")
+    async with sw.Runner(store_url, poll_interval=0.02) as runner:
+        handle = await runner.start(lead, question="Ada's balance?", run_id="s1")
+        signal, asked = await waiting(runner, "s1")
+        assert asked["prompt"] == 'Approve researcher(question="What is Ada\'s balance?")?'
+        assert researcher_model.calls == 0  # the sub-agent waits for the decision
+        await runner.signal("s1", signal, True)
+        assert await handle.result(timeout=10) == "Ada's balance is 40."
+    assert researcher_model.calls == 1
+    with pytest.raises(ValueError, match="approval_timeout must be > 0"):
+        Agent(researcher_model, name="hasty", approval=True, approval_timeout=-1)
+
+
 RULE_CALLS: list[float] = []
 
 
