@@ -543,9 +543,9 @@ class Runner:
         resumes it. In memory the live run is handed it (waits there are inline).
 
         A tool approval's signal (``approval:<key>``, docs/approvals.md) is
-        checked first: a decision that does not fit, or one for a wait that
-        has taken its decision, raises :class:`ApprovalError` naming the
-        field, and nothing is queued.
+        checked first: a decision that does not fit, or a second one for a
+        wait (taken by the run or not: the store sends it ``once``), raises
+        :class:`ApprovalError` naming the field, and nothing is queued.
         """
         await self.open()
         once = name.startswith(APPROVAL_PREFIX) and await self._check_approval(
