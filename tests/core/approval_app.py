@@ -13,8 +13,8 @@ recorded; ``recover`` mode is a worker that resumes the run, and sends
 nothing. Each live model call and each refund appends a line to a file
 outside the process.
 
-``run-hurried`` is ``run`` for an agent whose refund waits one second at
-most (``approval_timeout=1``): ``recover`` then finds the wait timed out.
+``run-hurried`` is ``run`` for an agent whose refund waits three seconds
+at most (``approval_timeout=3``): ``recover`` then finds the wait timed out.
 
     python approval_app.py STORE_URL WORKDIR run|run-hurried|approve|approve-and-hang|recover RUN_ID
 """
@@ -75,11 +75,11 @@ support = Agent(
     name="support",
 )
 
-# The same refund, whose wait for a decision lasts one second at most.
+# The same refund, whose wait for a decision lasts three seconds at most.
 hurried = Agent(
     ScriptedLLM([asks_for_a_refund, says_what_happened], name="support_model"),
     instructions="Help the customer.",
-    tools=[sw.policy(refund, approval_timeout=1)],
+    tools=[sw.policy(refund, approval_timeout=3)],
     name="hurried_support",
 )
 
