@@ -89,3 +89,38 @@ async def test_a_bad_decision_from_the_command_line_names_the_field(
         assert (run.status, run.waiting_for) == ("suspended", signal)
         await runner.signal("pay-2", signal, {"c1": {"decision": "deny", "reason": "no"}})
         assert await handle.result(timeout=10) == "done"
+
+
+async def test_a_second_decision_before_the_run_takes_the_first_is_a_422_and_a_cli_error(
+    sqlite_url: str,
+) -> None:
+    async with sw.Runner(sqlite_url, poll_interval=0.02) as runner:
+        await runner.start(_agent(), question="Pay Ada", run_id="pay-3")
+        signal = await _waiting(runner, "pay-3")
+    # Nothing executes the run now: the first decision stays queued, untaken.
+    api = create_app(sqlite_url, [wire_money], tokens=[TOKEN])
+    path = f"/runs/pay-3/signals/{quote(signal, safe='')}"
+    async with api.router.lifespan_context(api):
+        transport = httpx.ASGITransport(app=api)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            first = await c.post(path, json=True, headers=AUTH)
+            assert first.status_code == 202, first.text
+            second = await c.post(path, json=False, headers=AUTH)
+            assert second.status_code == 422, second.text
+            assert second.json()["code"] == "approval_error"
+            assert (
+                f"signal {signal!r}: a decision was sent to this wait already"
+                in (second.json()["error"])
+            )
+    said = await asyncio.to_thread(
+        invoke, "signal", "pay-3", signal, "false", "--store", sqlite_url
+    )
+    assert said.exit_code == 1, said.output
+    lines = [line for line in said.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "a decision was sent to this wait already" in lines[0], lines
+    async with sw.Runner(sqlite_url, poll_interval=0.02) as runner:
+        runner.register(_agent())
+        (handle,) = await runner.recover()
+        assert await handle.result(timeout=10) == "done"
+        steps = {s.name: s for s in await runner.steps("pay-3")}
+    assert steps["wire_money"].output == '"wired 5.0 to Ada"'  # the first decision was taken

@@ -13,7 +13,10 @@ recorded; ``recover`` mode is a worker that resumes the run, and sends
 nothing. Each live model call and each refund appends a line to a file
 outside the process.
 
-    python approval_app.py STORE_URL WORKDIR run|approve|approve-and-hang|recover RUN_ID
+``run-hurried`` is ``run`` for an agent whose refund waits three seconds
+at most (``approval_timeout=3``): ``recover`` then finds the wait timed out.
+
+    python approval_app.py STORE_URL WORKDIR run|run-hurried|approve|approve-and-hang|recover RUN_ID
 """
 
 from __future__ import annotations
@@ -72,6 +75,14 @@ support = Agent(
     name="support",
 )
 
+# The same refund, whose wait for a decision lasts three seconds at most.
+hurried = Agent(
+    ScriptedLLM([asks_for_a_refund, says_what_happened], name="support_model"),
+    instructions="Help the customer.",
+    tools=[sw.policy(refund, approval_timeout=3)],
+    name="hurried_support",
+)
+
 
 async def main() -> None:
     global WORKDIR
@@ -79,15 +90,16 @@ async def main() -> None:
     WORKDIR = Path(workdir)
     HANG["refund"] = action == "approve-and-hang"
     serving = action in ("approve", "recover")
-    runner = sw.Runner(url, poll_interval=0.05, policies=[support], serving=serving)
+    runner = sw.Runner(url, poll_interval=0.05, policies=[support, hurried], serving=serving)
     async with runner:
         if action == "recover":
             await runner.recover()
             result = await sw.RunHandle(runner, run_id).result(timeout=60)
             print("result " + json.dumps(result), flush=True)
             return
-        if action in ("run", "approve-and-hang"):
-            await runner.start(support, question="Refund order A-17", run_id=run_id)
+        if action in ("run", "run-hurried", "approve-and-hang"):
+            agent = hurried if action == "run-hurried" else support
+            await runner.start(agent, question="Refund order A-17", run_id=run_id)
             while True:
                 run = await runner.get_run(run_id)
                 if run.status == "suspended" and run.waiting_for:

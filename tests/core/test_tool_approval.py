@@ -325,11 +325,6 @@ async def test_a_decision_sent_again_to_a_decided_wait_is_refused(store_url: str
     assert len(RAN) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runner.signal checks only for a decision the wait took; one queued and not "
-    "yet taken passes the check, so a second decision is accepted and silently dropped",
-)
 async def test_a_second_decision_sent_before_the_run_takes_the_first_is_refused(
     store_url: str,
 ) -> None:
@@ -344,6 +339,173 @@ async def test_a_second_decision_sent_before_the_run_takes_the_first_is_refused(
         with pytest.raises(sw.ApprovalError, match="already"):
             await deciding.signal("r1", signal, True)
     assert RAN == []
+
+
+async def test_in_memory_a_second_decision_for_one_wait_is_refused() -> None:
+    agent, _ = agent_for(call("close_account", _id="c1", customer="ada"))
+    async with sw.Runner() as runner:
+        handle = await runner.start(agent, question="Close ada", run_id="m2")
+        async for event in handle.events():
+            if isinstance(event, sw.Emitted) and isinstance(event.value, dict):
+                signal = event.value["signal"]
+                await runner.signal("m2", signal, False)
+                with pytest.raises(sw.ApprovalError, match="sent to this wait already"):
+                    await runner.signal("m2", signal, True)
+                break
+        assert await handle.result(timeout=10) == "ApprovalDenied: denied"
+    assert RAN == []
+
+
+hurried_refund = sw.policy(refund, approval_timeout=0.2)
+hurried_close = sw.policy(close_account, approval_timeout=0.2)
+
+
+def asked_calls(steps: Sequence[Any]) -> list[tuple[str, list[str]]]:
+    """Each approval wait's signal and the ids of the calls it asked about, in order."""
+    notes = [codec.loads(s.output or "", "") for s in steps if s.name == "stalwart.ask"]
+    return [(n["signal"], [c["id"] for c in n["about"]["calls"]]) for n in notes]
+
+
+async def test_a_wait_with_no_decision_within_its_timeout_denies_the_call(
+    store_url: str,
+) -> None:
+    model = ScriptedLLM(
+        [call("refund", _id="c1", order="A-17", amount=250.0), results_read], name="m"
+    )
+    agent = Agent(model, instructions="Help.", tools=[hurried_refund], name="hurried")
+    async with sw.Runner(store_url, poll_interval=0.02) as runner:
+        handle = await runner.start(agent, question="Refund A-17", run_id="t1")
+        assert await handle.result(timeout=10) == "ApprovalDenied: no decision within 0.2 s"
+        steps = await runner.steps("t1")
+        ((signal, ids),) = asked_calls(steps)
+        assert ids == ["c1"]
+        with pytest.raises(sw.ApprovalError, match="decided already"):
+            await runner.signal("t1", signal, True)  # too late: nothing is queued
+    assert RAN == []
+    decided = next(s for s in steps if s.name == "stalwart.approvals")
+    assert codec.loads(decided.output or "", "") == {
+        "c1": {"decision": "deny", "reason": "no decision within 0.2 s"}
+    }
+    calls = model.calls
+    replayed = await replay_strictly(store_url, "t1", agent, question="Refund A-17")
+    assert replayed == "ApprovalDenied: no decision within 0.2 s"
+    assert model.calls == calls and RAN == []
+
+
+async def test_a_timeout_denies_the_calls_that_have_one_and_the_others_are_asked_again(
+    sqlite_url: str,
+) -> None:
+    reply = [
+        call("close_account", _id="c1", customer="ada"),
+        call("refund", _id="c2", order="A-17", amount=250.0),
+    ]
+    model = ScriptedLLM([reply, results_read], name="m")
+    agent = Agent(model, instructions="Help.", tools=[hurried_close, refund], name="mixed")
+    async with sw.Runner(sqlite_url, poll_interval=0.02) as runner:
+        handle = await runner.start(agent, question="Close ada, refund A-17", run_id="t2")
+        while (now := await waiting(runner, "t2"))[1]["about"]["calls"][0]["id"] != "c2":
+            await asyncio.sleep(0.02)  # the first wait, asking about both, times out
+        await runner.signal("t2", now[0], True)
+        assert await handle.result(timeout=10) == (
+            "ApprovalDenied: no decision within 0.2 s | refunded 250.0 on A-17"
+        )
+        waits = asked_calls(await runner.steps("t2"))
+    assert [ids for _, ids in waits] == [["c1", "c2"], ["c2"]]
+    assert RAN == [("refund", {"order": "A-17", "amount": 250.0})]
+
+
+async def test_in_memory_a_wait_with_no_decision_within_its_timeout_denies_the_call() -> None:
+    model = ScriptedLLM([call("close_account", _id="c1", customer="ada"), results_read])
+    agent = Agent(model, instructions="Help.", tools=[hurried_close], name="hurried")
+    async with sw.Runner() as runner:
+        assert await runner.run(agent, question="Close ada") == (
+            "ApprovalDenied: no decision within 0.2 s"
+        )
+    assert RAN == []
+
+
+def test_approval_timeout_is_positive_seconds_for_a_policy_with_approval() -> None:
+    assert hurried_refund.approval_timeout == 0.2
+    assert hurried_refund.approval is over_limit  # the other settings are kept
+    with pytest.raises(ValueError, match="approval_timeout is for a policy made with approval="):
+        sw.policy(look_up, approval_timeout=10)
+    with pytest.raises(ValueError, match="approval_timeout must be > 0 seconds"):
+        sw.policy(close_account, approval_timeout=0)
+
+
+async def test_a_sub_agent_made_with_approval_waits_for_a_person_before_it_answers(
+    store_url: str,
+) -> None:
+    researcher_model = ScriptedLLM(["Ada's balance is 40."], name="researcher_model")
+    researcher = Agent(
+        researcher_model,
+        instructions="Look things up.",
+        name="researcher",
+        approval=lambda question: "balance" in question,
+        approval_timeout=600,
+    )
+    model = ScriptedLLM(
+        [call("researcher", _id="c1", question="What is Ada's balance?"), results_read],
+        name="lead_model",
+    )
+    lead = Agent(model, instructions="Help.", tools=[researcher], name="lead")
+    async with sw.Runner(store_url, poll_interval=0.02) as runner:
+        handle = await runner.start(lead, question="Ada's balance?", run_id="s1")
+        signal, asked = await waiting(runner, "s1")
+        assert asked["prompt"] == 'Approve researcher(question="What is Ada\'s balance?")?'
+        assert researcher_model.calls == 0  # the sub-agent waits for the decision
+        await runner.signal("s1", signal, True)
+        assert await handle.result(timeout=10) == "Ada's balance is 40."
+    assert researcher_model.calls == 1
+    with pytest.raises(ValueError, match="approval_timeout must be > 0"):
+        Agent(researcher_model, name="hasty", approval=True, approval_timeout=-1)
+
+
+RULE_CALLS: list[float] = []
+
+
+def limit_from_a_table(amount: float) -> bool:
+    """A rule with a bug: the table it reads has no limit."""
+    RULE_CALLS.append(amount)
+    return amount > {}["limit"]  # type: ignore[index]
+
+
+@sw.policy(approval=limit_from_a_table)
+async def transfer(to: str, amount: float) -> str:
+    """Transfer money."""
+    RAN.append(("transfer", {"to": to, "amount": amount}))
+    return f"sent {amount} to {to}"
+
+
+async def test_a_rule_that_raises_refuses_its_call_naming_run_step_tool_and_rule(
+    store_url: str,
+) -> None:
+    RULE_CALLS.clear()
+    reply = [
+        call("transfer", _id="c1", to="Bo", amount=5.0),
+        call("close_account", _id="c2", customer="ada"),
+    ]
+    model = ScriptedLLM([reply, results_read], name="support_model")
+    agent = Agent(model, instructions="Help.", tools=[transfer, close_account], name="payer")
+    async with sw.Runner(store_url, poll_interval=0.02) as runner:
+        handle = await runner.start(agent, question="Pay Bo, close ada", run_id="r1")
+        signal, asked = await waiting(runner, "r1")  # the other call still asks a person
+        assert [c["id"] for c in asked["about"]["calls"]] == ["c2"]
+        await runner.signal("r1", signal, True)
+        result = await handle.result(timeout=10)
+        steps = await runner.steps("r1")
+    refused = next(s for s in steps if s.name == "stalwart.refused:transfer")
+    read = result.split(" | ")
+    assert read[0] == (
+        f"ApprovalError: run 'r1', step {refused.key}: the approval rule "
+        f"{__name__}.limit_from_a_table of 'transfer' raised KeyError: 'limit'; "
+        "the call was not run"
+    )
+    assert read[1] == "closed ada"
+    assert RAN == [("close_account", {"customer": "ada"})]  # fails closed: transfer never ran
+    assert RULE_CALLS == [5.0]
+    assert await replay_strictly(store_url, "r1", agent, question="Pay Bo, close ada") == result
+    assert RULE_CALLS == [5.0] and len(RAN) == 1  # the record answers: the rule is not asked
 
 
 @sw.policy
@@ -412,6 +574,27 @@ def test_a_run_killed_while_waiting_for_approval_finishes_in_a_new_process(
     assert result == "refunded 250.0 on A-17"
     assert executions(tmp_path / "refund.txt") == ["refund"]
     # One model call before the kill, one after: the recorded round was replayed.
+    assert executions(tmp_path / "model.txt") == ["model", "model"]
+
+
+def test_a_run_killed_while_its_approval_wait_runs_out_is_denied_in_a_new_process(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    first = spawn(APP, sqlite_url, tmp_path, "run-hurried", "crash-3")
+    line = wait_for_line(first, "waiting ")[-1]
+    kill(first)
+    assert first.returncode == -signal.SIGKILL
+    assert line.startswith("waiting approval:")
+
+    # Nobody decides: the worker wakes the run at its deadline, recorded
+    # before the kill, and the refund is denied.
+    second = spawn(APP, sqlite_url, tmp_path, "recover", "crash-3")
+    out, err = second.communicate(timeout=90)
+    assert second.returncode == 0, err
+    said = [x[len("result ") :] for x in out.splitlines() if x.startswith("result ")]
+    assert said, out
+    assert json.loads(said[0]) == "ApprovalDenied: no decision within 3 s"
+    assert executions(tmp_path / "refund.txt") == []
     assert executions(tmp_path / "model.txt") == ["model", "model"]
 
 

@@ -16,6 +16,7 @@ defined here, once, and exported from one public place (shown on the right)::
     ├── UnknownOption (LookupError)            stalwart
     ├── Veto                                   stalwart
     ├── ApprovalError (ValueError)             stalwart
+    ├── SignalRefused (ValueError)             stalwart
     ├── StepError                              stalwart
     ├── RunNotFound (LookupError)              stalwart
     ├── CancelledRun                           stalwart
@@ -107,6 +108,7 @@ __all__ = [
     "ScriptExhausted",
     "SerializationError",
     "ServerUnavailable",
+    "SignalRefused",
     "StaleLeaseError",
     "StalwartError",
     "StepError",
@@ -205,6 +207,15 @@ class ApprovalError(StalwartError, ValueError):
     def __init__(self, message: str, field: str = "") -> None:
         super().__init__(message)
         self.field = field
+
+
+class SignalRefused(StalwartError, ValueError):
+    """A signal sent once (``send_signal(..., once=True)``) whose name the
+    run has had before, taken or not: nothing was sent. A tool approval's
+    decision is sent so (each wait has a name of its own), and the runner
+    says so as an :class:`ApprovalError` naming the wait."""
+
+    error_code = "signal_refused"
 
 
 class StepError(StalwartError):

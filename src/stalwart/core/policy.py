@@ -120,6 +120,7 @@ class Policy(Generic[P, R]):
     __slots__ = (
         "__dict__",
         "approval",
+        "approval_timeout",
         "backoff",
         "ctx_class",
         "declared",
@@ -156,6 +157,7 @@ class Policy(Generic[P, R]):
         max_parallel: int | None = None,
         exclusive: bool | str = False,
         approval: Approval = False,
+        approval_timeout: float | None = None,
     ) -> None:
         # Whether the name was given (else it comes from the function, and an
         # application context may name the policy after its attribute).
@@ -171,6 +173,11 @@ class Policy(Generic[P, R]):
                 "approval must be True, False or a function of the call's arguments "
                 f"saying whether this call needs one, not {type(approval).__name__}"
             )
+        if approval_timeout is not None:
+            if approval is False:
+                raise ValueError("approval_timeout is for a policy made with approval=")
+            if isinstance(approval_timeout, bool) or not approval_timeout > 0:
+                raise ValueError("approval_timeout must be > 0 seconds")
         if isinstance(fn, functools.partial):  # a tool with arguments the program fixes
             inner = fn.func
             name = name or getattr(inner, "name", None)
@@ -196,6 +203,7 @@ class Policy(Generic[P, R]):
         self.max_parallel = max_parallel
         self.exclusive = exclusive
         self.approval = approval
+        self.approval_timeout = approval_timeout
         self.declared = False  # declare_types() done (read on every durable step)
         # No retries, no timeout, a coroutine: the engine's fast path.
         self.simple = self.is_async and not retries and timeout is None
@@ -249,6 +257,7 @@ class Policy(Generic[P, R]):
             "max_parallel": self.max_parallel,
             "exclusive": self.exclusive,
             "approval": self.approval,
+            "approval_timeout": self.approval_timeout,
         }
 
     def with_settings(self, **changes: Any) -> Policy[P, R]:
@@ -679,6 +688,7 @@ def policy(
     max_parallel: int | None = None,
     exclusive: bool | str = False,
     approval: Approval = False,
+    approval_timeout: float | None = None,
 ) -> PolicyDecorator: ...
 def policy(fn: Any = None, /, **settings: Any) -> Any:
     """Make a function, a class with an ``async def __call__``, or an object
@@ -698,7 +708,9 @@ def policy(fn: Any = None, /, **settings: Any) -> Any:
     time within a run: ``True`` for its own lock, a string for a lock shared
     by every option naming it), ``approval`` (as an option, a model's call
     waits for a person to approve, deny or edit it: ``True`` for every call,
-    or a function of the call's arguments saying which; docs/approvals.md).
+    or a function of the call's arguments saying which; docs/approvals.md),
+    ``approval_timeout`` (seconds a wait for that decision lasts; none
+    within it denies the call).
     """
     if fn is None:
         return lambda f: policy(f, **settings)

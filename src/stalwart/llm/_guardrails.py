@@ -352,6 +352,7 @@ def _gate(guards: Guardrails, tool: Policy[Any, Any]) -> Policy[Any, Any]:
         record=False,
         exclusive=tool.exclusive,  # the engine takes the tool's lock for the gate
         approval=tool.approval,  # and asks a person before the gate, as for the tool
+        approval_timeout=tool.approval_timeout,
     )
     gate.signature = tool.signature  # the model sees, and the engine validates, the tool's
     return gate

@@ -39,7 +39,7 @@ from ..core.context import Context
 from ..core.declared import declare_annotation
 from ..core.errors import MaxRoundsExceeded, OutputValidationError
 from ..core.message import Message, Text, plain
-from ..core.policy import Policy, as_policy
+from ..core.policy import Approval, Policy, as_policy
 from ._budget import Tally, inherited_budget, passing_down
 from ._compaction import ContextPolicy
 from ._guardrails import Guardrails
@@ -115,6 +115,12 @@ class Agent(Generic[OutputT]):
             :class:`Handoff` for how the history is passed): its model is
             offered a ``transfer_to_<name>`` tool for each, and the agent it
             calls answers from then on (see :mod:`._handoffs`).
+        approval: As a sub-agent (or an option), whether a model's call of
+            it waits for a person to approve, deny or edit it first, as
+            ``approval=`` of a policy says (docs/approvals.md): ``True``, or
+            a rule of the call's ``question``.
+        approval_timeout: How long, in seconds, such a call waits for a
+            decision before it is denied (``approval_timeout=`` of a policy).
     """
 
     __stalwart_agent__ = True  # what _kinds.is_agent reads
@@ -137,6 +143,8 @@ class Agent(Generic[OutputT]):
         tool_guardrails: Sequence[Any] = (),
         concurrent_guardrails: bool = False,
         handoffs: Sequence[Any] = (),
+        approval: Approval = False,
+        approval_timeout: float | None = None,
     ) -> None:
         given = name  # an unnamed agent bound on a context is named after its attribute
         name = name or "agent"
@@ -184,8 +192,14 @@ class Agent(Generic[OutputT]):
         # The policy runs the loop (_Answer); ``await agent(question=...)``
         # goes through it, so that inside a run it is a recorded step, as
         # awaiting any policy is.
+        self.approval = approval
+        self.approval_timeout = approval_timeout
         self.__stalwart_policy__: Policy[Any, Any] = Policy(
-            _Answer(self), name=given, description=self.description
+            _Answer(self),
+            name=given,
+            description=self.description,
+            approval=approval,
+            approval_timeout=approval_timeout,
         )
 
     # Bound on an application context class (``researcher = Agent(...)``),
@@ -330,7 +344,11 @@ class _AgentTool:
         self.agent = agent
         self.name = agent.name
         self.__stalwart_policy__: Policy[Any, Any] = Policy(
-            self, name=agent.name, description=agent.description
+            self,
+            name=agent.name,
+            description=agent.description,
+            approval=agent.approval,  # a model's call of the sub-agent may wait for a person
+            approval_timeout=agent.approval_timeout,
         )
 
     async def __call__(self, ctx: Context, question: str) -> Message:

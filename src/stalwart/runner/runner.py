@@ -28,7 +28,14 @@ from typing import Any, ParamSpec, TypeVar, overload
 from ..core import codec
 from ..core.approval import APPROVAL_PREFIX, read_decisions, taken_key, wait_key, waiting_calls
 from ..core.context import SupportsPolicy
-from ..core.errors import ApprovalError, CancelledRun, CorruptedRecord, RunNotFound, StoreError
+from ..core.errors import (
+    ApprovalError,
+    CancelledRun,
+    CorruptedRecord,
+    RunNotFound,
+    SignalRefused,
+    StoreError,
+)
 from ..core.events import Event, Hook
 from ..core.ledger import (
     RunRecord,
@@ -536,27 +543,39 @@ class Runner:
         resumes it. In memory the live run is handed it (waits there are inline).
 
         A tool approval's signal (``approval:<key>``, docs/approvals.md) is
-        checked first: a decision that does not fit, or one for a wait that
-        has taken its decision, raises :class:`ApprovalError` naming the
-        field, and nothing is queued.
+        checked first: a decision that does not fit, or a second one for a
+        wait (taken by the run or not: the store sends it ``once``), raises
+        :class:`ApprovalError` naming the field, and nothing is queued.
         """
         await self.open()
-        if name.startswith(APPROVAL_PREFIX):
-            await self._check_approval(run_id, name, payload)
-        if self.store.ephemeral:
-            live = self._table.live.get(run_id)
-            if live is None:
-                raise RunNotFound(f"no live run {run_id!r} in this runner")
-            live.engine.waits.deliver(name, payload)
-            return
-        await self.store.send_signal(run_id, name, codec.dumps(payload, f"signal {name!r}"))
+        once = name.startswith(APPROVAL_PREFIX) and await self._check_approval(
+            run_id, name, payload
+        )
+        try:
+            if self.store.ephemeral:
+                live = self._table.live.get(run_id)
+                if live is None:
+                    raise RunNotFound(f"no live run {run_id!r} in this runner")
+                live.engine.waits.deliver(name, payload, once=once)
+                return
+            data = codec.dumps(payload, f"signal {name!r}")
+            await self.store.send_signal(run_id, name, data, once=once)
+        except SignalRefused:
+            # A wait takes one decision: a second one sent before the run
+            # took the first would never be read, so it is refused here,
+            # where the store checks and sends in one transaction.
+            where = f"tool approval of run {run_id!r}, signal {name!r}"
+            raise ApprovalError(
+                f"{where}: a decision was sent to this wait already; nothing was sent"
+            ) from None
         self._table.wake_worker()
 
-    async def _check_approval(self, run_id: str, name: str, payload: Any) -> None:
-        """Refuse a tool approval's decision that does not fit the wait."""
+    async def _check_approval(self, run_id: str, name: str, payload: Any) -> bool:
+        """Refuse a tool approval's decision that does not fit the wait;
+        whether ``name`` is a tool approval's (so sent once)."""
         at = wait_key(name)
         if at is None:
-            return
+            return False
         where = f"tool approval of run {run_id!r}, signal {name!r}"
         calls = None
         if not self.store.ephemeral:
@@ -569,6 +588,7 @@ class Runner:
                 except CorruptedRecord:
                     calls = None  # the run reads the decision itself, and asks again if need be
         read_decisions(payload, calls, where)
+        return True
 
     async def cancel(self, run_id: str) -> None:
         """Cancel the run: at its next await here, within a heartbeat elsewhere."""

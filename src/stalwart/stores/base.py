@@ -730,8 +730,16 @@ class Store(abc.ABC):
 
     # -- signals -----------------------------------------------------------
     @abc.abstractmethod
-    async def send_signal(self, run_id: str, name: str, payload: str) -> RunRecord:
-        """Append to the run's mailbox; wake the run if it waits for ``name``."""
+    async def send_signal(
+        self, run_id: str, name: str, payload: str, *, once: bool = False
+    ) -> RunRecord:
+        """Append to the run's mailbox; wake the run if it waits for ``name``.
+
+        ``once``: refuse the send, raising
+        :class:`~stalwart.core.errors.SignalRefused`, when the run has had a
+        signal of this name already, taken or not; checked and sent in one
+        transaction, so of two such sends racing one is refused.
+        """
 
     @abc.abstractmethod
     async def take_signal(self, run_id: str, name: str, step_key: str) -> str | None:

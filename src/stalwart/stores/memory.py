@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..core.errors import RunNotFound, StaleLeaseError, StoreError
+from ..core.errors import RunNotFound, SignalRefused, StaleLeaseError, StoreError
 from ..core.ledger import TERMINAL, RunRecord, RunStatus, StoredStep
 from ..core.mail import MAIL, Delivery, mail_filter, mail_matches
 from ..core.memory import MemoryRecord
@@ -349,12 +349,16 @@ class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, Store):
         return replace(winner)
 
     # -- signals -----------------------------------------------------------
-    async def send_signal(self, run_id: str, name: str, payload: str) -> RunRecord:
+    async def send_signal(
+        self, run_id: str, name: str, payload: str, *, once: bool = False
+    ) -> RunRecord:
         rec = self._runs.get(run_id)
         if rec is None:
             raise RunNotFound(f"no run {run_id!r}")
         if rec.status in TERMINAL:
             raise StoreError(f"run {run_id!r} has finished ({rec.status}); it takes no signals")
+        if once and any(sig.name == name for sig in self._signals.get(run_id, [])):
+            raise SignalRefused(f"run {run_id!r} has had a signal {name!r} already")
         self._signals.setdefault(run_id, []).append(SignalRecord(run_id, name, payload))
         if rec.status == "suspended" and rec.waiting_for == name:
             self._ready(rec, time.time())

@@ -21,6 +21,16 @@ covers. A decision that does not fit (an id no call has, edited arguments
 the option refuses) is not applied: the run asks again, the problem in the
 new wait's note; a signal is taken once, so nothing is lost.
 
+A call whose option's ``approval`` rule raises is not run either: it is
+refused, its result an ``ApprovalError`` naming the run, the call's step,
+the rule and the tool, recorded at the call's key as the dispatch records
+a refusal (S14), so a replay answers it and the rule is not asked again.
+
+A wait lasts at most the smallest ``approval_timeout`` of the calls it
+asks about (``ctx.ask(timeout=)``); when it passes, the wait records the
+timeout and those calls are denied ("no decision within N s"), the others
+asked again in a new wait. A replay reads the timeout from the record.
+
 A denied call does not run; its result is an ``ApprovalDenied`` error whose
 message is the reason, which the model reads. An edited call runs with the
 call's arguments changed as the decision says; its step records those.
@@ -28,20 +38,26 @@ call's arguments changed as the decision says; its step records those.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..approval import DENIED, approval_signal, describe_call, read_decisions
 from ..errors import ApprovalError, ArgumentError, CorruptedRecord
 from ..message import ActionCall, Message, thaw
 from ..policy import Policy, current_step
+from .unwind import NOT_STEP_ERRORS
 
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["Approvals", "asks_approval"]
+__all__ = ["Approvals", "Refuse", "asks_approval"]
 
 #: The kind of the record holding a reply's decisions.
 APPROVALS = "approvals"
+
+#: How a call is refused instead of run: its result, recorded at the call's
+#: key so a replay answers the call with it (``Dispatch._refused``).
+Refuse = Callable[[str, ActionCall, Message], Awaitable[Message]]
 
 
 def asks_approval(allowed: dict[str, Policy[Any, Any]]) -> bool:
@@ -60,10 +76,13 @@ class Approvals:
         key: str,
         todo: list[tuple[str, ActionCall]],
         allowed: dict[str, Policy[Any, Any]],
+        refuse: Refuse,
     ) -> list[tuple[str, ActionCall | Message]]:
         """``todo`` (the calls of the reply of step ``key`` to run, by key)
         as decided: a call to run (edited if it was), or a denied call's
-        result. Suspends the run while a decision is awaited."""
+        result. Suspends the run while a decision is awaited. A call whose
+        ``approval`` rule raises is refused with ``refuse`` (not run: the
+        model reads why, and a replay answers the call from that record)."""
         x = self.engine
         unit_key = f"{key}#0"
         rec = x.replay.get(unit_key)
@@ -77,12 +96,15 @@ class Approvals:
             except ApprovalError as exc:
                 raise x.halt(CorruptedRecord(str(exc))) from None
         else:
-            asking = await self._asking(key, todo, allowed)
+            asking, failed = await self._asking(key, todo, allowed)
+            refused = {k: await refuse(k, c, failed[k]) for k, c in todo if k in failed}
             if not asking:
-                return list(todo)
+                return [(k, refused.get(k, c)) for k, c in todo]
             decisions = await self._ask(unit_key, asking, allowed)
             if x.store is not None:
                 await x.record_value(unit_key, APPROVALS, decisions)
+            if refused:  # no decision covers them: they stay refused
+                return [(k, refused.get(k, c)) for k, c in _applied(todo, decisions)]
         return _applied(todo, decisions)
 
     async def _asking(
@@ -90,13 +112,15 @@ class Approvals:
         key: str,
         todo: list[tuple[str, ActionCall]],
         allowed: dict[str, Policy[Any, Any]],
-    ) -> list[ActionCall]:
+    ) -> tuple[list[ActionCall], dict[str, Message]]:
         """The calls of ``todo`` that need a decision: not run yet, valid,
-        the first with their id, and their option's ``approval`` says so."""
+        the first with their id, and their option's ``approval`` says so;
+        and, by key, the results refusing the calls whose rule raised."""
         x = self.engine
         ctx = current_step.get() or x.context(key)
         seen: set[str] = set()
         out: list[ActionCall] = []
+        failed: dict[str, Message] = {}
         for k, call in todo:
             first = call.id not in seen
             seen.add(call.id)
@@ -109,9 +133,20 @@ class Approvals:
                 kwargs = pol.validate(thaw(call.arguments))
             except ArgumentError:
                 continue  # not run: the model reads why
-            if await pol.needs_approval(ctx, kwargs):
+            try:
+                needed = await pol.needs_approval(ctx, kwargs)
+            except NOT_STEP_ERRORS:
+                raise
+            except Exception as exc:  # the rule's own bug: the call is not run (S14)
+                failed[k] = Message.result(
+                    call,
+                    error_type=ApprovalError.__name__,
+                    error_message=_rule_failed(x, k, pol, exc),
+                )
+                continue
+            if needed:
                 out.append(call)
-        return out
+        return out, failed
 
     async def _ask(
         self, unit_key: str, asking: list[ActionCall], allowed: dict[str, Policy[Any, Any]]
@@ -131,7 +166,20 @@ class Approvals:
             }
             if problem is not None:
                 about["problem"] = problem
-            payload = await ctx.ask(_prompt(pending, problem), signal=signal, about=about)
+            timeout = _timeout(pending, allowed)
+            try:
+                payload = await ctx.ask(
+                    _prompt(pending, problem), signal=signal, about=about, timeout=timeout
+                )
+            except TimeoutError:  # recorded by the wait, raised again on replay
+                assert timeout is not None
+                reason = f"no decision within {timeout:g} s"
+                for call in pending:
+                    if allowed[call.name].approval_timeout == timeout:
+                        decisions[call.id] = {"decision": "deny", "reason": reason}
+                pending = [c for c in pending if c.id not in decisions]
+                problem = None
+                continue
             where = f"tool approval of run {x.run_id!r}, signal {signal!r}"
             try:
                 got = read_decisions(payload, [c.id for c in pending], where)
@@ -145,6 +193,24 @@ class Approvals:
             decisions.update(got)
             pending = [c for c in pending if c.id not in got]
         return decisions
+
+
+def _timeout(pending: list[ActionCall], allowed: dict[str, Policy[Any, Any]]) -> float | None:
+    """How long a wait asking about ``pending`` lasts: the smallest
+    ``approval_timeout`` of their options (None: until a decision comes)."""
+    timeouts = [t for c in pending if (t := allowed[c.name].approval_timeout) is not None]
+    return min(timeouts) if timeouts else None
+
+
+def _rule_failed(x: Engine, key: str, pol: Policy[Any, Any], exc: Exception) -> str:
+    rule = pol.approval
+    name = getattr(rule, "__qualname__", None) or repr(rule)
+    module = getattr(rule, "__module__", None)
+    shown = f"{module}.{name}" if module else name
+    return (
+        f"run {x.run_id!r}, step {key}: the approval rule {shown} of {pol.name!r} raised "
+        f"{type(exc).__name__}: {exc}; the call was not run"
+    )
 
 
 def _check_edit(

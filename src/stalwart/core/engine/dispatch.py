@@ -179,7 +179,7 @@ class Dispatch:
             approvals = self._approvals
             if approvals is None:
                 approvals = self._approvals = Approvals(self.engine)
-            decided = await approvals.decide(key, todo, allowed)
+            decided = await approvals.decide(key, todo, allowed, self._refused)
         if len(decided) == 1:
             k, call = decided[0]
             return [*messages, await self._guarded(None, k, allowed, call)]

@@ -15,7 +15,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from .. import codec
-from ..errors import StoreError
+from ..errors import SignalRefused, StoreError
 from ..ledger import (
     ASKED,
     CHILD_MARK,
@@ -42,6 +42,7 @@ class Waits:
         self.engine = engine
         # Signals delivered to a run in memory, by name, and who waits for one.
         self._signals: dict[str, deque[Any]] = {}
+        self._once: set[str] = set()  # names delivered ``once`` (tool approvals)
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
 
     async def sleep(self, key: str, seconds: float) -> None:
@@ -121,8 +122,13 @@ class Waits:
             raise TimeoutError(f"no signal {name!r} within {timeout} s") from None
         return box.popleft()
 
-    def deliver(self, name: str, payload: Any) -> None:
-        """Hand a signal to a run waiting in memory."""
+    def deliver(self, name: str, payload: Any, *, once: bool = False) -> None:
+        """Hand a signal to a run waiting in memory; ``once`` refuses a name
+        handed before (:class:`SignalRefused`), as a store does."""
+        if once:
+            if name in self._once:
+                raise SignalRefused(f"run {self.engine.run_id!r} has had a signal {name!r} already")
+            self._once.add(name)
         self._signals.setdefault(name, deque()).append(payload)
         for fut in self._waiters.pop(name, []):
             if not fut.done():

@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 
-from ...core.errors import RunNotFound, StoreError
+from ...core.errors import RunNotFound, SignalRefused, StoreError
 from ...core.ledger import TERMINAL, RunRecord, StoredStep
 from ...core.mail import MAIL, Delivery, mail_matches
 from ..base import archived_run, run_from_row, run_to_row, step_row
@@ -37,14 +37,21 @@ class PostgresSignals(PostgresBase):
     """Signals: appended with a ``uid`` under the run's row lock, taken once per step key."""
 
     async def send_signal(
-        self, run_id: str, name: str, payload: str, *, uid: str | None = None
+        self,
+        run_id: str,
+        name: str,
+        payload: str,
+        *,
+        uid: str | None = None,
+        once: bool = False,
     ) -> RunRecord:
         """Append to the run's mailbox; wake the run if it waits for ``name``.
 
         ``uid`` names this send: a send repeated with the same ``uid`` (this
         store's own retry after a lost reply, or a caller's) is kept once,
         and is not refused when the run finished in between. Left out, each
-        call is a new signal.
+        call is a new signal. ``once`` refuses a send of a name the run has
+        had (:class:`SignalRefused`), checked in the statement that sends it.
         """
         now = time.time()
         uid = uid or uuid.uuid4().hex  # makes a retried send idempotent
@@ -63,7 +70,8 @@ class PostgresSignals(PostgresBase):
                 # or a suspend_run that committed while this send waited for
                 # the lock is invisible to it, and the run is never woken.
                 await conn.execute(self._sql.status_locked, (run_id,))
-                cur = await conn.execute(self._sql.send_signal, args)
+                statement = self._sql.send_signal_once if once else self._sql.send_signal
+                cur = await conn.execute(statement, args)
                 row = await cur.fetchone()
             if row is not None and row[1]:
                 # Committed, and it woke the run: tell the workers at once, on
@@ -72,7 +80,7 @@ class PostgresSignals(PostgresBase):
                 # the usual way below tries again.
                 try:
                     await conn.execute(
-                        self._sql.announce, ([self._sql.channel["ready"]], [row[2 + _QUEUE]])
+                        self._sql.announce, ([self._sql.channel["ready"]], [row[3 + _QUEUE]])
                     )
                 except psycopg.Error:
                     pass
@@ -80,12 +88,14 @@ class PostgresSignals(PostgresBase):
                     announced.append(True)
             if row is None:
                 raise RunNotFound(f"no run {quoted(run_id)}")
-            seen, woke, *stored = row
+            seen, woke, refused, *stored = row
             run = run_from_row(stored)
             if not seen and run.status in TERMINAL:
                 raise StoreError(
                     f"run {quoted(run_id)} has finished ({run.status}); it takes no signals"
                 )
+            if refused and not seen:
+                raise SignalRefused(f"run {quoted(run_id)} has had a signal {quoted(name)} already")
             return run, bool(woke)
 
         announced: list[bool] = []

@@ -240,16 +240,33 @@ class PgStatements(Statements):
         # lands before its check or finds it suspended and wakes it), the
         # signal kept unless its uid was seen (a retried send) or the run
         # finished, and the run woken if it waits for this name. It returns
-        # whether the uid was seen, whether the run woke, then the run as it
-        # now stands; no row means no such run.
-        self.send_signal = f"""WITH r AS (
+        # whether the uid was seen, whether the run woke, whether a send
+        # ``once`` was refused (the run had a signal of this name), then the
+        # run as it now stands; no row means no such run.
+        self.send_signal = self._send_signal(s, once=False)
+        self.send_signal_once = self._send_signal(s, once=True)
+
+    @staticmethod
+    def _send_signal(s: str, *, once: bool) -> str:
+        """The send_signal statement; ``once`` also refuses a name the run
+        has had (``dup``): the run's lock, taken by a statement before this
+        one, makes the check and the insert one step for concurrent senders."""
+        dup = (
+            f"SELECT 1 FROM {s}.signals WHERE run_id = %(run)s AND name = %(name)s LIMIT 1"
+            if once
+            else "SELECT 1 WHERE false"
+        )
+        return f"""WITH r AS (
                 SELECT {RUN_COLUMNS} FROM {s}.runs WHERE id = %(run)s FOR UPDATE
             ), seen AS (
                 SELECT 1 FROM {s}.signals WHERE uid = %(uid)s
+            ), dup AS (
+                {dup}
             ), ins AS (
                 INSERT INTO {s}.signals (uid, run_id, name, payload, created_at)
                 SELECT %(uid)s, r.id, %(name)s, %(payload)s, %(now)s FROM r
                 WHERE r.status NOT IN {FINISHED} AND NOT EXISTS (SELECT 1 FROM seen)
+                    AND NOT EXISTS (SELECT 1 FROM dup)
                 ON CONFLICT (uid) DO NOTHING
                 RETURNING run_id
             ), w AS (
@@ -259,6 +276,7 @@ class PgStatements(Statements):
                     AND waiting_for = %(name)s
                 RETURNING {RUN_COLUMNS}
             )
-            SELECT EXISTS (SELECT 1 FROM seen), EXISTS (SELECT 1 FROM w), u.*
+            SELECT EXISTS (SELECT 1 FROM seen), EXISTS (SELECT 1 FROM w),
+                EXISTS (SELECT 1 FROM dup), u.*
             FROM (SELECT * FROM w UNION ALL SELECT * FROM r WHERE NOT EXISTS (SELECT 1 FROM w))
                 AS u"""

@@ -155,6 +155,7 @@ class Statements:
             "INSERT INTO {t}signals (uid, run_id, name, payload, created_at) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING"
         )
+        self.signal_named = q("SELECT 1 FROM {t}signals WHERE run_id = ? AND name = ? LIMIT 1")
         self.signal_unread = q(
             "SELECT 1 FROM {t}signals WHERE run_id = ? AND name = ? AND consumed_by IS NULL LIMIT 1"
         )

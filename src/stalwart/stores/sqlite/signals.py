@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ...core.errors import RunNotFound, StoreError
+from ...core.errors import RunNotFound, SignalRefused, StoreError
 from ...core.ledger import TERMINAL, RunRecord, StoredStep
 from ...core.mail import MAIL, Delivery, mail_matches
 from ..base import archived_run, run_from_row, run_to_row, step_row
@@ -32,14 +32,21 @@ class SQLiteSignals(SQLiteBase):
     """Signals: appended with a ``uid``, taken once per step key."""
 
     async def send_signal(
-        self, run_id: str, name: str, payload: str, *, uid: str | None = None
+        self,
+        run_id: str,
+        name: str,
+        payload: str,
+        *,
+        uid: str | None = None,
+        once: bool = False,
     ) -> RunRecord:
         """Append to the run's mailbox; wake the run if it waits for ``name``.
 
         ``uid`` names this send: a send repeated with the same ``uid`` (a
         caller retrying after an unclear failure) is kept once, and is not
         refused when the run finished in between. Left out, each call is a
-        new signal.
+        new signal. ``once`` refuses a send of a name the run has had
+        (:class:`SignalRefused`), checked in the write that sends it.
         """
         now = time.time()
         uid = uid or uuid.uuid4().hex
@@ -52,6 +59,8 @@ class SQLiteSignals(SQLiteBase):
                 return  # sent already: this is a retry
             if row[0] in TERMINAL:
                 raise StoreError(f"run {run_id!r} has finished ({row[0]}); it takes no signals")
+            if once and db.execute(self.sql.signal_named, (run_id, name)).fetchone() is not None:
+                raise SignalRefused(f"run {run_id!r} has had a signal {name!r} already")
             db.execute(self.sql.signal_insert, (uid, run_id, name, payload, now))
             db.execute(self.sql.wake, (now, run_id, name))
 
