@@ -103,7 +103,7 @@ support_v2 = llm.Agent(
     new_model,
     instructions="Answer shipping questions. Always give the delivery date.",
     tools=[lookup, refund],
-    name="support",
+    name="support_v2",
 )
 
 
