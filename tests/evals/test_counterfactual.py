@@ -200,3 +200,31 @@ async def test_a_counterfactual_must_change_something(sqlite_url: str) -> None:
     async with sw.Runner(sqlite_url) as runner:
         with pytest.raises(ValueError, match="changes something"):
             await counterfactual(runner, ["t0"], at="2")
+
+
+async def test_a_selected_run_without_the_step_is_skipped_with_the_reason(sqlite_url: str) -> None:
+    _, v1, _, v2 = agents()
+    await _record(sqlite_url, v1, 1)
+    brief = ScriptedLLM(["Shipped."], name="model")
+    short = llm.Agent(brief, instructions="Answer.", tools=[lookup], name="support")
+    async with sw.Runner(sqlite_url, policies=[short]) as runner:
+        await runner.run(short, "Where is A2?", run_id="t-short")
+    async with sw.Runner(sqlite_url, policies=[v2]) as runner:
+        report = await counterfactual(
+            runner, Selection(policy="support"), at="2nd model step", policy=v2, experiment="s"
+        )
+        again = await counterfactual(
+            runner, Selection(policy="support"), at="2nd model step", policy=v2, experiment="s2"
+        )
+    assert [c.run_id for c in report.cases] == ["t0"]
+    assert (
+        "run 't-short' has no '2nd model step': its model steps are at 1"
+        in (report.skipped["t-short"])
+    )
+    assert report.summary() == "1 case(s): 0 better, 1 worse, 0 same, 1 skipped"
+    assert [c.run_id for c in again.cases] == ["t0"]  # the first experiment's fork is no case
+    async with sw.Runner(sqlite_url, policies=[v2]) as runner:
+        with pytest.raises(ForkError, match="run 't-short' has no '2nd model step'"):
+            await counterfactual(runner, ["t0", "t-short"], at="2nd model step", policy=v2)
+        with pytest.raises(sw.RunNotFound, match="no run 'nope'"):
+            await counterfactual(runner, ["nope"], at="2", policy=v2)

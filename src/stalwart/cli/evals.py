@@ -20,6 +20,7 @@ from .command import (
     DEFAULT_STORE,
     JsonOption,
     StoreOption,
+    console,
     execute,
     lit,
     print_document,
@@ -193,7 +194,8 @@ def _print(report: Report) -> None:
             lit(why),
         )
     print_table(table)
-    typer.echo(
-        f"{len(report.cases)} case(s): {report.count('better')} better, "
-        f"{report.count('worse')} worse, {report.count('same')} same"
-    )
+    screen = console()
+    screen.soft_wrap = True
+    for run_id, why in report.skipped.items():
+        screen.print(lit(f"skipped {run_id}: {why}"))
+    screen.print(lit(report.summary()))

@@ -73,10 +73,12 @@ class Case:
 
 @dataclass(frozen=True)
 class Report:
-    """An experiment's cases, in the order of the runs."""
+    """An experiment's cases, in the order of the runs, and the runs it
+    skipped because they lack the step ``at`` names (with the reason)."""
 
     experiment: str
     cases: list[Case] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def count(self, verdict: Verdict) -> int:
         return sum(c.verdict == verdict for c in self.cases)
@@ -88,7 +90,16 @@ class Report:
             "worse": self.count("worse"),
             "same": self.count("same"),
             "cases": [c.to_json() for c in self.cases],
+            "skipped": dict(self.skipped),
         }
+
+    def summary(self) -> str:
+        """``20 case(s): 3 better, 1 worse, 16 same`` (and how many skipped)."""
+        line = (
+            f"{len(self.cases)} case(s): {self.count('better')} better, "
+            f"{self.count('worse')} worse, {self.count('same')} same"
+        )
+        return line + (f", {len(self.skipped)} skipped" if self.skipped else "")
 
     def table(self) -> str:
         """The cases as a text table, then the totals."""
@@ -103,10 +114,8 @@ class Report:
             "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=False)) + "  " + r[5]
             for r in rows
         ]
-        lines.append(
-            f"{len(self.cases)} case(s): {self.count('better')} better, "
-            f"{self.count('worse')} worse, {self.count('same')} same"
-        )
+        lines += [f"skipped {run_id}: {why}" for run_id, why in self.skipped.items()]
+        lines.append(self.summary())
         return "\n".join(line.rstrip() for line in lines)
 
 
@@ -138,27 +147,38 @@ async def counterfactual(
         if isinstance(scorer, Judge):
             runner.register(scorer.policy)
     selection = runs if isinstance(runs, Selection) else Selection(ids=list(runs))
-    records = await select_runs(runner, selection, skip="." + name)
+    records = await select_runs(runner, selection)
     slots = asyncio.Semaphore(concurrency)
+    skipped: dict[str, str] = {}
+    keys: dict[str, str] = {}
+    for run in records:  # every step resolved before any fork starts
+        try:
+            keys[run.id] = find_step(run.id, await runner.steps(run.id), at)
+        except ForkError as exc:
+            if selection.ids:  # a run named by id must have the step
+                raise
+            skipped[run.id] = str(exc)  # a selected one without it is said, not fatal
 
-    async def one(run: RunRecord) -> Case:
+    async def one(run: RunRecord) -> Case | None:
+        if run.id not in keys:
+            return None
         async with slots:
-            return await _case(runner, run, at, new_pol, replace, scorers, name)
+            return await _case(runner, run, keys[run.id], new_pol, replace, scorers, name)
 
-    return Report(name, list(await asyncio.gather(*(one(r) for r in records))))
+    cases = await asyncio.gather(*(one(r) for r in records))
+    return Report(name, [c for c in cases if c is not None], skipped)
 
 
 async def _case(
     runner: Runner,
     run: RunRecord,
-    at: str,
+    key: str,
     pol: Policy[Any, Any] | None,
     replace: Replace | None,
     scorers: Sequence[Scorer],
     experiment: str,
 ) -> Case:
     old_steps = await runner.steps(run.id)
-    key = find_step(run.id, old_steps, at)
     fork_id = f"{run.id}.{experiment}"
     try:
         existing: RunRecord | None = await runner.get_run(fork_id)

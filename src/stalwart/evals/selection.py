@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..core.ledger import RunRecord
 from ..runner.runner import Runner
+from ..timetravel import lineage
 
 __all__ = ["Selection", "select_runs"]
 
@@ -26,9 +27,10 @@ class Selection:
     limit: int = 100
 
 
-async def select_runs(runner: Runner, selection: Selection, *, skip: str = "") -> list[RunRecord]:
-    """The runs ``selection`` names, oldest first; ``skip``: a suffix of run
-    ids left out (an experiment's own forks)."""
+async def select_runs(runner: Runner, selection: Selection) -> list[RunRecord]:
+    """The runs ``selection`` names, oldest first. A selection by policy
+    leaves forks out (runs with a lineage, :func:`~stalwart.timetravel.lineage`):
+    an experiment's own forks are not history."""
     if selection.ids:
         return [await runner.get_run(i) for i in selection.ids]
     found = await runner.list_runs(
@@ -38,5 +40,5 @@ async def select_runs(runner: Runner, selection: Selection, *, skip: str = "") -
         created_after=selection.since,
         created_before=selection.until,
     )
-    kept = [r for r in found if r.parent_id is None and not (skip and r.id.endswith(skip))]
+    kept = [r for r in found if r.parent_id is None and lineage(await runner.steps(r.id)) is None]
     return sorted(kept, key=lambda r: (r.created_at, r.id))
