@@ -201,6 +201,11 @@ async def _case(
             raise ForkError(f"run {fork_id!r} exists and is not a fork of run {run.id!r}")
         if existing.status not in TERMINAL:  # left unfinished by a crash: resume it
             resumed = pol or runner.find_policy(existing.policy)
+            if resumed is None:
+                raise RunNotFound(
+                    f"fork {fork_id!r} of run {run.id!r} is unfinished and runs policy "
+                    f"{existing.policy!r}, which this runner was not given"
+                )
             data = read_inputs(fork_id, existing.inputs)
             handle = await runner.start(resumed, *data["args"], run_id=fork_id, **data["kwargs"])
             await _settle(handle.result())
