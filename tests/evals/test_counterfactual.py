@@ -228,3 +228,44 @@ async def test_a_selected_run_without_the_step_is_skipped_with_the_reason(sqlite
             await counterfactual(runner, ["t0", "t-short"], at="2nd model step", policy=v2)
         with pytest.raises(sw.RunNotFound, match="no run 'nope'"):
             await counterfactual(runner, ["nope"], at="2", policy=v2)
+
+
+async def test_a_judge_that_answers_otherwise_scores_worse_saying_what_it_said(
+    sqlite_url: str,
+) -> None:
+    _, v1, _, v2 = agents()
+    await _record(sqlite_url, v1, 1)
+    scorer = judge(ScriptedLLM(["Both are fine, I think."], name="vague"))
+    async with sw.Runner(sqlite_url, policies=[v2]) as runner:
+        report = await counterfactual(runner, ["t0"], at="2", policy=v2, scorers=[scorer])
+    score = report.cases[0].scores["judge:vague"]
+    assert score.verdict == "worse"
+    assert score.reason == "the judge answered 'Both are fine, I think.'"
+
+
+@sw.policy(name="ask")
+async def ask(ctx: sw.Context, order: str) -> str:
+    return await ctx.call(lookup, order)
+
+
+@sw.policy(name="ask_then_wait")
+async def ask_then_wait(ctx: sw.Context, order: str) -> str:
+    found = await ctx.call(lookup, order)
+    ok = await ctx.wait_for("approve")
+    return f"{found} ({ok})"
+
+
+async def test_a_fork_that_waits_is_reported_suspended_without_hanging(store_url: str) -> None:
+    async with sw.Runner(store_url, policies=[ask, lookup]) as runner:
+        await runner.run(ask, "A1", run_id="w")
+        report = await counterfactual(
+            runner, ["w"], at="1", policy=ask_then_wait, replace=Replace(result="A1: late"),
+            experiment="wait",
+        )  # fmt: skip
+        assert report.cases[0].status == "suspended"
+        with pytest.raises(ForkError, match="experiment 'wait' was another change"):
+            await counterfactual(runner, ["w"], at="1", policy=ask, experiment="wait")
+        await runner.signal("w.wait", "approve", True)
+        assert await runner.outcome("w.wait") == "A1: late (True)"
+        again = await counterfactual(runner, ["w"], at="1", policy=ask_then_wait, experiment="wait")
+        assert again.cases[0].status == "succeeded"

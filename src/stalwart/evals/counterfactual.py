@@ -27,6 +27,7 @@ from ..core.errors import ForkError, RunNotFound
 from ..core.ledger import TERMINAL, RunRecord, StepRecord
 from ..core.policy import Policy, as_policy
 from ..llm import run_usage
+from ..runner.handle import RunHandle
 from ..runner.inputs import read_inputs
 from ..runner.runner import Runner
 from ..timetravel import Replace, before, fork, lineage
@@ -194,11 +195,16 @@ async def _case(
             policy=pol,
             rebase=pol is not None,
         )
-        await _settle(handle.result())
+        await _settle(runner, handle)
     else:
         origin = lineage(await runner.steps(fork_id))
         if origin is None or origin.run_id != run.id:
             raise ForkError(f"run {fork_id!r} exists and is not a fork of run {run.id!r}")
+        if pol is not None and existing.policy != pol.name:
+            raise ForkError(
+                f"fork {fork_id!r} of run {run.id!r} runs policy {existing.policy!r}, not "
+                f"{pol.name!r}: experiment {experiment!r} was another change; name this one"
+            )
         if existing.status not in TERMINAL:  # left unfinished by a crash: resume it
             resumed = pol or runner.find_policy(existing.policy)
             if resumed is None:
@@ -208,7 +214,7 @@ async def _case(
                 )
             data = read_inputs(fork_id, existing.inputs)
             handle = await runner.start(resumed, *data["args"], run_id=fork_id, **data["kwargs"])
-            await _settle(handle.result())
+            await _settle(runner, handle)
     new_run = await runner.get_run(fork_id)
     new_steps = await runner.steps(fork_id)
     old, new = _outcome(run, old_steps), _outcome(new_run, new_steps)
@@ -241,10 +247,22 @@ async def _case(
     )
 
 
-async def _settle(result: Any) -> None:
-    """Wait for a fork to end; its failure is its outcome, scored."""
-    with contextlib.suppress(Exception):
-        await result
+async def _settle(runner: Runner, handle: RunHandle) -> None:
+    """Wait for a fork to end or suspend (new code that waits for a person
+    or a signal: its case says ``suspended``, and nothing hangs); its
+    failure is its outcome, scored."""
+    waiting = asyncio.ensure_future(handle.result())
+    try:
+        while True:
+            done, _ = await asyncio.wait({waiting}, timeout=runner.poll_interval)
+            if done:
+                with contextlib.suppress(Exception):
+                    waiting.result()
+                return
+            if (await runner.get_run(handle.run_id)).status == "suspended":
+                return
+    finally:
+        waiting.cancel()  # only this wait: the run goes on where it is held
 
 
 def _outcome(run: RunRecord, steps: list[StepRecord]) -> Outcome:
