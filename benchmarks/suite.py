@@ -370,6 +370,24 @@ SPECS: dict[str, Spec] = {
             ),
             floor="floor: replay_async of one run, in a loop",
         ),
+        Spec(
+            "B13",
+            "a counterfactual fork at the last of 11 model steps vs a fresh run of the case",
+            Column("ms_per_case", "ms per case"),
+            False,
+            3,
+            "a fork asks the model once; it costs less than the fresh run",
+            (
+                _s("floor: a fresh run of the case", "b13_counterfactual:b13_fresh_sqlite"),
+                _s(
+                    "stalwart sqlite counterfactual fork",
+                    "b13_counterfactual:b13_fork_sqlite",
+                    floor="floor: a fresh run of the case",
+                ),
+            ),
+            columns=(Column("model_calls_per_case", "model calls per case"),),
+            floor="floor: a fresh run of the case",
+        ),
     )
 }
 

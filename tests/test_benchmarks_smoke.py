@@ -56,6 +56,12 @@ def test_stalwart_and_floor_workloads_run_at_smoke_size(wid: str) -> None:
         for row in by.values():
             keys = {f"{w}_{p}_ms" for w in ("enqueue", "signal") for p in ("p50", "p99")}
             assert keys <= set(row["stats"])
+    if wid == "B13":  # the fork asks the model for its suffix only
+        calls = {s: r["stats"]["model_calls_per_case"]["max"] for s, r in by.items()}
+        assert calls == {
+            "floor: a fresh run of the case": 11,
+            "stalwart sqlite counterfactual fork": 1,
+        }
     meta = {**machine_info(), "seconds": 0.0, "load_after": os.getloadavg(), "versions": {}}
     assert f"## {wid}:" in render(rows, meta)
     _check(rows, allow_missing_peers=False)

@@ -33,6 +33,7 @@ PUBLIC = (
     "stalwart.api",
     "stalwart.codecs",
     "stalwart.conversations",
+    "stalwart.evals",
     "stalwart.flow",
     "stalwart.journey",
     "stalwart.llm",

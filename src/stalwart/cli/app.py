@@ -23,6 +23,7 @@ from .command import Command, Group
 from .ddl import store_ddl
 from .demo import demo
 from .deploy import deploy_check
+from .evals import counterfactual_runs
 from .export import export_run, import_run
 from .fork import fork_run
 from .mcp_serve import mcp_serve
@@ -118,6 +119,9 @@ schedules_app.command("delete", cls=Command)(delete_schedule)
 deploy_app = _group("Check new code against the runs it would resume, before deploying it.")
 app.add_typer(deploy_app, name="deploy")
 deploy_app.command("check", cls=Command)(deploy_check)
+evals_app = _group("Evaluate new code on the recorded runs: fork them at a step, score old vs new.")
+app.add_typer(evals_app, name="evals")
+evals_app.command("counterfactual", cls=Command)(counterfactual_runs)
 store_app = _group("Provision a store's tables for operators who run the SQL themselves.")
 app.add_typer(store_app, name="store")
 store_app.command("ddl", cls=Command)(store_ddl)

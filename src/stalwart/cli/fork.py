@@ -27,10 +27,10 @@ from .command import (
     runner_for,
 )
 
-__all__ = ["fork_run"]
+__all__ = ["fork_run", "parse_json"]
 
 
-def _json(text: str | None, what: str) -> Any:
+def parse_json(text: str | None, what: str) -> Any:
     """A value given as the ledger writes it (``stalwart runs show --json``
     prints it so): JSON whose tagged objects are messages and the types the
     program declared, decoded as data (S13)."""
@@ -93,8 +93,8 @@ def fork_run(
     out = console()
 
     async def go() -> str:
-        new_result = _json(result, "--result")
-        new_inputs = _json(inputs, "--inputs")
+        new_result = parse_json(result, "--result")
+        new_inputs = parse_json(inputs, "--inputs")
         if new_inputs is not None and not isinstance(new_inputs, dict):
             raise CLIError("--inputs must be a JSON object", code=2)
         if result is not None and at is None:

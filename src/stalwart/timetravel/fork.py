@@ -43,6 +43,7 @@ from ..runner.runner import Runner
 from ..stores.base import RunDump
 from .export import SPAWN_PREFIX, export_runs, spawn_record
 from .keys import before, sort_keys
+from .rebase import rebase as rebased
 
 __all__ = ["LINEAGE_KEY", "LINEAGE_NAME", "Lineage", "Replace", "fork", "lineage"]
 
@@ -125,12 +126,16 @@ async def fork(
     new_run_id: str | None = None,
     replace: Replace | None = None,
     policy: Any = None,
+    rebase: bool = False,
 ) -> RunHandle:
     """Fork run ``run_id`` at step ``at`` and start the fork on ``runner``.
 
     ``at`` None replays nothing (the run again, from the top, with
     ``replace.inputs``). ``policy``: the run's policy, if ``runner`` was not
-    given it. Returns the fork's handle; the fork is executed by ``runner``.
+    given it. ``rebase``: ``policy`` is new code (other instructions, another
+    model) whose calls differ from the record's: the prefix takes the identity
+    ``policy`` gives its calls, with their recorded outcomes (:mod:`.rebase`).
+    Returns the fork's handle; the fork is executed by ``runner``.
     """
     replace = replace or Replace()
     await runner.open()
@@ -167,6 +172,8 @@ async def fork(
     if replace.inputs is not None:
         args, kwargs = [], {**_by_name(pol, args, kwargs), **replace.inputs}
         inputs = run_inputs(pol, new_id, (), kwargs)
+    if rebase:
+        prefix = await rebased(new_id, prefix, at, pol, tuple(args), kwargs)
     renamed = _Renamer(run_id, new_id)
     copied = [renamed.step(s, run_id) for s in prefix]
     now = time.time()
@@ -175,7 +182,7 @@ async def fork(
     origin = StoredStep(LINEAGE_KEY, LINEAGE_NAME, "", None, mark, None, 1, now, now, "fork")
     run = RunRecord(
         new_id,
-        original.run.policy,
+        pol.name if rebase else original.run.policy,
         inputs,
         code_version=original.run.code_version,
         queue=original.run.queue,

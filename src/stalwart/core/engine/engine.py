@@ -153,6 +153,10 @@ class Engine:
         self.max_parallel = max_parallel
         self.inline_sleep = inline_sleep
         self.halted: StalwartError | None = None
+        # A fork being rebased onto new code (timetravel/rebase.py): a record
+        # whose call differs takes the identity the code gives it (name, whole
+        # arguments' JSON, hash) instead of halting. Read only on a mismatch.
+        self.adopted: dict[str, tuple[str, str, str]] | None = None
         self.live_steps = 0  # steps that executed for real in this execution
         self.replayed_steps = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -287,19 +291,21 @@ class Engine:
         (``core/stepargs.py``): both sides of a mismatch are shown whole.
         """
         if rec.name != name or rec.args_hash != args_hash:
-            try:
-                recorded = full_args(self.run_id, rec, self.replay)
-            except CorruptedRecord as bad:
-                raise self.halt(bad) from None
-            raise self.halt(
-                NonDeterminismError(
-                    f"step {key} of run {self.run_id} does not match its record:\n"
-                    f"  recorded: {rec.name}({recorded})\n"
-                    f"  now:      {name}({args_json if full is None else full()})\n"
-                    "The policy's code changed, or it is not deterministic; "
-                    "guard changed code with `await ctx.patched(...)`."
+            if self.adopted is None:
+                try:
+                    recorded = full_args(self.run_id, rec, self.replay)
+                except CorruptedRecord as bad:
+                    raise self.halt(bad) from None
+                raise self.halt(
+                    NonDeterminismError(
+                        f"step {key} of run {self.run_id} does not match its record:\n"
+                        f"  recorded: {rec.name}({recorded})\n"
+                        f"  now:      {name}({args_json if full is None else full()})\n"
+                        "The policy's code changed, or it is not deterministic; "
+                        "guard changed code with `await ctx.patched(...)`."
+                    )
                 )
-            )
+            self.adopted[key] = (name, args_json if full is None else full(), args_hash)
         self.replayed_steps += 1
         if rec.error is not None:
             try:
