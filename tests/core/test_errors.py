@@ -23,7 +23,11 @@ NOT_ERRORS = {
     "stalwart.flow.visits.Stopped",
 }
 # Raised and caught inside one function; never seen by a caller.
-PRIVATE = {"stalwart.testing.guard._Stop", "stalwart.timetravel.export._NonFinite"}
+PRIVATE = {
+    "stalwart.testing.guard._Stop",
+    "stalwart.timetravel.export._NonFinite",
+    "stalwart.timetravel.rebase._Reached",
+}
 
 ROW = re.compile(r"^(?P<indent>(?:[│ ] {3})*)(?:[├└]── )?(?P<name>\w+)(?: \((?P<base>\w+)\))?")
 
