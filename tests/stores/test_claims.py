@@ -20,6 +20,8 @@ import asyncio
 import os
 import sys
 
+import pytest
+
 from stalwart.core.ledger import RunRecord
 from stalwart.stores import open_store
 from stalwart.stores.base import CANCELLED_ERROR, Store, this_host
@@ -306,3 +308,16 @@ async def test_a_holder_renewing_its_lease_during_a_claim_pass_keeps_its_run_ask
     rec = await sqlite_store.get_run("stop")
     assert rec is not None and (rec.status, rec.owner) == ("running", FAR)
     assert (await sqlite_store.heartbeat(FAR, 30.0, ["stop"])).cancel == ["stop"]
+
+
+async def test_limits_no_queue_can_have_are_refused_before_anything_is_written(
+    store: Store,
+) -> None:
+    await store.set_queue("q", concurrency=2, rate=5.0)
+    for bad, says in (
+        ({"concurrency": 0}, "concurrency must be at least 1"),
+        ({"rate": 0.0}, "rate must be > 0"),
+        ({"concurrency": 1, "rate": -1.0}, "rate must be > 0"),
+    ):
+        with pytest.raises(ValueError, match=says):
+            await store.set_queue("q", **bad)  # type: ignore[arg-type]
