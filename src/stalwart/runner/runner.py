@@ -22,7 +22,7 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar, overload
 
 from ..core import codec
@@ -39,6 +39,7 @@ from ..core.ledger import (
     check_run_id,
 )
 from ..core.policy import Policy
+from ..core.tags import check_tags
 from ..stores import open_store
 from ..stores.base import StepPage, StepPosition, Store, this_host
 from .awaiting import Outcomes
@@ -54,6 +55,11 @@ __all__ = ["RunCall", "RunHandle", "Runner"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+def _tags(tags: Mapping[str, str] | None) -> dict[str, str] | None:
+    """Checked tags (an error naming the bad one), or None for none."""
+    return check_tags(tags) or None if tags is not None else None
 
 
 def _run_id(run_id: str | None) -> str:
@@ -253,6 +259,7 @@ class Runner:
         *args: Any,
         run_id: str | None = None,
         in_place: bool = False,
+        tags: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> R: ...
     @overload
@@ -263,6 +270,7 @@ class Runner:
         *args: Any,
         run_id: str | None = None,
         in_place: bool = False,
+        tags: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> R: ...
     @overload
@@ -273,6 +281,7 @@ class Runner:
         *args: Any,
         run_id: str | None = None,
         in_place: bool = False,
+        tags: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> R: ...
     async def run(
@@ -282,6 +291,7 @@ class Runner:
         *args: Any,
         run_id: str | None = None,
         in_place: bool = False,
+        tags: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run ``target`` to the end and return its result (or raise its error).
@@ -293,13 +303,17 @@ class Runner:
         inputs and works on its own copy, so without it only the returned
         store holds the results. A target that has no such store is refused
         (``TypeError``) before anything runs.
+
+        ``tags``: the run's tags (``{"customer": "c-42"}``, see
+        :func:`~stalwart.core.tags.check_tags`), as for :meth:`start`.
         """
+        checked = _tags(tags)
         update = _in_place(target, args, kwargs) if in_place else None
         memory = self.store.ephemeral
         forget = run_id is None and memory
         run_id = _run_id(run_id)
         try:
-            await self._start(target, args, kwargs, run_id, settle=False)
+            await self._start(target, args, kwargs, run_id, settle=False, tags=checked)
             result = await self.outcome(run_id)
             return result if update is None else update(result)
         except asyncio.CancelledError:
@@ -354,7 +368,13 @@ class Runner:
         return asyncio.run(main())
 
     async def start(
-        self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any
+        self,
+        target: Any,
+        /,
+        *args: Any,
+        run_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        **kwargs: Any,
     ) -> RunHandle:
         """Start a run and return its handle at once.
 
@@ -363,10 +383,16 @@ class Runner:
         here if nobody holds it. The handle's :meth:`~RunHandle.events` yields
         every event from the run's start, even those that happened before it
         was called.
+
+        ``tags``: a few key-value strings to find the run by
+        (``{"customer": "c-42"}``; :func:`~stalwart.core.tags.check_tags`
+        says which), kept as the run is created: a run that exists keeps
+        the tags it was created with.
         """
+        checked = _tags(tags)
         run_id = _run_id(run_id)
         queue: asyncio.Queue[Any] = EventBuffer()
-        await self._start_listened(target, args, kwargs, run_id, queue)
+        await self._start_listened(target, args, kwargs, run_id, queue, checked)
         return RunHandle(self, run_id, queue)
 
     async def stream(
@@ -386,11 +412,12 @@ class Runner:
         kwargs: dict[str, Any],
         run_id: str,
         queue: asyncio.Queue[Any],
+        tags: dict[str, str] | None = None,
     ) -> None:
         """Start the run with ``queue`` listening from its very first event."""
         self._table.listen(run_id, queue)
         try:
-            await self._start(target, args, kwargs, run_id)
+            await self._start(target, args, kwargs, run_id, tags=tags)
         except BaseException:
             self._table.unlisten(run_id, queue)
             raise
@@ -402,9 +429,10 @@ class Runner:
         kwargs: dict[str, Any],
         run_id: str,
         settle: bool = True,
+        tags: dict[str, str] | None = None,
     ) -> None:
         await self.open()
-        await self._starter.start(target, args, kwargs, run_id, settle=settle)
+        await self._starter.start(target, args, kwargs, run_id, settle=settle, tags=tags)
 
     # -- queues and workers ------------------------------------------------------
     async def enqueue(
@@ -416,20 +444,25 @@ class Runner:
         queue: str = "default",
         priority: int = 0,
         delay: float | None = None,
+        tags: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> RunHandle:
         """Put a run on ``queue`` for any worker to execute, and return its handle.
 
         Higher ``priority`` runs are claimed first; ``delay`` (seconds) holds
-        the start back. Enqueuing an id that exists returns that run. This
-        runner does not execute it unless it serves that queue.
+        the start back; ``tags`` as for :meth:`start`. Enqueuing an id that
+        exists returns that run. This runner does not execute it unless it
+        serves that queue.
         """
         if self.store.ephemeral:
             raise StoreError("enqueue needs a durable store; in memory, use start()")
         priority, delay = check_priority(priority), check_delay(delay)
+        checked = _tags(tags)
         await self.open()
         run_id = _run_id(run_id)
-        created = await self._enqueuer.one(target, args, kwargs, run_id, queue, priority, delay)
+        created = await self._enqueuer.one(
+            target, args, kwargs, run_id, queue, priority, delay, checked
+        )
         handle = RunHandle(self, run_id)
         handle.created = created
         return handle
@@ -441,6 +474,7 @@ class Runner:
         queue: str = "default",
         priority: int = 0,
         delay: float | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> list[RunHandle]:
         """Put many runs on ``queue`` in one transaction: ``RunCall(policy,
         *args, run_id=..., **kwargs)`` each (see :mod:`stalwart.runner.batch`).
@@ -449,12 +483,13 @@ class Runner:
         run (S13): an id that exists, or appears twice in the batch, must be
         the same call, or :class:`~stalwart.InputMismatchError` is raised
         (the new runs beside it are enqueued; the corrected batch again
-        returns the same runs)."""
+        returns the same runs). ``tags``: every run's tags, as for :meth:`start`."""
         if self.store.ephemeral:
             raise StoreError("enqueue needs a durable store; in memory, use start()")
         priority, delay = check_priority(priority), check_delay(delay)
+        checked = _tags(tags)
         await self.open()
-        ids = await self._enqueuer.many(calls, queue, priority, delay)
+        ids = await self._enqueuer.many(calls, queue, priority, delay, checked)
         return [RunHandle(self, run_id) for run_id in ids]
 
     async def set_queue(

@@ -102,7 +102,7 @@ def _is_zombie(pid: int) -> bool:
 RUN_COLUMNS = (
     "id, policy, inputs, status, result, error, created_at, updated_at, code_version, "
     "wake_at, waiting_for, owner, lease_expires_at, fence, cancel_requested, queue, "
-    "priority, parent_id, trace"
+    "priority, parent_id, trace, tags"
 )
 _RUN_FIELDS = tuple(c.strip() for c in RUN_COLUMNS.split(","))
 SPILL_BYTES = 16 * 1024
@@ -174,6 +174,7 @@ _ROW_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("priority", (int,)),
     ("parent_id", _TEXT_OR_NONE),
     ("trace", _TEXT_OR_NONE),
+    ("tags", _TEXT_OR_NONE),
 )
 
 
@@ -451,26 +452,32 @@ class Store(abc.ABC):
         created_after: float | None = None,
         created_before: float | None = None,
         before: tuple[float, str] | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> list[RunRecord]:
         """Runs newest first, by ``(created_at, id)``, up to ``limit``.
 
         Filters combine: ``status``, ``queue`` and ``policy`` match exactly;
         ``id_contains`` is literal text found anywhere in the id (``%`` and
         ``_`` are plain characters); ``created_after <= created_at <
-        created_before``. To page, pass as ``before`` the ``(created_at, id)``
-        of the last run of the previous page: each page then costs its own
+        created_before``; ``tags``: the run has every one of these tags. To
+        page, pass as ``before`` the ``(created_at, id)`` of the last run of
+        the previous page: each page then costs its own
         rows however deep it is, where ``offset`` (kept for old callers)
         re-reads every row it skips.
         """
 
     @abc.abstractmethod
     async def count_runs(
-        self, *, queue: str | None = None, policy: str | None = None
+        self,
+        *,
+        queue: str | None = None,
+        policy: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> dict[str, dict[str, int]]:
         """How many runs there are, as ``{status: {queue: count}}``.
 
-        Only statuses and queues that have runs appear; ``queue`` and
-        ``policy`` narrow what is counted. One query.
+        Only statuses and queues that have runs appear; ``queue``,
+        ``policy`` and ``tags`` (every one) narrow what is counted. One query.
         """
 
     @abc.abstractmethod
