@@ -101,3 +101,13 @@ async def test_a_file_from_before_tags_opens_and_gains_them(tmp_path: Path) -> N
 def test_encoded_tags_are_sorted_and_none_when_empty(count: int) -> None:
     tags = {"b": "2", "a": "1"} if count else {}
     assert encode_tags(tags) == ('{"a":"1","b":"2"}' if count else None)
+
+
+async def test_prune_by_tag_deletes_only_the_finished_runs_that_have_it(any_store: Store) -> None:
+    for i, customer in enumerate(["c-1", "c-1", "c-2"]):
+        await any_store.create_run(_run(f"r{i}", float(i), customer=customer))
+        await any_store.finish_run(f"r{i}", 0, "succeeded", "null", None)
+    await any_store.create_run(_run("live", 9.0, customer="c-1"))
+    assert await any_store.prune(keep=0, tags={"customer": "c-1"}) == 2
+    assert sorted(r.id for r in await any_store.list_runs()) == ["live", "r2"]
+    assert await any_store.prune(older_than=1e12, tags={"customer": "c-2"}) == 1

@@ -695,19 +695,29 @@ class Runner:
     ) -> list[RunRecord]:
         """Runs newest first; ``filters`` as :meth:`Store.list_runs` takes them
         (``queue``, ``policy``, ``id_contains``, ``created_after``,
-        ``created_before``, and ``before``, the cursor of the next page)."""
+        ``created_before``, ``tags``, and ``before``, the cursor of the next
+        page)."""
         await self.open()
         return await self.store.list_runs(status, limit, **filters)
 
-    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+    async def prune(
+        self,
+        older_than: float | None = None,
+        keep: int | None = None,
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> int:
         """Delete finished runs older than ``older_than`` seconds, or all but
-        ``keep`` (S12), and the outcomes this process kept of them."""
+        ``keep`` (S12), and the outcomes this process kept of them. With
+        ``tags``, only runs that have every one of them (``keep`` counts
+        among those)."""
+        checked = _tags(tags)
         await self.open()
         table = self._table
         cutoff = None if older_than is None else time.time() - older_than
         if cutoff is None and keep is None and self.store.ephemeral:
             cutoff = time.time() + 1  # in memory, every finished run
-        gone = await self.store.prune(cutoff, keep)
+        gone = await self.store.prune(cutoff, keep, tags=checked)
         if table.kept:
             present = {r.id for r in await self.store.get_runs(list(table.kept))}
             for run_id in [i for i in table.kept if i not in present]:

@@ -591,9 +591,17 @@ class Store(abc.ABC):
         """The earliest time a suspended run wants to wake, if any."""
 
     @abc.abstractmethod
-    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+    async def prune(
+        self,
+        older_than: float | None = None,
+        keep: int | None = None,
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> int:
         """Delete finished runs finished before ``older_than`` (a timestamp) or
-        beyond the ``keep`` most recent; return how many went (S12)."""
+        beyond the ``keep`` most recent; return how many went (S12). With
+        ``tags``, only runs that have every one of them are considered (and
+        ``keep`` counts among those)."""
 
     # -- steps -------------------------------------------------------------
     async def load_steps(self, run_id: str) -> dict[str, StepRecord]:

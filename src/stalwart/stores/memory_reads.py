@@ -18,7 +18,7 @@ from ..core.mail import GENERATION_KEY
 from ..core.tags import decode_tags
 from .base import children_prefix
 
-__all__ = ["MemoryReads"]
+__all__ = ["MemoryReads", "has_tags"]
 
 
 class MemoryReads:
@@ -68,7 +68,7 @@ class MemoryReads:
                 and (created_after is None or r.created_at >= created_after)
                 and (created_before is None or r.created_at < created_before)
                 and (before is None or (r.created_at, r.id) < before)
-                and (not tags or _has_tags(r, tags))
+                and (not tags or has_tags(r, tags))
             )
 
         found = sorted(
@@ -90,7 +90,7 @@ class MemoryReads:
             if (
                 (queue is None or r.queue == queue)
                 and (policy is None or r.policy == policy)
-                and (not tags or _has_tags(r, tags))
+                and (not tags or has_tags(r, tags))
             ):
                 by_queue = counts.setdefault(r.status, {})
                 by_queue[r.queue] = by_queue.get(r.queue, 0) + 1
@@ -110,7 +110,7 @@ class MemoryReads:
         return [replace(r) for r in waiting[:limit]]
 
 
-def _has_tags(run: RunRecord, tags: Mapping[str, str]) -> bool:
+def has_tags(run: RunRecord, tags: Mapping[str, str]) -> bool:
     """Whether ``run`` has every one of ``tags``."""
     have = decode_tags(run.tags)
     return all(have.get(k) == v for k, v in tags.items())

@@ -348,11 +348,18 @@ class PostgresRuns(PostgresBase):
         )
         return None if row is None or row[0] is None else float(row[0])
 
-    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+    async def prune(
+        self,
+        older_than: float | None = None,
+        keep: int | None = None,
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> int:
         if older_than is None and keep is None:
             raise ValueError("prune needs older_than or keep")
         s = self._sql.s
-        terminal = self._sql.prunable
+        tagged, tag_params = self._sql.tag_filter(tags)
+        terminal = self._sql.prunable + tagged
         arms: list[str] = []
         params: list[Any] = []
         if older_than is not None:
@@ -363,7 +370,8 @@ class PostgresRuns(PostgresBase):
                 f"id IN (SELECT id FROM {s}.runs WHERE {terminal} "
                 "ORDER BY updated_at DESC, id OFFSET %s)"
             )
-            params.append(keep)
+            params += [*tag_params, keep]
+        params = [*tag_params, *params]
         sql = f"""WITH doomed AS (
                 SELECT id FROM {s}.runs WHERE {terminal} AND ({" OR ".join(arms)}) FOR UPDATE
             ), d_steps AS (

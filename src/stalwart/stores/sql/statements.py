@@ -214,6 +214,16 @@ class Statements:
         )
         self.children_wait = CHILDREN_WAIT
 
+    def tag_filter(self, tags: Mapping[str, str] | None) -> tuple[str, list[Any]]:
+        """`` AND`` the run has every one of ``tags`` (or ""), in this
+        dialect, and its parameters: for statements built by hand."""
+        where: list[str] = []
+        params: list[Any] = []
+        _tag_filter(tags, where, params)
+        if not where:
+            return "", []
+        return self.dialect.sql(" AND " + " AND ".join(where)), params
+
     def steps_by_keys(self, n: int) -> str:
         """The rows of a run's steps at ``n`` keys (parameters: the run's id,
         then the keys), built once for each ``n``."""

@@ -240,10 +240,17 @@ class SQLiteRuns(SQLiteBase):
         rows = self._read(self.sql.next_wake)
         return rows[0][0] if rows else None
 
-    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+    async def prune(
+        self,
+        older_than: float | None = None,
+        keep: int | None = None,
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> int:
         if older_than is None and keep is None:
             raise ValueError("prune needs older_than or keep")
-        prunable = self.sql.prunable
+        prunable, tagged = self.sql.prunable, self.sql.tag_filter(tags)
+        prunable += tagged[0]
 
         def delete(db: sqlite3.Connection) -> int:
             ids: set[str] = set()
@@ -251,7 +258,8 @@ class SQLiteRuns(SQLiteBase):
                 ids.update(
                     run_id
                     for (run_id,) in db.execute(
-                        f"SELECT id FROM runs WHERE {prunable} AND updated_at < ?", (older_than,)
+                        f"SELECT id FROM runs WHERE {prunable} AND updated_at < ?",
+                        (*tagged[1], older_than),
                     )
                 )
             if keep is not None:
@@ -260,7 +268,7 @@ class SQLiteRuns(SQLiteBase):
                     for (run_id,) in db.execute(
                         f"SELECT id FROM runs WHERE {prunable} ORDER BY updated_at DESC, id "
                         "LIMIT -1 OFFSET ?",
-                        (keep,),
+                        (*tagged[1], keep),
                     )
                 )
             for table, col in (
