@@ -35,7 +35,8 @@ def test_runs_list_keeps_the_runs_with_every_tag_given(sqlite_url: str) -> None:
     args = ("runs", "list", "--tag", "customer=c-42", "--tag", "tier=gold", "--json")
     doc = json.loads(ok(*args, "--store", sqlite_url))
     assert [r["id"] for r in doc["runs"]] == ["a"]
-    count = json.loads(ok("runs", "count", "--tag", "customer=c-42", "--json", "--store", sqlite_url))
+    counted = ok("runs", "count", "--tag", "customer=c-42", "--json", "--store", sqlite_url)
+    count = json.loads(counted)
     assert count["total"] == 2
 
 
