@@ -33,6 +33,7 @@ from ..core.ledger import (
 from ..core.mail import GENERATION_KEY, Delivery
 from ..core.memory import MemoryRecord
 from ..core.stepargs import is_compact, whole_steps
+from ..core.tags import check_tags
 
 __all__ = [
     "SCHEDULE_MISSED",
@@ -317,11 +318,13 @@ class ScheduleRecord:
     paused: bool = False
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
+    #: The tags of the runs it starts (``encode_tags`` text), or None.
+    tags: str | None = None
 
 
 SCHEDULE_COLUMNS = (
     "name, policy, inputs, cron, every, timezone, missed, grace, queue, priority, "
-    "next_at, last_at, paused, created_at, updated_at"
+    "next_at, last_at, paused, created_at, updated_at, tags"
 )
 _INT_OR_NONE = (int, type(None))
 _SCHEDULE_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
@@ -339,6 +342,7 @@ _SCHEDULE_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("last_at", _INT_OR_NONE),
     ("created_at", (int, float)),
     ("updated_at", (int, float)),
+    ("tags", (str, type(None))),
 )
 
 
@@ -403,6 +407,11 @@ def _schedule_value_problems(s: ScheduleRecord) -> list[tuple[str, str]]:
     for name in ("created_at", "updated_at"):
         if not math.isfinite(getattr(s, name)):
             problems.append((name, "a finite time"))
+    if s.tags is not None:
+        try:
+            check_tags(json.loads(s.tags))
+        except (ValueError, TypeError):
+            problems.append(("tags", "a JSON object of tags"))
     return problems
 
 
