@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -124,3 +127,23 @@ def test_a_killed_tagged_run_resumes_and_tags_the_children_it_spawns_after(
             assert {r.parent_id for r in found} == {None, "P"}
 
     asyncio.run(check())
+
+
+def test_the_tagged_runs_example_runs_as_written(sqlite_url: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "examples/tagged_runs.py", "--store", sqlite_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "triage-acme: succeeded [customer=c-42 tier=gold]",
+        "triage-acme~1/0: succeeded [customer=c-42 tier=gold]",
+        "triage-acme~1/1: succeeded [customer=c-42 tier=gold]",
+        "gold runs: 3",
+        "pruned c-7: 1",
+        "left: ['triage-acme', 'triage-acme~1/0', 'triage-acme~1/1']",
+    ]
