@@ -68,3 +68,8 @@ def test_runs_show_prints_tags_as_text_not_markup(sqlite_url: str) -> None:
     asyncio.run(go())
     out = ok("runs", "show", "h", "--store", sqlite_url)
     assert "note=[bold red]x[/]" in out
+
+
+def test_one_key_given_twice_with_two_values_is_a_usage_error(sqlite_url: str) -> None:
+    result = invoke("runs", "list", "--tag", "k=1", "--tag", "k=2", "--store", sqlite_url)
+    assert result.exit_code == 2 and "'k' given twice" in result.output

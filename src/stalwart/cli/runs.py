@@ -89,6 +89,8 @@ def parse_tags(given: list[str] | None) -> dict[str, str] | None:
             key, value = parse_tag(text, "=", "--tag")
         except (ValueError, TypeError) as exc:
             raise CLIError(str(exc), code=2) from None
+        if key in tags and tags[key] != value:
+            raise CLIError(f"--tag: key {key!r} given twice, with two values", code=2)
         tags[key] = value
     try:
         return check_tags(tags, "--tag")
