@@ -82,6 +82,7 @@ RATE = Column("steps_per_s", "steps/s")
 BYTES = Column("bytes_per_step", "bytes/step")
 SECONDS = Column("seconds", "seconds")
 RUNS = Column("runs_per_s", "runs/s")
+QUERIES = Column("queries_per_s", "listings/s")
 
 SPECS: dict[str, Spec] = {
     s.id: s
@@ -388,6 +389,24 @@ SPECS: dict[str, Spec] = {
             columns=(Column("model_calls_per_case", "model calls per case"),),
             floor="floor: a fresh run of the case",
         ),
+        Spec(
+            "B14",
+            "finding runs by tag: 10,000 runs of 100 customers, a page of one customer's",
+            QUERIES,
+            True,
+            200,
+            "a tag filter ≥ 50% of an unfiltered page's rate on SQLite",
+            (
+                _s("floor: list_runs of one page, no filter", "workloads:b14_floor_sqlite"),
+                _s(
+                    "stalwart sqlite list_runs by tag",
+                    "workloads:b14_stalwart_sqlite",
+                    floor="floor: list_runs of one page, no filter",
+                ),
+                _s("stalwart postgres list_runs by tag", "workloads:b14_stalwart_postgres"),
+            ),
+            floor="floor: list_runs of one page, no filter",
+        ),
     )
 }
 
@@ -441,6 +460,15 @@ def aims(rows: Rows) -> list[tuple[str, str, str, bool | None]]:
         None if m is None else f"{m:,.0f} runs/s",
         m is not None and m >= 100,
     )
+    a = _median(rows, "B14", "stalwart sqlite list_runs by tag", "queries_per_s")
+    b = _median(rows, "B14", "floor: list_runs of one page, no filter", "queries_per_s")
+    if a is not None and b is not None:
+        add(
+            "B14",
+            "a tag filter ≥ 50% of an unfiltered page on SQLite",
+            f"{a:,.0f} listings/s = {a / b:.0%} of {b:,.0f}",
+            a >= 0.5 * b,
+        )
     gather = _median(rows, "B4", "floor: asyncio.gather", "seconds")
     for sub in ("stalwart sqlite", "stalwart postgres"):
         a = _median(rows, "B4", sub, "seconds")

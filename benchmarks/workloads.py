@@ -688,7 +688,7 @@ def b11_floor_sqlite_runs(n: int = 2_000) -> Result:
             now = time.time()
             row = (f"b11-{i}", "noop", _b11_inputs(i), "pending", None, None, now, now, "v")
             db.execute("BEGIN")
-            db.execute(sql, row + (None,) * 4 + (0, 0, "b11", 0, None, None))
+            db.execute(sql, row + (None,) * 4 + (0, 0, "b11", 0, None, None, None))
             db.execute("COMMIT")
         seconds = time.perf_counter() - start
         db.close()
@@ -799,3 +799,60 @@ def b12_stalwart_postgres(n: int = 1_000) -> Result:
     require_postgres()
     with pg_schema("sw") as schema:
         return _b12(pg_url_with(schema=schema), n, one_by_one=False)
+
+
+# -- B14: finding runs by tag ------------------------------------------------------------
+B14_CUSTOMERS = 100  # each customer tags n / 100 of the runs
+B14_QUERIES = 200  # listings timed, each a page of one customer's runs
+
+
+@sw.policy(name="b14_job")
+async def b14_job(n: int) -> int:
+    return n
+
+
+def _b13(url: str, n: int, tagged: bool) -> Result:
+    """``n`` runs, each tagged with one of :data:`B14_CUSTOMERS` customers
+    (enqueued in batches, not timed), then :data:`B14_QUERIES` listings of
+    one customer's runs (``tagged``), or of one unfiltered page (the floor)."""
+    customers = max(1, min(B14_CUSTOMERS, n // 10))
+    page = max(1, n // customers)
+
+    async def main() -> float:
+        async with sw.Runner(url, policies=[b14_job]) as runner:
+            for c in range(customers):
+                calls = [sw.RunCall(b14_job, i) for i in range(page)]
+                for lo in range(0, page, BATCH):
+                    await runner.enqueue_many(
+                        calls[lo : lo + BATCH], queue="b13", tags={"customer": f"c-{c}"}
+                    )
+            store = runner.store
+            start = time.perf_counter()
+            for q in range(B14_QUERIES):
+                if tagged:
+                    rows = await store.list_runs(
+                        limit=page, tags={"customer": f"c-{q % customers}"}
+                    )
+                else:
+                    rows = await store.list_runs(limit=page)
+                assert len(rows) == page, (len(rows), page)
+            return time.perf_counter() - start
+
+    seconds = asyncio.run(main())
+    return {"seconds": seconds, "queries_per_s": B14_QUERIES / seconds}
+
+
+def b14_stalwart_sqlite(n: int = 10_000) -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        return _b13(_sqlite_url(tmp, "b13.db"), n, tagged=True)
+
+
+def b14_floor_sqlite(n: int = 10_000) -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        return _b13(_sqlite_url(tmp, "b13.db"), n, tagged=False)
+
+
+def b14_stalwart_postgres(n: int = 10_000) -> Result:
+    require_postgres()
+    with pg_schema("sw") as schema:
+        return _b13(pg_url_with(schema=schema), n, tagged=True)

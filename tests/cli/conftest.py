@@ -34,6 +34,7 @@ RUN_FIELDS = {
     "owner",
     "lease_expires_at",
     "cancel_requested",
+    "tags",
 }
 
 

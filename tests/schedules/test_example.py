@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +37,12 @@ def test_nightly_report_simulation(sqlite_url: str) -> None:
         text=True,
         timeout=60,
         cwd=ROOT,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+        env={
+            "COLUMNS": "200",
+            "PATH": "/usr/bin:/bin",
+            "NO_COLOR": "1",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),  # the code under test
+        },
     )
     assert listed.returncode == 0, listed.stderr
     assert "nightly-report" in listed.stdout

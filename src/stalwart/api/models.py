@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ..core.ledger import CHILD_MARK, MAX_DELAY, MAX_RUN_ID, PRIORITY_MAX, PRIORITY_MIN
+from ..core.tags import MAX_TAG_KEY, MAX_TAG_VALUE, MAX_TAGS
 
 __all__ = [
     "ErrorInfo",
@@ -28,6 +29,8 @@ __all__ = [
     "json_type_problems",
     "printable_pattern",
     "run_id_schema",
+    "tag_filter_schema",
+    "tags_schema",
 ]
 
 
@@ -82,6 +85,40 @@ def run_id_schema() -> dict[str, Any]:
         "pattern": f"^ *{printable_pattern(CHILD_MARK + ' ')}{printable_pattern(CHILD_MARK)}*$",
         "description": f"1 to {MAX_RUN_ID} printable characters, not {CHILD_MARK!r}, "
         "not only spaces",
+    }
+
+
+_TAG_KEY = f"[A-Za-z0-9_.\\-]{{1,{MAX_TAG_KEY}}}"
+
+
+def tags_schema() -> dict[str, Any]:
+    """A run's tags (:func:`~stalwart.core.tags.check_tags`): at most
+    MAX_TAGS keys of 1 to 64 letters, digits, ``_ . -``, each a value of 1 to
+    MAX_TAG_VALUE printable characters."""
+    return {
+        "type": "object",
+        "maxProperties": MAX_TAGS,
+        "propertyNames": {"type": "string", "pattern": f"^{_TAG_KEY}$"},
+        "additionalProperties": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_TAG_VALUE,
+            "pattern": f"^{printable_pattern()}*$",
+        },
+        "description": f"at most {MAX_TAGS} tags: keys of 1 to {MAX_TAG_KEY} letters, "
+        f"digits, '_', '.' or '-'; values of 1 to {MAX_TAG_VALUE} printable characters",
+    }
+
+
+def tag_filter_schema() -> dict[str, Any]:
+    """``?tag=key:value`` (repeatable), as ``GET /runs`` takes it."""
+    return {
+        "type": "array",
+        "maxItems": MAX_TAGS,
+        "items": {
+            "type": "string",
+            "pattern": f"^{_TAG_KEY}:{printable_pattern()}{{1,{MAX_TAG_VALUE}}}$",
+        },
     }
 
 
@@ -181,6 +218,7 @@ class Run(BaseModel):
     queue: str = "default"
     priority: int = 0
     parent_id: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict, description="the run's tags")
     created_at: float = Field(description="seconds since the epoch")
     updated_at: float
 
@@ -253,6 +291,9 @@ class StartRun(BaseModel):
         allow_inf_nan=False,
         strict=True,
         description=f"seconds before the run may start, 0 to {MAX_DELAY} (ten years)",
+    )
+    tags: dict[str, str] | None = Field(
+        None, description="the run's tags, to find it by (a run that exists keeps its own)"
     )
 
 

@@ -32,6 +32,8 @@ from .models import (
     StepPage,
     printable_pattern,
     run_id_schema,
+    tag_filter_schema,
+    tags_schema,
 )
 from .routes import (
     DEFAULT_LIMIT,
@@ -143,7 +145,13 @@ def openapi_document(
     for model in (Run, RunPage, Step, StepPage, Problem, PolicyInfo):
         components[model.__name__] = _schema(model, components)
     components["RunId"] = run_id_schema()
+    components["Tags"] = tags_schema()
     start_base = _schema(StartRun, components)
+    start_base["properties"]["tags"] = {
+        "anyOf": [{"$ref": _REF.format(model="Tags")}, {"type": "null"}],
+        "default": None,
+        "description": start_base["properties"]["tags"]["description"],
+    }
     start_base["properties"]["run_id"] = {
         "anyOf": [{"$ref": _REF.format(model="RunId")}, {"type": "null"}],
         "default": None,
@@ -413,6 +421,15 @@ def _list_runs(errors: dict[str, Any]) -> dict[str, Any]:
             _q("id_contains", text, "literal text anywhere in the run id"),
             _q("created_after", seconds, "seconds since the epoch (inclusive)"),
             _q("created_before", seconds, "seconds since the epoch (exclusive)"),
+            {
+                **_q(
+                    "tag",
+                    tag_filter_schema(),
+                    "key:value, repeatable: only runs with every tag given",
+                ),
+                "style": "form",
+                "explode": True,
+            },
             *_paging("runs"),
         ],
         "responses": {

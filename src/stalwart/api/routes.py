@@ -34,6 +34,7 @@ from ..core.errors import (
 )
 from ..core.ledger import TERMINAL, check_run_id
 from ..core.policy import Policy
+from ..core.tags import MAX_TAGS, check_tags, parse_tag
 from ..runner import Runner
 from .events import Cursor, run_events
 from .models import FieldProblem, PolicyInfo, Problem, StepPage, json_type_problems
@@ -64,6 +65,7 @@ LIST_PARAMETERS = (
     "id_contains",
     "created_after",
     "created_before",
+    "tag",
     "limit",
     "cursor",
 )
@@ -91,7 +93,7 @@ _LIST_CURSOR = re.compile(LIST_CURSOR_PATTERN.removesuffix("$"))
 _BEFORE_ALL = (-math.inf, "")
 #: A signal's name: 1 to 200 printable characters.
 MAX_SIGNAL_NAME = 200
-ENQUEUE_WORDS = frozenset({"run_id", "queue", "priority", "delay"})
+ENQUEUE_WORDS = frozenset({"run_id", "queue", "priority", "delay", "tags"})
 #: Most event streams one API process serves at once (``max_streams=``):
 #: each holds a connection and reads the store every ``poll`` seconds.
 MAX_STREAMS = 100
@@ -239,6 +241,13 @@ async def start_run(request: Request) -> Response:
         except (ValueError, TypeError) as exc:
             fields = [FieldProblem(field="run_id", message=str(exc))]
             return problem(422, f"invalid run_id: {exc}", fields)
+    tags = None
+    if start.tags is not None:
+        try:
+            tags = check_tags(start.tags) or None
+        except (ValueError, TypeError) as exc:
+            fields = [FieldProblem(field="tags", message=str(exc))]
+            return problem(422, f"invalid tags: {exc}", fields)
     args, kwargs = _arguments(pol, checked)
     runner = api.runner
     try:
@@ -249,6 +258,7 @@ async def start_run(request: Request) -> Response:
             queue=start.queue,
             priority=start.priority,
             delay=start.delay,
+            tags=tags,
             **kwargs,
         )
     except InputMismatchError as exc:
@@ -360,12 +370,27 @@ async def list_runs(request: Request) -> Response:
             except ValueError:
                 message = "seconds since the epoch: a finite decimal number"
                 problems.append(FieldProblem(field=word, message=message))
+    tags: dict[str, str] = {}
+    clash = False  # one key asked with two values: no run has both
+    given = q.getlist("tag")
+    if len(given) > MAX_TAGS:
+        problems.append(FieldProblem(field="tag", message=f"at most {MAX_TAGS} tags"))
+    for text in given[:MAX_TAGS]:
+        try:
+            key, value = parse_tag(text, ":", "tag")
+        except (ValueError, TypeError) as exc:
+            problems.append(FieldProblem(field="tag", message=str(exc)))
+            continue
+        clash = clash or tags.get(key, value) != value
+        tags[key] = value
+    if tags:
+        filters["tags"] = tags
     limit, position = _paging(q, problems)
     if position is not None:
         filters["before"] = position
     if problems:
         return problem(422, f"invalid run listing: {_summary(problems)}", problems)
-    rows = await api.runner.list_runs(status, limit + 1, **filters)
+    rows = [] if clash else await api.runner.list_runs(status, limit + 1, **filters)
     page, more = rows[:limit], len(rows) > limit
     body = {
         "runs": [run_json(r, api.policies.get(r.policy)).model_dump(mode="json") for r in page],

@@ -18,6 +18,7 @@ from typing import Any
 from ..core.inputs import inputs_by_name
 from ..core.ledger import RunRecord, StepRecord
 from ..core.policy import Policy
+from ..core.tags import decode_tags
 from .models import ErrorInfo, Run, Step
 
 __all__ = ["error_info", "finite", "load", "named_inputs", "plain", "run_json", "step_json"]
@@ -94,6 +95,7 @@ def run_json(rec: RunRecord, pol: Policy[Any, Any] | None = None) -> Run:
         queue=rec.queue,
         priority=rec.priority,
         parent_id=rec.parent_id,
+        tags=decode_tags(rec.tags),
         created_at=rec.created_at,
         updated_at=rec.updated_at,
     )

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ..core.errors import CLIError
 from ..core.redact import mask_url, printable
+from ..core.tags import check_tags, parse_tag
 from .command import (
     DEFAULT_STORE,
     JsonOption,
@@ -38,6 +39,7 @@ __all__ = [
     "count_runs",
     "list_runs",
     "parse_duration",
+    "parse_tags",
     "prune_runs",
     "show_run",
 ]
@@ -66,6 +68,36 @@ def parse_duration(text: str) -> float:
     return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
+TagOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tag",
+        metavar="KEY=VALUE",
+        help="Only runs with this tag (repeat it: every one must match).",
+    ),
+]
+
+
+def parse_tags(given: list[str] | None) -> dict[str, str] | None:
+    """The ``--tag key=value`` options as tags (None for none), or a usage
+    error naming the one that is not a tag."""
+    if not given:
+        return None
+    tags: dict[str, str] = {}
+    for text in given:
+        try:
+            key, value = parse_tag(text, "=", "--tag")
+        except (ValueError, TypeError) as exc:
+            raise CLIError(str(exc), code=2) from None
+        if key in tags and tags[key] != value:
+            raise CLIError(f"--tag: key {key!r} given twice, with two values", code=2)
+        tags[key] = value
+    try:
+        return check_tags(tags, "--tag")
+    except ValueError as exc:
+        raise CLIError(str(exc), code=2) from None
+
+
 def list_runs(
     status: Annotated[
         Status | None, typer.Option("--status", help="Only runs with this status.")
@@ -83,6 +115,7 @@ def list_runs(
             "--id-contains", metavar="TEXT", help="Only runs whose id contains this text."
         ),
     ] = None,
+    tag: TagOption = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")] = 50,
     before: Annotated[
         str | None,
@@ -99,6 +132,11 @@ def list_runs(
     from .render.data import cursor_of, parse_cursor, run_data
     from .render.runs import runs_table
 
+    try:
+        tags = parse_tags(tag)
+    except CLIError as exc:
+        fail(str(exc), exc.code)
+
     async def go() -> None:
         after = parse_cursor(before) if before is not None else None
         async with reading(store) as ledger:
@@ -110,6 +148,7 @@ def list_runs(
                 policy=policy,
                 id_contains=id_contains,
                 before=after,
+                tags=tags,
             )
         more = len(runs) > limit
         runs = runs[:limit]
@@ -225,6 +264,7 @@ def count_runs(
         str | None,
         typer.Option("--policy", metavar="NAME", help="Only runs of this policy (its name)."),
     ] = None,
+    tag: TagOption = None,
     as_json: JsonOption = False,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
@@ -233,9 +273,14 @@ def count_runs(
 
     from .render.data import STATUSES
 
+    try:
+        tags = parse_tags(tag)
+    except CLIError as exc:
+        fail(str(exc), exc.code)
+
     async def go() -> None:
         async with reading(store) as ledger:
-            counts = await ledger.count_runs(queue=queue, policy=policy)
+            counts = await ledger.count_runs(queue=queue, policy=policy, tags=tags)
         by_status = {s: sum(counts.get(s, {}).values()) for s in STATUSES}
         for other in sorted(set(counts) - set(STATUSES)):  # a status this version does not know
             by_status[other] = sum(counts[other].values())
@@ -308,6 +353,14 @@ def prune_runs(
     keep: Annotated[
         int | None, typer.Option("--keep", min=0, help="Keep only the N most recent finished runs.")
     ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tag",
+            metavar="KEY=VALUE",
+            help="Only runs with this tag (repeat it: every one must match; --keep counts those).",
+        ),
+    ] = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Delete finished runs (and their steps and signals) by age or count."""
@@ -315,12 +368,13 @@ def prune_runs(
         fail("say what to prune: --older-than 7d, --keep N, or both", 2)
     try:
         seconds = None if older_than is None else parse_duration(older_than)
+        tags = parse_tags(tag)
     except CLIError as exc:
         fail(str(exc), exc.code)
 
     async def go() -> None:
         async with runner_for(store) as runner:
-            count = await runner.prune(older_than=seconds, keep=keep)
+            count = await runner.prune(older_than=seconds, keep=keep, tags=tags)
         console().print(f"pruned {count} finished run{'s' if count != 1 else ''}")
 
     execute(go)

@@ -105,6 +105,9 @@ class RunRecord:
     ``traceparent``/``tracestate`` as JSON), kept so that every execution of
     the run, on any worker and after any crash, joins the trace that started
     it; None when tracing was off.
+
+    ``tags``: the run's tags (:mod:`stalwart.core.tags`) as JSON text of an
+    object sorted by key, or None when it has none.
     """
 
     id: str
@@ -126,6 +129,7 @@ class RunRecord:
     priority: int = 0
     parent_id: str | None = None
     trace: str | None = None
+    tags: str | None = None
 
 
 CHILDREN_WAIT = "stalwart.children:"

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..core.ledger import RunRecord, check_run_id
 from ..core.policy import Policy
+from ..core.tags import encode_tags
 from ..stores.base import Store
 from .inputs import check_same_run, run_inputs
 from .observe import started, trace_for
@@ -42,7 +43,7 @@ __all__ = ["Enqueuer", "RunCall"]
 _BY_POSITION = (
     "id, policy, inputs, status, result, error, created_at, updated_at, code_version, "
     "wake_at, waiting_for, owner, lease_expires_at, fence, cancel_requested, queue, "
-    "priority, parent_id, trace"
+    "priority, parent_id, trace, tags"
 )
 if ", ".join(f.name for f in fields(RunRecord)) != _BY_POSITION:  # pragma: no cover
     raise ImportError("RunRecord's fields changed: update Enqueuer.many's record")
@@ -86,6 +87,7 @@ class Enqueuer:
         queue: str,
         priority: int,
         delay: float | None,
+        tags: dict[str, str] | None = None,
     ) -> bool:
         """Create the run ``run_id`` of ``target`` on ``queue`` (checked
         values), or find it, refusing another call under its id; whether it
@@ -102,6 +104,7 @@ class Enqueuer:
             priority=priority,
             wake_at=None if not delay else time.time() + delay,
             trace=trace_for(hooks, run_id, pol.name) if hooks else None,
+            tags=encode_tags(tags),
         )
         stored, created = await self.store.create_run(rec)
         if not created:
@@ -112,7 +115,12 @@ class Enqueuer:
         return created
 
     async def many(
-        self, calls: Iterable[RunCall], queue: str, priority: int, delay: float | None
+        self,
+        calls: Iterable[RunCall],
+        queue: str,
+        priority: int,
+        delay: float | None,
+        tags: dict[str, str] | None = None,
     ) -> list[str]:
         """Put every call on ``queue`` as a run, in one transaction; the run
         ids in the order of ``calls`` (``queue``, ``priority`` and ``delay``
@@ -122,6 +130,7 @@ class Enqueuer:
         wake_at = None if not delay else time.time() + delay
         hooks = self.settings.hooks
         version = self.settings.code_version
+        tag_text = encode_tags(tags)
         # Validate everything before writing anything: a call whose inputs cannot
         # be recorded fails the batch with no run created.
         given: list[tuple[Policy[Any, Any], RunRecord]] = []
@@ -165,6 +174,7 @@ class Enqueuer:
                 priority,
                 None,  # parent_id
                 trace_for(hooks, run_id, name) if hooks else None,
+                tag_text,
             )
             seen = first.get(run_id)
             if seen is None:

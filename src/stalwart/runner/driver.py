@@ -119,6 +119,7 @@ class Driver:
         engine.memory_store = self.store
         engine.parent_id = rec.parent_id
         engine.queue = rec.queue
+        engine.tags = rec.tags
         for q in self.table.listeners.get(rec.id, ()):
             engine.listen(q)
         live = Live(engine)
@@ -316,6 +317,7 @@ class Children:
                 priority=priority,
                 parent_id=parent.run_id,
                 trace=trace_for(hooks, run_id, pol.name) if hooks else None,
+                tags=parent.tags,  # a child is found by its parent's tags
             )
             for run_id, (args, kwargs) in zip(ids, calls, strict=True)
         ]

@@ -22,7 +22,7 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar, overload
 
 from ..core import codec
@@ -46,6 +46,7 @@ from ..core.ledger import (
     check_run_id,
 )
 from ..core.policy import Policy
+from ..core.tags import check_tags
 from ..stores import open_store
 from ..stores.base import StepPage, StepPosition, Store, this_host
 from .awaiting import Outcomes
@@ -61,6 +62,11 @@ __all__ = ["RunCall", "RunHandle", "Runner"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+def _tags(tags: Mapping[str, str] | None) -> dict[str, str] | None:
+    """Checked tags (an error naming the bad one), or None for none."""
+    return check_tags(tags) or None if tags is not None else None
 
 
 def _run_id(run_id: str | None) -> str:
@@ -260,6 +266,7 @@ class Runner:
         *args: Any,
         run_id: str | None = None,
         in_place: bool = False,
+        tags: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> R: ...
     @overload
@@ -270,6 +277,7 @@ class Runner:
         *args: Any,
         run_id: str | None = None,
         in_place: bool = False,
+        tags: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> R: ...
     @overload
@@ -280,6 +288,7 @@ class Runner:
         *args: Any,
         run_id: str | None = None,
         in_place: bool = False,
+        tags: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> R: ...
     async def run(
@@ -289,6 +298,7 @@ class Runner:
         *args: Any,
         run_id: str | None = None,
         in_place: bool = False,
+        tags: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run ``target`` to the end and return its result (or raise its error).
@@ -300,13 +310,17 @@ class Runner:
         inputs and works on its own copy, so without it only the returned
         store holds the results. A target that has no such store is refused
         (``TypeError``) before anything runs.
+
+        ``tags``: the run's tags (``{"customer": "c-42"}``, see
+        :func:`~stalwart.core.tags.check_tags`), as for :meth:`start`.
         """
+        checked = _tags(tags)
         update = _in_place(target, args, kwargs) if in_place else None
         memory = self.store.ephemeral
         forget = run_id is None and memory
         run_id = _run_id(run_id)
         try:
-            await self._start(target, args, kwargs, run_id, settle=False)
+            await self._start(target, args, kwargs, run_id, settle=False, tags=checked)
             result = await self.outcome(run_id)
             return result if update is None else update(result)
         except asyncio.CancelledError:
@@ -361,7 +375,13 @@ class Runner:
         return asyncio.run(main())
 
     async def start(
-        self, target: Any, /, *args: Any, run_id: str | None = None, **kwargs: Any
+        self,
+        target: Any,
+        /,
+        *args: Any,
+        run_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        **kwargs: Any,
     ) -> RunHandle:
         """Start a run and return its handle at once.
 
@@ -370,10 +390,16 @@ class Runner:
         here if nobody holds it. The handle's :meth:`~RunHandle.events` yields
         every event from the run's start, even those that happened before it
         was called.
+
+        ``tags``: a few key-value strings to find the run by
+        (``{"customer": "c-42"}``; :func:`~stalwart.core.tags.check_tags`
+        says which), kept as the run is created: a run that exists keeps
+        the tags it was created with.
         """
+        checked = _tags(tags)
         run_id = _run_id(run_id)
         queue: asyncio.Queue[Any] = EventBuffer()
-        await self._start_listened(target, args, kwargs, run_id, queue)
+        await self._start_listened(target, args, kwargs, run_id, queue, checked)
         return RunHandle(self, run_id, queue)
 
     async def stream(
@@ -393,11 +419,12 @@ class Runner:
         kwargs: dict[str, Any],
         run_id: str,
         queue: asyncio.Queue[Any],
+        tags: dict[str, str] | None = None,
     ) -> None:
         """Start the run with ``queue`` listening from its very first event."""
         self._table.listen(run_id, queue)
         try:
-            await self._start(target, args, kwargs, run_id)
+            await self._start(target, args, kwargs, run_id, tags=tags)
         except BaseException:
             self._table.unlisten(run_id, queue)
             raise
@@ -409,9 +436,10 @@ class Runner:
         kwargs: dict[str, Any],
         run_id: str,
         settle: bool = True,
+        tags: dict[str, str] | None = None,
     ) -> None:
         await self.open()
-        await self._starter.start(target, args, kwargs, run_id, settle=settle)
+        await self._starter.start(target, args, kwargs, run_id, settle=settle, tags=tags)
 
     # -- queues and workers ------------------------------------------------------
     async def enqueue(
@@ -423,20 +451,25 @@ class Runner:
         queue: str = "default",
         priority: int = 0,
         delay: float | None = None,
+        tags: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> RunHandle:
         """Put a run on ``queue`` for any worker to execute, and return its handle.
 
         Higher ``priority`` runs are claimed first; ``delay`` (seconds) holds
-        the start back. Enqueuing an id that exists returns that run. This
-        runner does not execute it unless it serves that queue.
+        the start back; ``tags`` as for :meth:`start`. Enqueuing an id that
+        exists returns that run. This runner does not execute it unless it
+        serves that queue.
         """
         if self.store.ephemeral:
             raise StoreError("enqueue needs a durable store; in memory, use start()")
         priority, delay = check_priority(priority), check_delay(delay)
+        checked = _tags(tags)
         await self.open()
         run_id = _run_id(run_id)
-        created = await self._enqueuer.one(target, args, kwargs, run_id, queue, priority, delay)
+        created = await self._enqueuer.one(
+            target, args, kwargs, run_id, queue, priority, delay, checked
+        )
         handle = RunHandle(self, run_id)
         handle.created = created
         return handle
@@ -448,6 +481,7 @@ class Runner:
         queue: str = "default",
         priority: int = 0,
         delay: float | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> list[RunHandle]:
         """Put many runs on ``queue`` in one transaction: ``RunCall(policy,
         *args, run_id=..., **kwargs)`` each (see :mod:`stalwart.runner.batch`).
@@ -456,12 +490,13 @@ class Runner:
         run (S13): an id that exists, or appears twice in the batch, must be
         the same call, or :class:`~stalwart.InputMismatchError` is raised
         (the new runs beside it are enqueued; the corrected batch again
-        returns the same runs)."""
+        returns the same runs). ``tags``: every run's tags, as for :meth:`start`."""
         if self.store.ephemeral:
             raise StoreError("enqueue needs a durable store; in memory, use start()")
         priority, delay = check_priority(priority), check_delay(delay)
+        checked = _tags(tags)
         await self.open()
-        ids = await self._enqueuer.many(calls, queue, priority, delay)
+        ids = await self._enqueuer.many(calls, queue, priority, delay, checked)
         return [RunHandle(self, run_id) for run_id in ids]
 
     async def set_queue(
@@ -680,19 +715,29 @@ class Runner:
     ) -> list[RunRecord]:
         """Runs newest first; ``filters`` as :meth:`Store.list_runs` takes them
         (``queue``, ``policy``, ``id_contains``, ``created_after``,
-        ``created_before``, and ``before``, the cursor of the next page)."""
+        ``created_before``, ``tags``, and ``before``, the cursor of the next
+        page)."""
         await self.open()
         return await self.store.list_runs(status, limit, **filters)
 
-    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+    async def prune(
+        self,
+        older_than: float | None = None,
+        keep: int | None = None,
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> int:
         """Delete finished runs older than ``older_than`` seconds, or all but
-        ``keep`` (S12), and the outcomes this process kept of them."""
+        ``keep`` (S12), and the outcomes this process kept of them. With
+        ``tags``, only runs that have every one of them (``keep`` counts
+        among those)."""
+        checked = _tags(tags)
         await self.open()
         table = self._table
         cutoff = None if older_than is None else time.time() - older_than
         if cutoff is None and keep is None and self.store.ephemeral:
             cutoff = time.time() + 1  # in memory, every finished run
-        gone = await self.store.prune(cutoff, keep)
+        gone = await self.store.prune(cutoff, keep, tags=checked)
         if table.kept:
             present = {r.id for r in await self.store.get_runs(list(table.kept))}
             for run_id in [i for i in table.kept if i not in present]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core.errors import InputMismatchError, SerializationError
 from ..core.ledger import CHILD_MARK, TERMINAL, RunRecord
+from ..core.tags import encode_tags
 from ..stores.base import Store
 from .driver import Call, Driver
 from .inputs import check_same_run, run_inputs
@@ -56,6 +57,7 @@ class Starter:
         run_id: str,
         *,
         settle: bool = True,
+        tags: dict[str, str] | None = None,
     ) -> None:
         """Create the run and execute it here; with ``settle``, let it reach
         its first await before returning (a caller that awaits its outcome
@@ -71,7 +73,9 @@ class Starter:
         hooks = self.settings.hooks
         trace = trace_for(hooks, run_id, pol.name) if hooks else None
         version = self.settings.version_of(pol)
-        rec = RunRecord(run_id, pol.name, inputs, code_version=version, trace=trace)
+        rec = RunRecord(
+            run_id, pol.name, inputs, code_version=version, trace=trace, tags=encode_tags(tags)
+        )
         stored, created = await self.store.create_run(rec)
         if created:
             started(rec)

@@ -51,6 +51,7 @@ from ..core.errors import (
 )
 from ..core.ledger import RunRecord, check_priority
 from ..core.redact import mask_url
+from ..core.tags import check_tags, encode_tags
 from ..runner import Runner, observe
 from ..runner.inputs import read_inputs, run_inputs
 from ..runner.observe import started, trace_for
@@ -109,6 +110,7 @@ class Schedules:
         timezone: str = "UTC",
         missed: str = "once",
         grace: timedelta | float = 60.0,
+        tags: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> ScheduleRecord:
         """Start a run of ``target`` on every tick of ``cron`` (read in
@@ -122,7 +124,8 @@ class Schedules:
         changed. Ticks run on runners that serve (``serve()``, ``stalwart
         worker``, ``Runner(serving=True)``), have schedules over them and have
         the policy. ``missed``: "once" runs one run for ticks no worker
-        reached within ``grace`` seconds, "skip" runs none.
+        reached within ``grace`` seconds, "skip" runs none. ``tags``: the
+        tags of every run it starts (see :meth:`~stalwart.Runner.start`).
         """
         runner = self.runner
         if self.store.ephemeral:
@@ -143,6 +146,10 @@ class Schedules:
                 f"schedule {name!r}: missed must be 'once' (one run for all missed ticks) "
                 f"or 'skip' (none), not {missed!r}"
             )
+        try:
+            tag_text = encode_tags(check_tags(tags)) if tags is not None else None
+        except (TypeError, ValueError) as exc:
+            raise ScheduleError(f"schedule {name!r}: {exc}") from None
         grace_s = check_seconds(grace, "grace", name)
         if grace_s < 0:
             raise ScheduleError(f"schedule {name!r}: grace cannot be negative ({grace_s:g})")
@@ -178,6 +185,7 @@ class Schedules:
             queue=queue,
             priority=priority,
             next_at=next_at,
+            tags=tag_text,
         )
         await runner.open()
         stored, created = await self.store.create_schedule(rec)
@@ -324,6 +332,7 @@ class Schedules:
                 queue=s.queue,
                 priority=s.priority,
                 trace=trace_for(hooks, run_id, pol.name) if hooks else None,
+                tags=s.tags,
             )
             # Created before the next tick is recorded: a worker killed in
             # between leaves the tick due, and the next one finds this run.

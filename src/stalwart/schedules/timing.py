@@ -56,7 +56,9 @@ _ALLOWED = {
     "day-of-week": "0-7 or SUN-SAT, with L or #n",
 }
 TIMING_FIELDS = ("cron", "every", "timezone")
-_DEFINITION = ("policy", "inputs", "cron", "every", "timezone", "missed", "grace", "queue")
+_DEFINITION = (
+    "policy", "inputs", "cron", "every", "timezone", "missed", "grace", "queue", "tags",
+)  # fmt: skip
 
 
 def tick_run_id(name: str, tick: int) -> str:

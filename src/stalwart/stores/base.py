@@ -33,6 +33,7 @@ from ..core.ledger import (
 from ..core.mail import GENERATION_KEY, Delivery
 from ..core.memory import MemoryRecord
 from ..core.stepargs import is_compact, whole_steps
+from ..core.tags import check_tags
 
 __all__ = [
     "SCHEDULE_MISSED",
@@ -102,7 +103,7 @@ def _is_zombie(pid: int) -> bool:
 RUN_COLUMNS = (
     "id, policy, inputs, status, result, error, created_at, updated_at, code_version, "
     "wake_at, waiting_for, owner, lease_expires_at, fence, cancel_requested, queue, "
-    "priority, parent_id, trace"
+    "priority, parent_id, trace, tags"
 )
 _RUN_FIELDS = tuple(c.strip() for c in RUN_COLUMNS.split(","))
 SPILL_BYTES = 16 * 1024
@@ -174,6 +175,7 @@ _ROW_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("priority", (int,)),
     ("parent_id", _TEXT_OR_NONE),
     ("trace", _TEXT_OR_NONE),
+    ("tags", _TEXT_OR_NONE),
 )
 
 
@@ -316,11 +318,13 @@ class ScheduleRecord:
     paused: bool = False
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
+    #: The tags of the runs it starts (``encode_tags`` text), or None.
+    tags: str | None = None
 
 
 SCHEDULE_COLUMNS = (
     "name, policy, inputs, cron, every, timezone, missed, grace, queue, priority, "
-    "next_at, last_at, paused, created_at, updated_at"
+    "next_at, last_at, paused, created_at, updated_at, tags"
 )
 _INT_OR_NONE = (int, type(None))
 _SCHEDULE_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
@@ -338,6 +342,7 @@ _SCHEDULE_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("last_at", _INT_OR_NONE),
     ("created_at", (int, float)),
     ("updated_at", (int, float)),
+    ("tags", (str, type(None))),
 )
 
 
@@ -402,6 +407,11 @@ def _schedule_value_problems(s: ScheduleRecord) -> list[tuple[str, str]]:
     for name in ("created_at", "updated_at"):
         if not math.isfinite(getattr(s, name)):
             problems.append((name, "a finite time"))
+    if s.tags is not None:
+        try:
+            check_tags(json.loads(s.tags))
+        except (ValueError, TypeError):
+            problems.append(("tags", "a JSON object of tags"))
     return problems
 
 
@@ -451,26 +461,32 @@ class Store(abc.ABC):
         created_after: float | None = None,
         created_before: float | None = None,
         before: tuple[float, str] | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> list[RunRecord]:
         """Runs newest first, by ``(created_at, id)``, up to ``limit``.
 
         Filters combine: ``status``, ``queue`` and ``policy`` match exactly;
         ``id_contains`` is literal text found anywhere in the id (``%`` and
         ``_`` are plain characters); ``created_after <= created_at <
-        created_before``. To page, pass as ``before`` the ``(created_at, id)``
-        of the last run of the previous page: each page then costs its own
+        created_before``; ``tags``: the run has every one of these tags. To
+        page, pass as ``before`` the ``(created_at, id)`` of the last run of
+        the previous page: each page then costs its own
         rows however deep it is, where ``offset`` (kept for old callers)
         re-reads every row it skips.
         """
 
     @abc.abstractmethod
     async def count_runs(
-        self, *, queue: str | None = None, policy: str | None = None
+        self,
+        *,
+        queue: str | None = None,
+        policy: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> dict[str, dict[str, int]]:
         """How many runs there are, as ``{status: {queue: count}}``.
 
-        Only statuses and queues that have runs appear; ``queue`` and
-        ``policy`` narrow what is counted. One query.
+        Only statuses and queues that have runs appear; ``queue``,
+        ``policy`` and ``tags`` (every one) narrow what is counted. One query.
         """
 
     @abc.abstractmethod
@@ -584,9 +600,17 @@ class Store(abc.ABC):
         """The earliest time a suspended run wants to wake, if any."""
 
     @abc.abstractmethod
-    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+    async def prune(
+        self,
+        older_than: float | None = None,
+        keep: int | None = None,
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> int:
         """Delete finished runs finished before ``older_than`` (a timestamp) or
-        beyond the ``keep`` most recent; return how many went (S12)."""
+        beyond the ``keep`` most recent; return how many went (S12). With
+        ``tags``, only runs that have every one of them are considered (and
+        ``keep`` counts among those)."""
 
     # -- steps -------------------------------------------------------------
     async def load_steps(self, run_id: str) -> dict[str, StepRecord]:

@@ -12,7 +12,7 @@ do, which keeps the runner's memory and durable behaviour the same.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -32,7 +32,7 @@ from .base import (
     owner_is_dead,
 )
 from .memory_memories import MemoryMemories
-from .memory_reads import MemoryReads
+from .memory_reads import MemoryReads, has_tags
 from .memory_schedules import MemorySchedules
 
 __all__ = ["MemoryStore"]
@@ -313,7 +313,13 @@ class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, Store):
         ]
         return min(times, default=None)
 
-    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+    async def prune(
+        self,
+        older_than: float | None = None,
+        keep: int | None = None,
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> int:
         if older_than is None and keep is None:
             raise ValueError("prune needs older_than or keep")
 
@@ -323,7 +329,11 @@ class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, Store):
             return parent is not None and parent.status not in TERMINAL
 
         done = sorted(
-            (r for r in self._runs.values() if r.status in TERMINAL and not needed(r)),
+            (
+                r
+                for r in self._runs.values()
+                if r.status in TERMINAL and not needed(r) and (not tags or has_tags(r, tags))
+            ),
             key=lambda r: r.updated_at,
             reverse=True,
         )

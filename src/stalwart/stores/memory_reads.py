@@ -10,14 +10,15 @@ and :meth:`~stalwart.stores.base.Store.step_positions`).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 
 from ..core.ledger import RunRecord, StoredStep
 from ..core.mail import GENERATION_KEY
+from ..core.tags import decode_tags
 from .base import children_prefix
 
-__all__ = ["MemoryReads"]
+__all__ = ["MemoryReads", "has_tags"]
 
 
 class MemoryReads:
@@ -56,6 +57,7 @@ class MemoryReads:
         created_after: float | None = None,
         created_before: float | None = None,
         before: tuple[float, str] | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> list[RunRecord]:
         def wanted(r: RunRecord) -> bool:
             return (
@@ -66,6 +68,7 @@ class MemoryReads:
                 and (created_after is None or r.created_at >= created_after)
                 and (created_before is None or r.created_at < created_before)
                 and (before is None or (r.created_at, r.id) < before)
+                and (not tags or has_tags(r, tags))
             )
 
         found = sorted(
@@ -76,11 +79,19 @@ class MemoryReads:
         return [replace(r) for r in found[offset : offset + limit]]
 
     async def count_runs(
-        self, *, queue: str | None = None, policy: str | None = None
+        self,
+        *,
+        queue: str | None = None,
+        policy: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {}
         for r in self._runs.values():
-            if (queue is None or r.queue == queue) and (policy is None or r.policy == policy):
+            if (
+                (queue is None or r.queue == queue)
+                and (policy is None or r.policy == policy)
+                and (not tags or has_tags(r, tags))
+            ):
                 by_queue = counts.setdefault(r.status, {})
                 by_queue[r.queue] = by_queue.get(r.queue, 0) + 1
         return counts
@@ -97,3 +108,9 @@ class MemoryReads:
             key=lambda r: (r.updated_at, r.id),
         )
         return [replace(r) for r in waiting[:limit]]
+
+
+def has_tags(run: RunRecord, tags: Mapping[str, str]) -> bool:
+    """Whether ``run`` has every one of ``tags``."""
+    have = decode_tags(run.tags)
+    return all(have.get(k) == v for k, v in tags.items())

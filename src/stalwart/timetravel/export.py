@@ -38,6 +38,7 @@ from ..core.ledger import (
     check_run_id,
 )
 from ..core.stepargs import check_references
+from ..core.tags import check_tags, encode_tags
 from ..stores.base import RunDump, SignalRecord, Store, run_from_row
 from .keys import key_parts
 
@@ -96,6 +97,7 @@ _RUN_TYPES: dict[str, tuple[type, ...]] = {
     "priority": (int,),
     "parent_id": _TEXT_OR_NULL,
     "trace": _TEXT_OR_NULL,
+    "tags": _TEXT_OR_NULL,
 }
 _STATUSES: tuple[str, ...] = get_args(RunStatus)
 _RUN_TIMES = ("created_at", "updated_at", "wake_at", "lease_expires_at")
@@ -349,9 +351,23 @@ def _run(value: Any, at: str) -> RunRecord:
     except CorruptedRecord as exc:
         raise CorruptedRecord(f"{at}: {exc}") from None
     _run_id(run, at)
+    run.tags = _tags(run.tags, at)
     for name in _RUN_TIMES:
         _finite(getattr(run, name), name, at)
     return run
+
+
+def _tags(text: str | None, at: str) -> str | None:
+    """A run line's tags (JSON text of an object of strings) as checked tags,
+    in the text a store keeps: a store reads them as rows, so nothing else
+    may reach it."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+        return encode_tags(check_tags(value, "run: field 'tags'"))
+    except (ValueError, TypeError) as exc:
+        raise CorruptedRecord(f"{at}: {exc}") from None
 
 
 def _checked(

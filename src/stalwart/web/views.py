@@ -26,6 +26,7 @@ from ..core.errors import ApprovalError, RunNotFound, SerializationError, StoreU
 from ..core.inputs import inputs_by_name
 from ..core.ledger import CHILDREN_WAIT, TERMINAL, RunRecord
 from ..core.policy import Policy
+from ..core.tags import decode_tags, parse_tag
 from ..runner import Runner
 from ..runner.registry import Registry
 from ..stores import Store
@@ -95,6 +96,7 @@ _env.globals.update(
     error_summary=error_summary,
     pretty=pretty,
     age=age,
+    decode_tags=decode_tags,
     TERMINAL=TERMINAL,
 )
 
@@ -139,6 +141,7 @@ class Filters:
     policy: str = ""
     queue: str = ""
     text: str = ""
+    tag: str = ""
     after: str = ""
     before: str = ""
     cursor: str = ""
@@ -156,6 +159,7 @@ class Filters:
             policy=q.get("policy", ""),
             queue=q.get("queue", ""),
             text=q.get("id", ""),
+            tag=q.get("tag", ""),
             after=q.get("after", ""),
             before=q.get("before", ""),
             cursor=q.get("cursor", ""),
@@ -169,6 +173,7 @@ class Filters:
             "policy": self.policy,
             "queue": self.queue,
             "id": self.text,
+            "tag": self.tag,
             "after": self.after,
             "before": self.before,
             "cursor": self.cursor,
@@ -176,6 +181,13 @@ class Filters:
         }
         params.update(change)
         return params
+
+    def tags(self) -> dict[str, str] | None:
+        """The tag typed as ``key:value`` (ValueError naming it), or None."""
+        if not self.tag:
+            return None
+        key, value = parse_tag(self.tag, ":", "tag")
+        return {key: value}
 
     def cursor_key(self) -> tuple[float, str] | None:
         """``(created_at, id)`` of the last run of the previous page.
@@ -201,9 +213,10 @@ async def _runs_context(request: Request) -> dict[str, Any]:
         after = parse_time(f.after)
         before = parse_time(f.before)
         cursor = f.cursor_key()
+        tags = f.tags()
     except ValueError as exc:
         problem = str(exc)
-        after = before = cursor = None
+        after = before = cursor = tags = None
         rows: list[RunRecord] = []
     if not problem:
         rows = await store.list_runs(
@@ -215,8 +228,9 @@ async def _runs_context(request: Request) -> dict[str, Any]:
             created_after=after,
             created_before=before,
             before=cursor,
+            tags=tags,
         )
-    counts = await store.count_runs(queue=f.queue or None, policy=f.policy or None)
+    counts = await store.count_runs(queue=f.queue or None, policy=f.policy or None, tags=tags)
     totals = {s: sum(counts.get(s, {}).values()) for s in STATUSES}
     queues = sorted({q for by_queue in counts.values() for q in by_queue})
     last = rows[-1] if len(rows) == f.limit else None

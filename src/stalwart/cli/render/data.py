@@ -18,6 +18,7 @@ from typing import Any
 
 from ...core.errors import CLIError
 from ...core.ledger import ASKED, RunRecord, StepRecord
+from ...core.tags import decode_tags
 
 __all__ = [
     "STATUSES",
@@ -62,6 +63,7 @@ def run_data(rec: RunRecord, *, values: bool = False) -> dict[str, Any]:
         "owner": rec.owner,
         "lease_expires_at": rec.lease_expires_at,
         "cancel_requested": rec.cancel_requested,
+        "tags": decode_tags(rec.tags),
     }
     if values:
         unreadable: list[str] = []

@@ -15,6 +15,7 @@ from ...core.ledger import TERMINAL, RunRecord
 from ...core.message import Message
 from ...core.policy import Policy
 from ...core.redact import printable
+from ...core.tags import decode_tags
 from .times import relative, when
 from .values import error_text, is_messages, message_line, stored, value_text
 
@@ -112,6 +113,9 @@ def run_header(
     if rec.status == "running" and rec.lease_expires_at is not None:
         lease = f"{when(rec.lease_expires_at)} (fence {rec.fence})"
         grid.add_row("lease until", Text(printable(lease)))
+    tags = decode_tags(rec.tags)
+    if tags:  # ledger data: printable text, never markup
+        grid.add_row("tags", Text(printable(" ".join(f"{k}={v}" for k, v in tags.items()))))
     grid.add_row("inputs", _inputs_text(rec.inputs, limit, policy))
     body: list[RenderableType] = [grid]
     if rec.status == "succeeded":

@@ -142,6 +142,8 @@ class Engine:
         self.host: Host | None = None
         self.parent_id: str | None = None
         self.queue = "default"
+        # The run's tags as its record keeps them (JSON text): its children's.
+        self.tags: str | None = None
         self.store = store
         # Where ctx.memory keeps long-term memory: the runner's store, set by
         # whoever executes the run (in memory too, where ``store`` is None).

@@ -54,6 +54,8 @@ class PostgresDump(PostgresBase):
                 cur = await conn.execute(sql.insert_run, run_to_row(run_dump.run))
                 if cur.rowcount != 1:
                     return False
+                if run_dump.run.tags is not None:
+                    await conn.execute(self._sql.insert_tags, (run_id, run_dump.run.tags))
                 async with conn.cursor() as c:
                     for step in run_dump.steps:
                         row, spilled = step_row(run_id, step)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from psycopg import errors as pg_errors
@@ -29,7 +29,7 @@ __all__ = ["PostgresRuns"]
 # Each run column's type, in RUN_COLUMNS order, as the runs table has it.
 _RUN_TYPES = (
     "text", "text", "text", "text", "text", "text", "float8", "float8", "text", "float8",
-    "text", "text", "float8", "int8", "bool", "text", "int4", "text", "text",
+    "text", "text", "float8", "int8", "bool", "text", "int4", "text", "text", "text",
 )  # fmt: skip
 _RUN_NAMES = tuple(c.strip() for c in RUN_COLUMNS.split(","))
 if len(_RUN_TYPES) != len(_RUN_NAMES):  # pragma: no cover
@@ -90,9 +90,16 @@ class PostgresRuns(PostgresBase):
         async def fn(conn: Conn, n: int) -> tuple[RunRecord, bool]:
             # A new run is stored exactly as given: no row comes back to
             # decode, the row count says whether it went in (B11).
-            cur = await conn.execute(self._sql.create_run, params)
-            if cur.rowcount == 1:
-                return run, True
+            if run.tags is not None:  # the run and its tag rows, all or nothing
+                async with conn.transaction():
+                    cur = await conn.execute(self._sql.create_run, params)
+                    if cur.rowcount == 1:
+                        await conn.execute(self._sql.insert_tags, (run.id, run.tags))
+                        return run, True
+            else:
+                cur = await conn.execute(self._sql.create_run, params)
+                if cur.rowcount == 1:
+                    return run, True
             cur = await conn.execute(self._sql.get_run, (run.id,))
             row = await cur.fetchone()
             if row is None:  # deleted between the two statements: try again
@@ -122,6 +129,10 @@ class PostgresRuns(PostgresBase):
                     sql, params = _insert_runs(self._sql.s, rows[i : i + 1000])
                     cur = await conn.execute(sql, params)
                     created.update(r[0] for r in await cur.fetchall())
+                tagged = [(r.id, r.tags) for r in runs if r.tags is not None and r.id in created]
+                if tagged:
+                    async with conn.cursor() as tc:
+                        await tc.executemany(self._sql.insert_tags, tagged)
                 queues.update(r.queue for r in runs if r.id in created)
                 missing = [i for i in ids if i not in created]
                 if not missing:
@@ -182,6 +193,7 @@ class PostgresRuns(PostgresBase):
         created_after: float | None = None,
         created_before: float | None = None,
         before: tuple[float, str] | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> list[RunRecord]:
         sql, params = self._sql.list_runs(
             status=status,
@@ -193,13 +205,18 @@ class PostgresRuns(PostgresBase):
             created_after=created_after,
             created_before=created_before,
             before=before,
+            tags=tags,
         )
         return [run_from_row(r) for r in await self._fetchall("listing runs", sql, params)]
 
     async def count_runs(
-        self, *, queue: str | None = None, policy: str | None = None
+        self,
+        *,
+        queue: str | None = None,
+        policy: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> dict[str, dict[str, int]]:
-        sql, params = self._sql.count_runs(queue=queue, policy=policy)
+        sql, params = self._sql.count_runs(queue=queue, policy=policy, tags=tags)
         return counts(await self._fetchall("counting runs", sql, params))
 
     async def waiting_for_signals(self, limit: int = 100) -> list[RunRecord]:
@@ -331,11 +348,18 @@ class PostgresRuns(PostgresBase):
         )
         return None if row is None or row[0] is None else float(row[0])
 
-    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+    async def prune(
+        self,
+        older_than: float | None = None,
+        keep: int | None = None,
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> int:
         if older_than is None and keep is None:
             raise ValueError("prune needs older_than or keep")
         s = self._sql.s
-        terminal = self._sql.prunable
+        tagged, tag_params = self._sql.tag_filter(tags)
+        terminal = self._sql.prunable + tagged
         arms: list[str] = []
         params: list[Any] = []
         if older_than is not None:
@@ -346,7 +370,8 @@ class PostgresRuns(PostgresBase):
                 f"id IN (SELECT id FROM {s}.runs WHERE {terminal} "
                 "ORDER BY updated_at DESC, id OFFSET %s)"
             )
-            params.append(keep)
+            params += [*tag_params, keep]
+        params = [*tag_params, *params]
         sql = f"""WITH doomed AS (
                 SELECT id FROM {s}.runs WHERE {terminal} AND ({" OR ".join(arms)}) FOR UPDATE
             ), d_steps AS (
@@ -355,6 +380,8 @@ class PostgresRuns(PostgresBase):
                 DELETE FROM {s}.payloads WHERE run_id IN (SELECT id FROM doomed)
             ), d_signals AS (
                 DELETE FROM {s}.signals WHERE run_id IN (SELECT id FROM doomed)
+            ), d_tags AS (
+                DELETE FROM {s}.run_tags WHERE run_id IN (SELECT id FROM doomed)
             ), d_runs AS (
                 DELETE FROM {s}.runs WHERE id IN (SELECT id FROM doomed) RETURNING 1
             ) SELECT count(*) FROM d_runs"""

@@ -40,7 +40,7 @@ __all__ = [
     "where_of",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -174,6 +174,19 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             UNIQUE (namespace, key)
         )""",
         "CREATE INDEX memory_search ON {s}.memory USING GIN (search)",
+    ),
+    # A run's tags (stalwart.core.tags): as JSON on the run, for readers,
+    # and as rows indexed by (key, value), for filters; SQLite's 8 too.
+    7: (
+        "ALTER TABLE {s}.runs ADD COLUMN tags TEXT",
+        "ALTER TABLE {s}.schedules ADD COLUMN tags TEXT",
+        """CREATE TABLE {s}.run_tags (
+            run_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (run_id, key)
+        )""",
+        "CREATE INDEX run_tags_by_value ON {s}.run_tags (key, value, run_id)",
     ),
 }
 

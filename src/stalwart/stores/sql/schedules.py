@@ -49,7 +49,7 @@ class ScheduleStatements:
         # (a NULL keeps it: CAST so that PostgreSQL knows the parameter's type).
         self.redefine = q(
             "UPDATE {t}schedules SET policy = ?, inputs = ?, cron = ?, every = ?, timezone = ?, "
-            "missed = ?, grace = ?, queue = ?, priority = ?, "
+            "missed = ?, grace = ?, queue = ?, priority = ?, tags = ?, "
             "next_at = COALESCE(CAST(? AS BIGINT), next_at), updated_at = ? WHERE name = ?"
         )
         self.advance = q(
@@ -81,6 +81,7 @@ def schedule_row(s: ScheduleRecord) -> tuple[object, ...]:
         s.paused,
         s.created_at,
         s.updated_at,
+        s.tags,
     )
 
 
@@ -103,6 +104,7 @@ def definition_row(s: ScheduleRecord, retime: bool) -> tuple[object, ...]:
         s.grace,
         s.queue,
         s.priority,
+        s.tags,
         s.next_at if retime else None,
         time.time(),
         s.name,

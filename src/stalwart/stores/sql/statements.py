@@ -10,7 +10,7 @@ one-writer transactions) stays in that store's own modules.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -45,6 +45,7 @@ class Dialect:
     starts_with: str  # "{col} starts with the parameter", one "?" in it
     contains: str  # "{col} contains the parameter as literal text", one "?" in it
     lock: str  # appended to a SELECT that locks the rows it reads (or "")
+    tag_rows: str  # the key and value rows of a JSON object given as one "?"
 
     def sql(self, text: str) -> str:
         """``text`` (``?`` placeholders, ``{t}`` before tables) in this dialect."""
@@ -60,6 +61,7 @@ SQLITE = Dialect(
     starts_with="instr({col}, ?) = 1",
     contains="instr({col}, ?) > 0",
     lock="",
+    tag_rows="json_each(?)",
 )
 
 
@@ -71,6 +73,7 @@ def postgres(schema: str) -> Dialect:
         starts_with="starts_with({col}, ?)",
         contains="strpos({col}, ?) > 0",
         lock=" FOR UPDATE",
+        tag_rows="jsonb_each_text(?::jsonb)",
     )
 
 
@@ -84,6 +87,12 @@ class Statements:
         self.get_run = q(f"SELECT {RUN_COLUMNS} FROM {{t}}runs WHERE id = ?")
         self.create_run = q(
             f"INSERT INTO {{t}}runs ({RUN_COLUMNS}) VALUES ({marks}) ON CONFLICT (id) DO NOTHING"
+        )
+        # A new run's tags as rows (parameters: its id, its tags' JSON).
+        self.insert_tags = q(
+            "INSERT INTO {t}run_tags (run_id, key, value) SELECT ?, key, value "
+            # "WHERE true": SQLite would read ON CONFLICT's ON as a join's.
+            f"FROM {d.tag_rows} WHERE true ON CONFLICT (run_id, key) DO NOTHING"
         )
         self.fence_status = q("SELECT fence, status FROM {t}runs WHERE id = ?")
         self.status_locked = q("SELECT status FROM {t}runs WHERE id = ?" + d.lock)
@@ -206,6 +215,16 @@ class Statements:
         )
         self.children_wait = CHILDREN_WAIT
 
+    def tag_filter(self, tags: Mapping[str, str] | None) -> tuple[str, list[Any]]:
+        """`` AND`` the run has every one of ``tags`` (or ""), in this
+        dialect, and its parameters: for statements built by hand."""
+        where: list[str] = []
+        params: list[Any] = []
+        _tag_filter(tags, where, params)
+        if not where:
+            return "", []
+        return self.dialect.sql(" AND " + " AND ".join(where)), params
+
     def steps_by_keys(self, n: int) -> str:
         """The rows of a run's steps at ``n`` keys (parameters: the run's id,
         then the keys), built once for each ``n``."""
@@ -230,6 +249,7 @@ class Statements:
         created_after: float | None,
         created_before: float | None,
         before: tuple[float, str] | None,
+        tags: Mapping[str, str] | None = None,
     ) -> tuple[str, list[Any]]:
         """The query (and parameters) of :meth:`Store.list_runs`.
 
@@ -254,6 +274,7 @@ class Statements:
         if created_before is not None:
             where.append("created_at < ?")
             params.append(created_before)
+        _tag_filter(tags, where, params)
         if before is not None:
             created_at, run_id = before
             where.append("(created_at, id) < (?, ?)")
@@ -268,7 +289,9 @@ class Statements:
             params.append(offset)
         return self.dialect.sql(sql), params
 
-    def count_runs(self, *, queue: str | None, policy: str | None) -> tuple[str, list[Any]]:
+    def count_runs(
+        self, *, queue: str | None, policy: str | None, tags: Mapping[str, str] | None = None
+    ) -> tuple[str, list[Any]]:
         """The query of :meth:`Store.count_runs`: rows of status, queue, count."""
         where: list[str] = []
         params: list[Any] = []
@@ -276,10 +299,19 @@ class Statements:
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
+        _tag_filter(tags, where, params)
         sql = "SELECT status, queue, count(*) FROM {t}runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         return self.dialect.sql(sql + " GROUP BY status, queue"), params
+
+
+def _tag_filter(tags: Mapping[str, str] | None, where: list[str], params: list[Any]) -> None:
+    """Add to ``where`` that a run has every one of ``tags``: each one a probe
+    of the index on ``run_tags (key, value, run_id)``."""
+    for key, value in sorted((tags or {}).items()):
+        where.append("id IN (SELECT run_id FROM {t}run_tags WHERE key = ? AND value = ?)")
+        params += [key, value]
 
 
 def counts(rows: Sequence[Sequence[Any]]) -> dict[str, dict[str, int]]:

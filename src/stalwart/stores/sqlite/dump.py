@@ -45,6 +45,8 @@ class SQLiteDump(SQLiteBase):
         def insert(db: sqlite3.Connection) -> bool:
             if db.execute(sql.insert_run, run_to_row(dump.run)).rowcount != 1:
                 return False
+            if dump.run.tags is not None:
+                db.execute(self.sql.insert_tags, (run_id, dump.run.tags))
             for step in dump.steps:
                 row, spilled = step_row(run_id, step)
                 db.execute(sql.insert_step, row)

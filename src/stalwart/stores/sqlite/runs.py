@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...core.ledger import RunRecord
@@ -35,6 +35,8 @@ class SQLiteRuns(SQLiteBase):
             # A new run (every enqueue but a repeated one) is stored exactly
             # as given: one statement, no row to read back (B11).
             if db.execute(self.sql.create_run, row).rowcount == 1:
+                if run.tags is not None:
+                    db.execute(self.sql.insert_tags, (run.id, run.tags))
                 return run, True
             found = db.execute(self.sql.get_run, (run.id,)).fetchall()
             return run_from_row(found[0]), False
@@ -46,6 +48,7 @@ class SQLiteRuns(SQLiteBase):
         rows = run_rows(runs)
         if not rows:
             return []
+        tagged = [(r.id, r.tags) for r in runs if r.tags is not None]
 
         def write(db: sqlite3.Connection) -> list[RunRecord]:
             # Fast path: insert all, and if every row went in, nothing existed
@@ -55,11 +58,16 @@ class SQLiteRuns(SQLiteBase):
             db.execute("SAVEPOINT stalwart_runs")
             if db.executemany(self.sql.create_run, rows).rowcount == len(rows):
                 db.execute("RELEASE stalwart_runs")
+                if tagged:
+                    db.executemany(self.sql.insert_tags, tagged)
                 return []
             db.execute("ROLLBACK TO stalwart_runs")
             db.execute("RELEASE stalwart_runs")
             existed = self._existing(db, [r.id for r in runs])
             db.executemany(self.sql.create_run, rows)
+            if tagged:
+                old = {r.id for r in existed}
+                db.executemany(self.sql.insert_tags, [t for t in tagged if t[0] not in old])
             return existed
 
         existed: list[RunRecord] = await self._write(write)
@@ -102,6 +110,7 @@ class SQLiteRuns(SQLiteBase):
         created_after: float | None = None,
         created_before: float | None = None,
         before: tuple[float, str] | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> list[RunRecord]:
         sql, params = self.sql.list_runs(
             status=status,
@@ -113,13 +122,18 @@ class SQLiteRuns(SQLiteBase):
             created_after=created_after,
             created_before=created_before,
             before=before,
+            tags=tags,
         )
         return [run_from_row(r) for r in self._read(sql, params)]
 
     async def count_runs(
-        self, *, queue: str | None = None, policy: str | None = None
+        self,
+        *,
+        queue: str | None = None,
+        policy: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> dict[str, dict[str, int]]:
-        sql, params = self.sql.count_runs(queue=queue, policy=policy)
+        sql, params = self.sql.count_runs(queue=queue, policy=policy, tags=tags)
         return counts(self._read(sql, params))
 
     async def waiting_for_signals(self, limit: int = 100) -> list[RunRecord]:
@@ -226,10 +240,17 @@ class SQLiteRuns(SQLiteBase):
         rows = self._read(self.sql.next_wake)
         return rows[0][0] if rows else None
 
-    async def prune(self, older_than: float | None = None, keep: int | None = None) -> int:
+    async def prune(
+        self,
+        older_than: float | None = None,
+        keep: int | None = None,
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> int:
         if older_than is None and keep is None:
             raise ValueError("prune needs older_than or keep")
-        prunable = self.sql.prunable
+        prunable, tagged = self.sql.prunable, self.sql.tag_filter(tags)
+        prunable += tagged[0]
 
         def delete(db: sqlite3.Connection) -> int:
             ids: set[str] = set()
@@ -237,7 +258,8 @@ class SQLiteRuns(SQLiteBase):
                 ids.update(
                     run_id
                     for (run_id,) in db.execute(
-                        f"SELECT id FROM runs WHERE {prunable} AND updated_at < ?", (older_than,)
+                        f"SELECT id FROM runs WHERE {prunable} AND updated_at < ?",
+                        (*tagged[1], older_than),
                     )
                 )
             if keep is not None:
@@ -246,13 +268,14 @@ class SQLiteRuns(SQLiteBase):
                     for (run_id,) in db.execute(
                         f"SELECT id FROM runs WHERE {prunable} ORDER BY updated_at DESC, id "
                         "LIMIT -1 OFFSET ?",
-                        (keep,),
+                        (*tagged[1], keep),
                     )
                 )
             for table, col in (
                 ("steps", "run_id"),
                 ("payloads", "run_id"),
                 ("signals", "run_id"),
+                ("run_tags", "run_id"),
                 ("runs", "id"),
             ):
                 db.executemany(f"DELETE FROM {table} WHERE {col} = ?", [(i,) for i in ids])

@@ -26,7 +26,7 @@ __all__ = [
     "stored_version",
 ]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -157,6 +157,19 @@ MIGRATIONS: dict[int, str] = {
         UNIQUE (namespace, key)
     );
     CREATE VIRTUAL TABLE memory_text USING fts5 (text, tokenize = 'porter unicode61');
+    """,
+    # A run's tags (stalwart.core.tags): as JSON on the run, for readers,
+    # and as rows indexed by (key, value), for filters; PostgreSQL's 7 too.
+    8: """
+    ALTER TABLE runs ADD COLUMN tags TEXT;
+    ALTER TABLE schedules ADD COLUMN tags TEXT;
+    CREATE TABLE run_tags (
+        run_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX run_tags_by_value ON run_tags (key, value, run_id);
     """,
 }
 
