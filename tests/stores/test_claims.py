@@ -64,6 +64,22 @@ async def test_claim_leaves_a_run_whose_holder_is_alive(store: Store) -> None:
     assert rec is not None and rec.owner == FAR
 
 
+async def test_claim_due_leaves_a_run_whose_holder_on_this_host_is_alive(store: Store) -> None:
+    # Another live process of this host holds a long lease: neither its
+    # death nor its lease frees the run, so no pass takes it.
+    alive = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import time; time.sleep(60)"
+    )
+    try:
+        await _held(store, "r", f"{this_host()}:{alive.pid}:alive", 300.0)
+        assert await store.claim_due(ME, 30.0, 10, _any) == []
+        rec = await store.get_run("r")
+        assert rec is not None and rec.owner == f"{this_host()}:{alive.pid}:alive"
+    finally:
+        alive.kill()
+        await alive.wait()
+
+
 async def test_claim_due_takes_a_run_whose_holder_on_this_host_has_exited(store: Store) -> None:
     gone = await _exited_holder()
     first = await _held(store, "r", gone, 300.0)
