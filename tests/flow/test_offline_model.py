@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import threading
 
-import anthropic
-import openai
+import pytest
 
 from .offline_model import answer, offline_model
+
+# The official SDKs come with the openai and anthropic extras (a leg of CI
+# installs only postgres and dev).
+anthropic = pytest.importorskip("anthropic")
+openai = pytest.importorskip("openai")
 
 FORMAT = "Reply in this format:\n```yaml\naction: search\nreason: why\n```\nNothing else."
 
