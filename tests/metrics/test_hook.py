@@ -143,3 +143,93 @@ async def test_one_metrics_serves_one_endpoint_at_a_time(sqlite_url: str) -> Non
         finally:
             first.close()
         metrics.serve(runner, 0).close()  # closed, it may serve again
+
+
+async def test_model_cost_is_the_recorded_usage_at_the_given_price(
+    replay: Callable[..., Replay], sqlite_url: str
+) -> None:
+    r = replay("openai_chat_text.json")
+    model = llm.openai("gpt-4o", client=r.openai())
+    # Priced per million tokens; another model's price is never used.
+    metrics = Metrics(prices={"gpt-4o": llm.Price(2.5, 10.0), "other": llm.Price(99, 99)})
+    async with sw.Runner(sqlite_url, hooks=[metrics]) as runner:
+        (reply,) = await ask(model, [Message.user("Weather in Paris?")], runner=runner)
+    assert reply.meta is not None
+    got = samples(metrics)
+    cost = got[("stalwart_model_cost_total", frozenset({("model", "gpt-4o")}))]
+    assert cost == pytest.approx((128 * 2.5 + 15 * 10.0) / 1e6)
+    assert ("stalwart_model_cost_total", frozenset({("model", "other")})) not in got
+
+
+async def test_a_model_without_a_price_counts_tokens_and_no_cost(
+    replay: Callable[..., Replay], sqlite_url: str
+) -> None:
+    r = replay("openai_chat_text.json")
+    model = llm.openai("gpt-4o", client=r.openai())
+    metrics = Metrics(prices={"gpt-4.1-mini": llm.Price(0.4, 1.6)})
+    async with sw.Runner(sqlite_url, hooks=[metrics]) as runner:
+        await ask(model, [Message.user("Weather in Paris?")], runner=runner)
+    names = {name for name, _ in samples(metrics)}
+    assert "stalwart_model_tokens_total" in names
+    assert "stalwart_model_cost_total" not in names
+
+
+def test_a_price_table_entry_that_is_not_a_price_is_refused() -> None:
+    with pytest.raises(
+        TypeError, match=r"prices=\.\.\.\)\['gpt-4o'\]: expected a stalwart\.llm\.Price"
+    ):
+        Metrics(prices={"gpt-4o": {"input": 1, "output": 2}})  # type: ignore[dict-item]
+
+
+async def until_suspended(handle: sw.RunHandle) -> None:
+    for _ in range(300):
+        if await handle.status() == "suspended":
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"run {handle.run_id} never suspended: {await handle.status()}")
+
+
+@sw.policy
+async def wait_for_a_human(ctx: sw.Context) -> str:
+    return str(await ctx.wait_for("answer"))
+
+
+async def test_runs_waiting_for_a_signal_are_counted_per_queue_when_scraped(
+    sqlite_url: str,
+) -> None:
+    metrics = Metrics()
+    async with sw.Runner(
+        sqlite_url, hooks=[metrics], serving=True, policies=[wait_for_a_human, double_it]
+    ) as runner:
+        server = metrics.serve(runner, 0)
+        try:
+            waiting = [await runner.enqueue(wait_for_a_human, queue="support") for _ in range(2)]
+            done = await runner.enqueue(double_it, 2, queue="support")
+            assert await done.result(timeout=30) == 4
+            for handle in waiting:
+                await until_suspended(handle)
+            url = f"http://127.0.0.1:{server.port}/metrics"
+            text = await asyncio.to_thread(
+                lambda: urllib.request.urlopen(url, timeout=30).read().decode()
+            )
+            got = {
+                (s.name, frozenset(s.labels.items())): s.value
+                for family in text_string_to_metric_families(text)
+                for s in family.samples
+            }
+            gauge = ("stalwart_runs_waiting_for_signal", frozenset({("queue", "support")}))
+            assert got[gauge] == 2
+            # Answered, the run no longer waits.
+            await runner.signal(waiting[0].run_id, "answer", "yes")
+            assert await waiting[0].result(timeout=30) == "yes"
+            text = await asyncio.to_thread(
+                lambda: urllib.request.urlopen(url, timeout=30).read().decode()
+            )
+        finally:
+            server.close()
+    after = {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    assert after[gauge] == 1

@@ -6,8 +6,10 @@ else: a run naming any other policy waits for a worker that has it (S13).
 
 from __future__ import annotations
 
+import json
 import logging
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,7 +27,27 @@ from .command import (
 )
 from .logs import LogFormat, LogLevel, configure_logging
 
-__all__ = ["worker"]
+if TYPE_CHECKING:
+    from ..llm import Price
+
+__all__ = ["read_price_file", "worker"]
+
+
+def read_price_file(path: Path) -> dict[str, Price]:
+    """The price table in ``path`` (JSON), or a CLIError naming the file and
+    what in it is wrong."""
+    from ..llm import read_prices
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CLIError(f"--prices {path}: cannot read it: {exc}", code=2) from exc
+    except ValueError as exc:
+        raise CLIError(f"--prices {path}: not JSON: {exc}", code=2) from exc
+    try:
+        return read_prices(data, where=f"--prices {path}")
+    except ValueError as exc:
+        raise CLIError(str(exc), code=2) from exc
 
 
 def worker(
@@ -65,6 +87,15 @@ def worker(
     metrics_host: Annotated[
         str, typer.Option("--metrics-host", metavar="HOST", help="address --metrics-port binds")
     ] = "127.0.0.1",
+    prices: Annotated[
+        Path | None,
+        typer.Option(
+            "--prices",
+            metavar="FILE",
+            help="JSON price table (model -> {input, output} per million tokens) for "
+            "the stalwart_model_cost metric (with --metrics-port)",
+        ),
+    ] = None,
 ) -> None:
     """Execute runs from the store's queues until SIGTERM (then finish or hand back).
 
@@ -81,6 +112,8 @@ def worker(
             "for ever doing nothing",
             2,
         )
+    if prices is not None and metrics_port is None:
+        fail("--prices prices the metrics; it needs --metrics-port PORT", 2)
     configure_logging(log_level, log_format)
     log = logging.getLogger("stalwart.worker")
     human = log_format is LogFormat.text
@@ -100,7 +133,7 @@ def worker(
         if metrics_port is not None:  # only then: no hook and no import otherwise
             from ..metrics import Metrics
 
-            metrics = Metrics()
+            metrics = Metrics(prices=None if prices is None else read_price_file(prices))
         runner = Runner(
             open_store(store, must_exist=False),
             hooks=() if metrics is None else (metrics,),

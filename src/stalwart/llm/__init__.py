@@ -41,7 +41,7 @@ from ._handoffs import Handoff, HandoffHistory, Summary
 from ._model import model
 from ._provider import Provider
 from ._tools import ToolSpec, tool_specs
-from ._usage import Usage, run_usage, run_usage_by_model, usage_of
+from ._usage import Price, Usage, read_prices, run_usage, run_usage_by_model, usage_of
 from .agent import Agent
 from .anthropic import AnthropicMessages, anthropic
 from .memory_tools import memory_scope, recall, remember
@@ -67,6 +67,7 @@ __all__ = [
     "OpenAIChat",
     "OpenAIResponses",
     "OutputValidationError",
+    "Price",
     "Provider",
     "ProviderError",
     "ProviderStreamError",
@@ -82,6 +83,7 @@ __all__ = [
     "memory_scope",
     "model",
     "openai",
+    "read_prices",
     "recall",
     "remember",
     "run_usage",

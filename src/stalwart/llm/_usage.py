@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.message import Message
 
-__all__ = ["Usage", "run_usage", "run_usage_by_model", "usage_of"]
+__all__ = ["Price", "Usage", "read_prices", "run_usage", "run_usage_by_model", "usage_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,62 @@ class Usage:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """What a model charges per million tokens, input and output, in the
+    currency of your price table (Stalwart never converts or fetches prices).
+
+    ``Price(0.40, 1.60).cost(usage)`` is what ``usage`` cost. A table of
+    prices is a plain mapping of model name (``meta["model"]`` of a reply,
+    ``"gpt-4.1-mini"``) to ``Price``.
+    """
+
+    input: float
+    output: float
+
+    def __post_init__(self) -> None:
+        for field in ("input", "output"):
+            value = getattr(self, field)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                raise ValueError(
+                    f"Price.{field}: expected a finite number >= 0 (per million tokens), "
+                    f"got {value!r}"
+                )
+
+    def cost(self, usage: Usage) -> float:
+        """What ``usage`` cost at this price."""
+        return (usage.input_tokens * self.input + usage.output_tokens * self.output) / 1e6
+
+
+def read_prices(data: Any, where: str = "prices") -> dict[str, Price]:
+    """A price table from its JSON form, ``{"gpt-4.1-mini": {"input": 0.4,
+    "output": 1.6}, ...}`` (per million tokens): a ``ValueError`` names the
+    model and field that is wrong. What ``stalwart worker --prices`` reads."""
+    if not isinstance(data, Mapping):
+        raise ValueError(
+            f"{where}: expected an object of model name -> {{'input': N, 'output': N}}, "
+            f"got {type(data).__name__}"
+        )
+    table: dict[str, Price] = {}
+    for model, price in data.items():
+        if not isinstance(price, Mapping) or set(price) != {"input", "output"}:
+            raise ValueError(
+                f"{where}[{model!r}]: expected {{'input': N, 'output': N}} "
+                "(per million tokens), got "
+                + (repr(sorted(price)) if isinstance(price, Mapping) else type(price).__name__)
+            )
+        try:
+            table[str(model)] = Price(price["input"], price["output"])
+        except ValueError as exc:
+            raise ValueError(f"{where}[{model!r}]: {exc}") from None
+    return table
 
 
 def usage_of(messages: Iterable[Message]) -> Usage:

@@ -1,12 +1,13 @@
-"""Counters of what a runner's runs do, and the store's queues read when scraped.
+"""Prometheus: the counters a :class:`~stalwart.metrics.Metrics` hook feeds,
+and the store's queues read when scraped.
 
-Two sources, one registry. :class:`Metrics` is a :class:`Hook`: it counts
-executions, steps and model tokens as they happen in this process (the
-counters start from zero in each process; the store holds the truth). Its
-store collector asks the store for run counts and the oldest due pending
-run only when Prometheus scrapes, never on a run's path. Policy, queue and
-model names are data: they become label values, which ``prometheus_client``
-escapes in the exposition.
+Two sources, one registry. :class:`PrometheusOutput` holds the counters and
+histograms of what happens in this process (from zero in each process; the
+store holds the truth). Its store collector asks the store for run counts,
+the oldest due pending run and the runs waiting for a signal only when
+Prometheus scrapes, never on a run's path. Policy, queue and model names are
+data: they become label values, which ``prometheus_client`` escapes in the
+exposition.
 """
 
 from __future__ import annotations
@@ -14,23 +15,19 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ..core.errors import StaleLeaseError, StoreUnavailable
-from ..core.events import CallInfo, Hook, RunInfo
-
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
-    from ..runner import Runner
     from ..stores.base import Store
 
-__all__ = ["PENDING_SCAN", "SCRAPE_TIMEOUT", "Metrics", "MetricsServer"]
+__all__ = ["PENDING_SCAN", "SCRAPE_TIMEOUT", "MetricsServer", "PrometheusOutput"]
 
 #: Seconds a scrape waits for the store before it reports ``stalwart_store_up 0``.
 SCRAPE_TIMEOUT = 5.0
@@ -41,16 +38,10 @@ SCRAPE_TIMEOUT = 5.0
 PENDING_SCAN = 5000
 _PAGE = 500
 
-_FINISHED = ("succeeded", "failed", "cancelled")
 
-
-class Metrics(Hook):
-    """Prometheus metrics of the runs a runner executes (docs/metrics.md).
-
-    ``Runner(url, hooks=[metrics])`` installs it; :meth:`serve` exposes it.
-    ``registry``: where its metrics live (a new one by default, so two
-    runners in one process never share counters).
-    """
+class PrometheusOutput:
+    """The Prometheus side of :class:`~stalwart.metrics.Metrics`: its
+    counters and histograms in one registry, and the endpoint serving them."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = CollectorRegistry() if registry is None else registry
@@ -87,98 +78,53 @@ class Metrics(Hook):
             ["policy"],
             registry=r,
         )
-        self.tokens = Counter(
+        self.tokens_used = Counter(
             "stalwart_model_tokens",
             "Model tokens of live model calls in this process, by model and kind "
             "(input, output), read from the usage the reply recorded",
             ["model", "kind"],
             registry=r,
         )
-        #: Run id -> (policy, queue) of the executions live here.
-        self._runs: dict[str, tuple[str, str]] = {}
-        #: Run id -> step key -> when its live call began (monotonic).
-        self._began: dict[str, dict[str, float]] = {}
+        self.cost_spent = Counter(
+            "stalwart_model_cost",
+            "What live model calls in this process cost, by model, at the prices given "
+            "to Metrics(prices=...) (per million tokens, in their currency)",
+            ["model"],
+            registry=r,
+        )
         self._serving: MetricsServer | None = None
 
-    # -- the hook ------------------------------------------------------------
-    async def on_run_start(self, run: RunInfo) -> None:
-        self._runs[run.run_id] = (run.policy, run.queue)
-        self.runs_started.labels(run.policy, run.queue).inc()
+    def run_started(self, policy: str, queue: str) -> None:
+        self.runs_started.labels(policy, queue).inc()
 
-    async def on_run_end(self, run: RunInfo, status: str, error: BaseException | None) -> None:
-        self._runs.pop(run.run_id, None)
-        self._began.pop(run.run_id, None)  # calls that stopped without an outcome
-        if status in _FINISHED:
-            self.runs_finished.labels(run.policy, run.queue, status).inc()
-            return
-        if status == "lost":
-            if isinstance(error, StoreUnavailable):
-                status = "store_unavailable"
-            elif error is None or isinstance(error, StaleLeaseError):
-                status = "lease_lost"
-            else:
-                status = "store_error"
-        self.runs_stopped.labels(run.policy, run.queue, status).inc()
+    def run_finished(self, policy: str, queue: str, status: str) -> None:
+        self.runs_finished.labels(policy, queue, status).inc()
 
-    # A call without a key is the run's root policy: the run metrics count it.
-    async def before_call(self, call: CallInfo) -> None:
-        if not call.key:
-            return
-        self._began.setdefault(call.run_id, {})[call.key] = time.monotonic()
+    def run_stopped(self, policy: str, queue: str, reason: str) -> None:
+        self.runs_stopped.labels(policy, queue, reason).inc()
 
-    async def after_call(self, call: CallInfo, result: Any) -> None:
-        if not call.key:
-            return
-        self._observe(call, "succeeded")
-        if isinstance(result, list | tuple):
-            self._count_tokens(result)
+    def step(self, policy: str, outcome: str, seconds: float) -> None:
+        self.steps.labels(policy, outcome).observe(seconds)
 
-    async def on_error(self, call: CallInfo, error: BaseException) -> None:
-        if not call.key:
-            return
-        self._observe(call, "failed")
+    def step_replayed(self, policy: str) -> None:
+        self.steps_replayed.labels(policy).inc()
 
-    async def on_replayed(self, call: CallInfo, error: BaseException | None) -> None:
-        if not call.key:
-            return
-        self.steps_replayed.labels(self._policy(call.run_id)).inc()
+    def tokens(self, model: str, kind: str, count: int) -> None:
+        self.tokens_used.labels(model, kind).inc(count)
 
-    def _policy(self, run_id: str) -> str:
-        known = self._runs.get(run_id)
-        return "" if known is None else known[0]
+    def cost(self, model: str, amount: float) -> None:
+        self.cost_spent.labels(model).inc(amount)
 
-    def _observe(self, call: CallInfo, outcome: str) -> None:
-        began = self._began.get(call.run_id, {}).pop(call.key, None)
-        seconds = 0.0 if began is None else time.monotonic() - began
-        self.steps.labels(self._policy(call.run_id), outcome).observe(seconds)
-
-    def _count_tokens(self, messages: Iterable[Any]) -> None:
-        """Tokens from what a model call's reply messages carry in ``meta``
-        (``model``, ``usage``): data read, never code run."""
-        for message in messages:
-            meta = getattr(message, "meta", None)
-            if not isinstance(meta, Mapping):
-                continue
-            usage, model = meta.get("usage"), meta.get("model")
-            if not isinstance(usage, Mapping) or not isinstance(model, str):
-                continue
-            for field, kind in (("input_tokens", "input"), ("output_tokens", "output")):
-                n = usage.get(field)
-                if isinstance(n, int) and not isinstance(n, bool) and n > 0:
-                    self.tokens.labels(model, kind).inc(n)
-
-    # -- exposing ------------------------------------------------------------
-    def serve(self, runner: Runner, port: int, host: str = "127.0.0.1") -> MetricsServer:
+    def serve(self, store: Store, port: int, host: str = "127.0.0.1") -> MetricsServer:
         """Serve ``/metrics`` on ``host:port`` (0: any free port) from a
-        thread, with the store's queues read on each scrape. Call it from
-        the event loop the runner runs in; ``close()`` the server after."""
+        thread, with ``store``'s queues read on each scrape."""
         if self._serving is not None:
             raise RuntimeError(
                 f"Metrics.serve: already serving on port {self._serving.port}; close() that "
                 "server first (one registry, one endpoint)"
             )
         loop = asyncio.get_running_loop()
-        collector = _StoreCollector(runner.store, loop)
+        collector = _StoreCollector(store, loop)
         self.registry.register(collector)
         try:
             server, thread = start_http_server(port, host, registry=self.registry)
@@ -196,12 +142,12 @@ class MetricsServer:
         self,
         server: WSGIServer,
         thread: threading.Thread,
-        metrics: Metrics,
+        output: PrometheusOutput,
         collector: Collector,
     ) -> None:
         self._server = server
         self._thread = thread
-        self._metrics = metrics
+        self._output = output
         self._collector = collector
 
     @property
@@ -214,9 +160,14 @@ class MetricsServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
-        if self._metrics._serving is self:
-            self._metrics._serving = None
-            self._metrics.registry.unregister(self._collector)
+        if self._output._serving is self:
+            self._output._serving = None
+            self._output.registry.unregister(self._collector)
+
+
+#: What a scrape reads: run counts by status and queue, the oldest due
+#: pending run's age per queue, runs waiting for a signal per queue.
+_Read = tuple[dict[str, dict[str, int]], dict[str, float], dict[str, int]]
 
 
 class _StoreCollector(Collector):
@@ -231,7 +182,7 @@ class _StoreCollector(Collector):
         return self._families(None)
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
-        read: tuple[dict[str, dict[str, int]], dict[str, float]] | None = None
+        read: _Read | None = None
         try:
             future = asyncio.run_coroutine_threadsafe(self._read(), self.loop)
         except RuntimeError:  # the loop is closed: the worker is stopping
@@ -243,9 +194,7 @@ class _StoreCollector(Collector):
                 future.cancel()
         return self._families(read)
 
-    def _families(
-        self, read: tuple[dict[str, dict[str, int]], dict[str, float]] | None
-    ) -> list[GaugeMetricFamily]:
+    def _families(self, read: _Read | None) -> list[GaugeMetricFamily]:
         up = GaugeMetricFamily(
             "stalwart_store_up",
             "1 when the store answered this scrape's queries, else 0",
@@ -260,20 +209,28 @@ class _StoreCollector(Collector):
             "Seconds the oldest pending run that is due has waited, per queue",
             labels=["queue"],
         )
-        families = [up, runs, oldest]
+        waiting = GaugeMetricFamily(
+            "stalwart_runs_waiting_for_signal",
+            "Runs suspended until a signal arrives (a human's answer, an approval, an "
+            "event), per queue, at most PENDING_SCAN counted",
+            labels=["queue"],
+        )
+        families = [up, runs, oldest, waiting]
         if read is None:
             up.add_metric([], 0.0)
             return families
         up.add_metric([], 1.0)
-        counts, ages = read
+        counts, ages, waits = read
         for status, by_queue in sorted(counts.items()):
             for queue, n in sorted(by_queue.items()):
                 runs.add_metric([status, queue], float(n))
         for queue, age in sorted(ages.items()):
             oldest.add_metric([queue], age)
+        for queue, n in sorted(waits.items()):
+            waiting.add_metric([queue], float(n))
         return families
 
-    async def _read(self) -> tuple[dict[str, dict[str, int]], dict[str, float]]:
+    async def _read(self) -> _Read:
         counts = await self.store.count_runs()
         now = time.time()
         # Every queue with pending runs has an age, 0 while none is due yet.
@@ -290,4 +247,8 @@ class _StoreCollector(Collector):
             if len(page) < _PAGE:
                 break
             cursor = (page[-1].created_at, page[-1].id)
-        return counts, ages
+        # Every queue with suspended runs shows, 0 when none waits for a signal.
+        waits = dict.fromkeys(counts.get("suspended", {}), 0)
+        for rec in await self.store.waiting_for_signals(PENDING_SCAN):
+            waits[rec.queue] = waits.get(rec.queue, 0) + 1
+        return counts, ages, waits
