@@ -15,14 +15,31 @@ import typer
 
 from ..core.errors import CLIError
 from ..stores.base import RunDump
-from ..timetravel.export import export_runs, import_runs, read_export, write_export
-from .command import DEFAULT_STORE, StoreOption, console, execute, lit, open_store
+from ..timetravel.export import (
+    export_runs,
+    export_tagged,
+    import_runs,
+    read_export,
+    write_export,
+)
+from .command import DEFAULT_STORE, StoreOption, console, execute, fail, lit, open_store
+from .runs import parse_tags
 
 __all__ = ["export_run", "import_run"]
 
 
 def export_run(
-    run_id: Annotated[str, typer.Argument(help="The run's id.", metavar="RUN")],
+    run_id: Annotated[
+        str | None, typer.Argument(help="The run's id (or --tag instead).", metavar="[RUN]")
+    ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tag",
+            metavar="KEY=VALUE",
+            help="Every run with this tag, not one RUN (repeat it: every one must match).",
+        ),
+    ] = None,
     children: Annotated[
         bool, typer.Option("--children", help="Also the child runs it spawned, theirs included.")
     ] = False,
@@ -32,12 +49,19 @@ def export_run(
     ] = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """Write a run, its steps and signals (and with --children its child runs) as JSON Lines."""
+    """Write a run (or every run with --tag's tags), its steps and signals (and
+    with --children its child runs) as JSON Lines."""
+    if (run_id is None) == (not tag):
+        fail("runs export takes a RUN or --tag KEY=VALUE, not both and not neither", 2)
 
     async def go() -> list[RunDump]:
+        tags = parse_tags(tag)
         st = open_store(store)
         await st.open()
         try:
+            if tags is not None:
+                return await export_tagged(st, tags, children=children)
+            assert run_id is not None
             return await export_runs(st, run_id, children=children)
         finally:
             await st.close()

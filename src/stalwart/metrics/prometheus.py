@@ -235,18 +235,10 @@ class _StoreCollector(Collector):
         now = time.time()
         # Every queue with pending runs has an age, 0 while none is due yet.
         ages = dict.fromkeys(counts.get("pending", {}), 0.0)
-        cursor: tuple[float, str] | None = None
-        read = 0
-        while read < PENDING_SCAN:
-            page = await self.store.list_runs(status="pending", limit=_PAGE, before=cursor)
-            for rec in page:
-                due = rec.created_at if rec.wake_at is None else max(rec.created_at, rec.wake_at)
-                if due <= now:
-                    ages[rec.queue] = max(ages.get(rec.queue, 0.0), now - due)
-            read += len(page)
-            if len(page) < _PAGE:
-                break
-            cursor = (page[-1].created_at, page[-1].id)
+        async for rec in self.store.iter_runs("pending", most=PENDING_SCAN, page=_PAGE):
+            due = rec.created_at if rec.wake_at is None else max(rec.created_at, rec.wake_at)
+            if due <= now:
+                ages[rec.queue] = max(ages.get(rec.queue, 0.0), now - due)
         # Every queue with suspended runs shows, 0 when none waits for a signal.
         waits = dict.fromkeys(counts.get("suspended", {}), 0)
         for rec in await self.store.waiting_for_signals(PENDING_SCAN):

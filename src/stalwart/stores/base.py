@@ -16,7 +16,7 @@ import math
 import os
 import socket
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -474,6 +474,33 @@ class Store(abc.ABC):
         rows however deep it is, where ``offset`` (kept for old callers)
         re-reads every row it skips.
         """
+
+    async def iter_runs(
+        self,
+        status: str | None = None,
+        *,
+        most: int | None = None,
+        page: int = 500,
+        queue: str | None = None,
+        policy: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[RunRecord]:
+        """Every run :meth:`list_runs` would list with these filters, newest
+        first, read ``page`` at a time by keyset (each page costs its own
+        rows however deep it is), at most ``most`` of them (None: all)."""
+        before: tuple[float, str] | None = None
+        given = 0
+        while most is None or given < most:
+            want = page if most is None else min(page, most - given)
+            rows = await self.list_runs(
+                status, want, queue=queue, policy=policy, tags=tags, before=before
+            )
+            for rec in rows:
+                yield rec
+            given += len(rows)
+            if len(rows) < want:
+                return
+            before = (rows[-1].created_at, rows[-1].id)
 
     @abc.abstractmethod
     async def count_runs(

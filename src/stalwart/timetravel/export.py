@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import IO, Any, get_args
@@ -46,6 +46,7 @@ __all__ = [
     "FORMAT",
     "VERSION",
     "export_runs",
+    "export_tagged",
     "import_runs",
     "read_export",
     "spawn_record",
@@ -146,9 +147,30 @@ def spawned_ids(dump: RunDump) -> list[str]:
 async def export_runs(store: Store, run_id: str, *, children: bool = False) -> list[RunDump]:
     """The run ``run_id`` as its store keeps it, and with ``children`` every
     run it spawned, theirs included (found through its recorded spawns)."""
+    return await _export(store, [run_id], set(), children)
+
+
+async def export_tagged(
+    store: Store, tags: Mapping[str, str], *, children: bool = False
+) -> list[RunDump]:
+    """Every run carrying all of ``tags`` (newest first), each as
+    :func:`export_runs` exports it; a child that carries the tags too is
+    written once."""
+    found = [rec.id async for rec in store.iter_runs(tags=tags)]
     dumps: list[RunDump] = []
-    todo = [run_id]
     seen: set[str] = set()
+    for run_id in found:
+        if run_id not in seen:
+            dumps += await _export(store, [run_id], seen, children, missing_ok=True)
+    return dumps
+
+
+async def _export(
+    store: Store, roots: list[str], seen: set[str], children: bool, *, missing_ok: bool = False
+) -> list[RunDump]:
+    dumps: list[RunDump] = []
+    todo = list(roots)
+    run_id = roots[0]
     while todo:
         current = todo.pop(0)
         if current in seen:
@@ -156,7 +178,7 @@ async def export_runs(store: Store, run_id: str, *, children: bool = False) -> l
         seen.add(current)
         dump = await store.export_run(current)
         if dump is None:
-            if current == run_id:
+            if current == run_id and not missing_ok:
                 raise RunNotFound(f"no run {run_id!r}")
             continue  # a child pruned since: the parent's records still say what it returned
         dump.steps.sort(key=lambda s: key_parts(s.key))

@@ -19,7 +19,14 @@ from ...core.tags import decode_tags
 from .times import relative, when
 from .values import error_text, is_messages, message_line, stored, value_text
 
-__all__ = ["STATUS_STYLE", "run_header", "runs_table", "status_text", "waiting_text"]
+__all__ = [
+    "STATUS_STYLE",
+    "run_header",
+    "runs_table",
+    "status_text",
+    "tags_text",
+    "waiting_text",
+]
 
 STATUS_STYLE = {
     "pending": "dim",
@@ -55,8 +62,16 @@ def waiting_text(rec: RunRecord) -> Text:
     return out
 
 
+def tags_text(rec: RunRecord) -> Text:
+    """A run's tags as ``key=value`` words: ledger data, printable text, never markup."""
+    return Text(printable(" ".join(f"{k}={v}" for k, v in decode_tags(rec.tags).items())))
+
+
 def runs_table(runs: Iterable[RunRecord], title: str) -> Table:
-    """The runs, one a row; ``title`` is plain text (it may quote a store URL)."""
+    """The runs, one a row; ``title`` is plain text (it may quote a store
+    URL). A ``tags`` column when any of them has tags."""
+    runs = list(runs)
+    tagged = any(rec.tags for rec in runs)
     table = Table(title=Text(printable(title)), title_justify="left", header_style="bold")
     table.add_column("id", no_wrap=True)
     table.add_column("policy", overflow="fold", min_width=14)
@@ -64,15 +79,18 @@ def runs_table(runs: Iterable[RunRecord], title: str) -> Table:
     table.add_column("created", no_wrap=True)
     table.add_column("updated", no_wrap=True)
     table.add_column("waiting for / wakes", overflow="fold", min_width=12)
+    if tagged:
+        table.add_column("tags", overflow="fold", min_width=10)
     for rec in runs:
-        table.add_row(
+        cells: list[Text | str] = [
             Text(printable(rec.id)),
             Text(printable(rec.policy)),
             status_text(rec.status),
             when(rec.created_at),
             when(rec.updated_at),
             waiting_text(rec),
-        )
+        ]
+        table.add_row(*cells, *([tags_text(rec)] if tagged else []))
     return table
 
 
@@ -113,9 +131,8 @@ def run_header(
     if rec.status == "running" and rec.lease_expires_at is not None:
         lease = f"{when(rec.lease_expires_at)} (fence {rec.fence})"
         grid.add_row("lease until", Text(printable(lease)))
-    tags = decode_tags(rec.tags)
-    if tags:  # ledger data: printable text, never markup
-        grid.add_row("tags", Text(printable(" ".join(f"{k}={v}" for k, v in tags.items()))))
+    if decode_tags(rec.tags):
+        grid.add_row("tags", tags_text(rec))
     grid.add_row("inputs", _inputs_text(rec.inputs, limit, policy))
     body: list[RenderableType] = [grid]
     if rec.status == "succeeded":
