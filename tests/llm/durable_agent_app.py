@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import importlib
 import json
 import os
 import sys
@@ -26,31 +25,24 @@ from typing import Any
 
 import openai
 
+sys.path.insert(0, str(Path(__file__).parents[2]))  # this repository, for tests.llm
+
+from tests.llm.crash_app import (
+    PAYLOADS,
+    HoldAfter,
+    assistant_turn,
+    get_weather,
+    log,
+    mock_http_client,
+    print_answer,
+    program_args,
+    run_or_recover,
+)
+
 import stalwart as sw
 from stalwart import llm
 
-PAYLOADS = Path(__file__).with_name("payloads")
 QUESTION = "What's the weather and the time in Paris?"
-WORKDIR = Path(".")
-
-
-def _log(name: str, line: str) -> None:
-    with open(WORKDIR / name, "a") as f:
-        f.write(line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-@sw.policy
-async def get_weather(city: str, unit: str = "celsius") -> dict[str, Any]:
-    """Current weather in a city.
-
-    Args:
-        city: City name, e.g. Paris
-        unit: Temperature unit, celsius or fahrenheit.
-    """
-    _log("tools.txt", f"get_weather {city}")
-    return {"temperature": 18, "unit": unit, "sky": "partly cloudy"}
 
 
 @sw.policy
@@ -60,7 +52,7 @@ async def get_time(timezone: str) -> str:
     Args:
         timezone: An IANA time zone, e.g. Europe/Paris
     """
-    _log("tools.txt", f"get_time {timezone}")
+    log("tools.txt", f"get_time {timezone}")
     return "14:05"
 
 
@@ -75,20 +67,16 @@ def _answers() -> dict[int, bytes]:
 
 
 def client() -> openai.AsyncOpenAI:
-    base = importlib.import_module("openai._base_client")
-    http: Any = base.httpx2 if hasattr(base, "httpx2") else importlib.import_module("httpx")
     answers = _answers()
 
-    def serve(request: Any) -> Any:
-        body = json.loads(request.read())
-        turn = 1 + sum(1 for m in body["messages"] if m["role"] == "assistant")
-        _log("served.txt", f"{os.getpid()} {turn}")
+    def serve(http: Any, request: Any) -> Any:
+        turn = assistant_turn(json.loads(request.read()))
+        log("served.txt", f"{os.getpid()} {turn}")
         headers = {"content-type": "application/json"}
         return http.Response(200, headers=headers, content=answers[turn])
 
-    transport = http.MockTransport(serve)
     return openai.AsyncOpenAI(
-        api_key="test", max_retries=0, http_client=http.AsyncClient(transport=transport)
+        api_key="test", max_retries=0, http_client=mock_http_client(openai, serve)
     )
 
 
@@ -105,38 +93,21 @@ async def plan_trip(question: str) -> str:
     return answer
 
 
-class Progress(sw.Hook):
-    """Says when a model call is recorded; in ``run`` mode, waits after the second."""
-
-    def __init__(self, hold_after: int | None) -> None:
-        self.hold_after = hold_after
-        self.calls = 0
-
-    async def after_call(self, call: sw.CallInfo, result: Any) -> None:
-        if call.name != model.name:
-            return
-        self.calls += 1
-        print(f"model {call.key}", flush=True)
-        if self.calls == self.hold_after:
-            await asyncio.sleep(3600)  # the parent kills us here
-
-
 async def main() -> None:
-    global WORKDIR
-    url, workdir, action, run_id, how = sys.argv[1:6]
-    WORKDIR = Path(workdir)
-    hook = Progress(2 if action == "run" else None)
+    url, _, action, run_id, how = program_args(5)
+    # Says when a model call is recorded; in ``run`` mode, waits after the second.
+    hook = HoldAfter(
+        lambda call: call.name == model.name,
+        lambda call: f"model {call.key}",
+        hold=action == "run",
+        nth=2,
+    )
     policies = [agent, plan_trip]
     async with sw.Runner(url, hooks=[hook], policies=policies, poll_interval=0.05) as runner:
-        if action == "run":
-            root = agent if how == "root" else plan_trip
-            handle = await runner.start(root, question=QUESTION, run_id=run_id)
-        else:
-            handles = await runner.recover()
-            print(f"recovered {len(handles)}", flush=True)
-            handle = sw.RunHandle(runner, run_id)
+        root = agent if how == "root" else plan_trip
+        handle = await run_or_recover(runner, action, run_id, root, question=QUESTION)
         answer = await handle.result(timeout=60)
-    print("answer " + json.dumps(answer), flush=True)
+    print_answer(answer)
 
 
 if __name__ == "__main__":

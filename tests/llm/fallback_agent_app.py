@@ -19,7 +19,6 @@ In ``recover`` mode it recovers the run and prints the answer.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
 import sys
@@ -29,46 +28,35 @@ from typing import Any
 import anthropic
 import openai
 
+sys.path.insert(0, str(Path(__file__).parents[2]))  # this repository, for tests.llm
+
+from tests.llm.crash_app import (
+    PAYLOADS,
+    HoldAfter,
+    assistant_turn,
+    get_weather,
+    log,
+    mock_http_client,
+    print_answer,
+    program_args,
+    run_or_recover,
+)
+
 import stalwart as sw
 from stalwart import llm
 
-PAYLOADS = Path(__file__).with_name("payloads")
 QUESTION = "What's the weather in Paris?"
-WORKDIR = Path(".")
-
-
-def _log(name: str, line: str) -> None:
-    with open(WORKDIR / name, "a") as f:
-        f.write(line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-@sw.policy
-async def get_weather(city: str, unit: str = "celsius") -> dict[str, Any]:
-    """Current weather in a city.
-
-    Args:
-        city: City name, e.g. Paris
-        unit: Temperature unit, celsius or fahrenheit.
-    """
-    _log("tools.txt", f"get_weather {city}")
-    return {"temperature": 18, "unit": unit, "sky": "partly cloudy"}
 
 
 def _http_client(sdk: Any, provider: str, answers: dict[int, tuple[int, str]]) -> Any:
-    base = importlib.import_module(f"{sdk.__name__}._base_client")
-    http: Any = base.httpx2 if hasattr(base, "httpx2") else importlib.import_module("httpx")
-
-    def serve(request: Any) -> Any:
-        body = json.loads(request.read())
-        turn = 1 + sum(1 for m in body["messages"] if m["role"] == "assistant")
-        _log("served.txt", f"{os.getpid()} {provider} {turn}")
+    def serve(http: Any, request: Any) -> Any:
+        turn = assistant_turn(json.loads(request.read()))
+        log("served.txt", f"{os.getpid()} {provider} {turn}")
         status, name = answers[turn]
         headers = {"content-type": "application/json", "x-request-id": f"req_{provider}_{turn}"}
         return http.Response(status, headers=headers, content=(PAYLOADS / name).read_bytes())
 
-    return http.AsyncClient(transport=http.MockTransport(serve))
+    return mock_http_client(sdk, serve)
 
 
 first = llm.openai(
@@ -97,34 +85,18 @@ agent = llm.Agent(
 )
 
 
-class Progress(sw.Hook):
-    """Says when Anthropic's reply is recorded; in ``run`` mode, holds still there."""
-
-    def __init__(self, hold: bool) -> None:
-        self.hold = hold
-
-    async def after_call(self, call: sw.CallInfo, result: Any) -> None:
-        if call.name != second.name:
-            return
-        print(f"answered {call.key}", flush=True)
-        if self.hold:
-            await asyncio.sleep(3600)  # the parent kills us here
-
-
 async def main() -> None:
-    global WORKDIR
-    url, workdir, action, run_id = sys.argv[1:5]
-    WORKDIR = Path(workdir)
-    hook = Progress(hold=action == "run")
+    url, _, action, run_id = program_args(4)
+    # Says when Anthropic's reply is recorded; in ``run`` mode, holds still there.
+    hook = HoldAfter(
+        lambda call: call.name == second.name,
+        lambda call: f"answered {call.key}",
+        hold=action == "run",
+    )
     async with sw.Runner(url, hooks=[hook], policies=[agent], poll_interval=0.05) as runner:
-        if action == "run":
-            handle = await runner.start(agent, question=QUESTION, run_id=run_id)
-        else:
-            handles = await runner.recover()
-            print(f"recovered {len(handles)}", flush=True)
-            handle = sw.RunHandle(runner, run_id)
+        handle = await run_or_recover(runner, action, run_id, agent, question=QUESTION)
         answer = await handle.result(timeout=60)
-    print("answer " + json.dumps(answer), flush=True)
+    print_answer(answer)
 
 
 if __name__ == "__main__":

@@ -21,20 +21,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parents[2]))  # this repository, for tests.llm
+
+from tests.llm.crash_app import HoldAfter, log, program_args, run_or_recover
+
 import stalwart as sw
 from stalwart import llm
 from stalwart.core.message import Message
 from stalwart.testing import ScriptedLLM, call
 
 QUESTION = "Weather in Lyon?"
-WORKDIR = Path(".")
-
-
-def _log(name: str, line: str) -> None:
-    with open(WORKDIR / name, "a") as f:
-        f.write(line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
 
 
 @sw.policy
@@ -44,14 +40,14 @@ async def get_weather(city: str) -> str:
     Args:
         city: City name, e.g. Paris
     """
-    _log("tools.txt", f"get_weather {city}")
+    log("tools.txt", f"get_weather {city}")
     return "18 °C"
 
 
 @sw.policy
 async def gatekeeper(messages: list[Message]) -> llm.Verdict:
     """Trips on Lyon in a tool call, and on a password in an answer."""
-    _log("checks.txt", f"{os.getpid()} {len(messages)}")
+    log("checks.txt", f"{os.getpid()} {len(messages)}")
     for m in messages:
         if m.action_call is not None and m.action_call.arguments.get("city") == "Lyon":
             return llm.Verdict.trip("Lyon is out of bounds")
@@ -62,7 +58,7 @@ async def gatekeeper(messages: list[Message]) -> llm.Verdict:
 
 def _reply(reply: Any) -> Any:
     def logged(observations: list[Message], options: Sequence[Any]) -> Any:
-        _log("model.txt", f"{os.getpid()} {len(observations)}")
+        log("model.txt", f"{os.getpid()} {len(observations)}")
         return reply
 
     return logged
@@ -78,33 +74,17 @@ def _agent(stage: str) -> llm.Agent:
     return llm.Agent(ScriptedLLM(script), output_guardrails=[gatekeeper], name="guarded")
 
 
-class Progress(sw.Hook):
-    """Says when the guardrail's verdict is recorded; in ``run`` mode, waits there."""
-
-    def __init__(self, hold: bool) -> None:
-        self.hold = hold
-
-    async def after_call(self, call: sw.CallInfo, result: Any) -> None:
-        if call.name != gatekeeper.name:
-            return
-        print(f"checked {call.key}", flush=True)
-        if self.hold:
-            await asyncio.sleep(3600)  # the parent kills us here
-
-
 async def main() -> None:
-    global WORKDIR
-    url, workdir, action, run_id, stage = sys.argv[1:6]
-    WORKDIR = Path(workdir)
+    url, _, action, run_id, stage = program_args(5)
     agent = _agent(stage)
-    hooks = [Progress(action == "run")]
-    async with sw.Runner(url, hooks=hooks, policies=[agent], poll_interval=0.05) as runner:
-        if action == "run":
-            handle = await runner.start(agent, question=QUESTION, run_id=run_id)
-        else:
-            handles = await runner.recover()
-            print(f"recovered {len(handles)}", flush=True)
-            handle = sw.RunHandle(runner, run_id)
+    # Says when the guardrail's verdict is recorded; in ``run`` mode, waits there.
+    hook = HoldAfter(
+        lambda call: call.name == gatekeeper.name,
+        lambda call: f"checked {call.key}",
+        hold=action == "run",
+    )
+    async with sw.Runner(url, hooks=[hook], policies=[agent], poll_interval=0.05) as runner:
+        handle = await run_or_recover(runner, action, run_id, agent, question=QUESTION)
         try:
             await handle.result(timeout=60)
         except llm.GuardrailTripped as trip:

@@ -22,6 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parents[2]))  # this repository, for tests.llm
+
+from tests.llm.crash_app import HoldAfter, log, print_answer, program_args, run_or_recover
+
 import stalwart as sw
 from stalwart import llm
 from stalwart.core.message import Message
@@ -29,23 +33,15 @@ from stalwart.testing import ScriptedLLM, call
 
 QUESTION = "Why was I charged twice?"
 FOLLOWUP = "And the invoice?"
-WORKDIR = Path(".")
-
-
-def _log(line: str) -> None:
-    with open(WORKDIR / "models.txt", "a") as f:
-        f.write(line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def _triage(observations: list[Message], options: Sequence[Any]) -> Message:
-    _log(f"{os.getpid()} triage")
+    log("models.txt", f"{os.getpid()} triage")
     return call("transfer_to_billing", _id="handoff-1")
 
 
 def _billing(observations: list[Message], options: Sequence[Any]) -> str:
-    _log(f"{os.getpid()} billing")
+    log("models.txt", f"{os.getpid()} billing")
     question = [m.text for m in observations if m.role == "user"][-1]
     return f"billing answers: {question}"
 
@@ -54,38 +50,23 @@ billing = llm.Agent(ScriptedLLM([_billing], name="billing_llm"), name="billing")
 triage = llm.Agent(ScriptedLLM([_triage], name="triage_llm"), name="triage", handoffs=[billing])
 
 
-class HoldAfterHandoff(sw.Hook):
-    """Says when the handoff step is recorded; in ``run`` mode, waits there."""
-
-    def __init__(self, hold: bool) -> None:
-        self.hold = hold
-
-    async def after_call(self, call: sw.CallInfo, result: Any) -> None:
-        if call.name.startswith("stalwart.handoff:"):
-            print(f"handoff {call.key} {call.name}", flush=True)
-            if self.hold:
-                await asyncio.sleep(3600)  # the parent kills us here
-
-
 async def main() -> None:
-    global WORKDIR
-    url, workdir, action, run_id, how = sys.argv[1:6]
-    WORKDIR = Path(workdir)
-    hook = HoldAfterHandoff(action == "run")
+    url, _, action, run_id, how = program_args(5)
+    # Says when the handoff step is recorded; in ``run`` mode, waits there.
+    hook = HoldAfter(
+        lambda call: call.name.startswith("stalwart.handoff:"),
+        lambda call: f"handoff {call.key} {call.name}",
+        hold=action == "run",
+    )
     async with sw.Runner(url, hooks=[hook], policies=[triage], poll_interval=0.05) as runner:
         if how == "conversation":
             chat = sw.Conversation(runner, triage, run_id)
             for i, message in enumerate([QUESTION, FOLLOWUP][: 1 if action == "run" else 2]):
                 print("answer " + json.dumps(await chat.send(message, message_id=f"m{i}")))
             return
-        if action == "run":
-            handle = await runner.start(triage, question=QUESTION, run_id=run_id)
-        else:
-            handles = await runner.recover()
-            print(f"recovered {len(handles)}", flush=True)
-            handle = sw.RunHandle(runner, run_id)
+        handle = await run_or_recover(runner, action, run_id, triage, question=QUESTION)
         answer = await handle.result(timeout=60)
-    print("answer " + json.dumps(answer), flush=True)
+    print_answer(answer)
 
 
 if __name__ == "__main__":
