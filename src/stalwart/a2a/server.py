@@ -1,0 +1,381 @@
+"""A policy, an ``llm.Agent``, served as an A2A agent.
+
+The official SDK (``a2a-sdk``) speaks the protocol: its JSON-RPC routes and
+agent-card route, and its client on the other side. Stalwart plugs in one
+:class:`TaskHandler`, the SDK's ``RequestHandler``, over a
+:class:`~stalwart.Runner`, instead of the SDK's in-memory task store: a
+task is a durable run (:mod:`.tasks`), so everything a task is lives in the
+ledger, and a server that restarted answers for it.
+
+- ``message/send``, ``message/stream``: the first message of a task starts a
+  run of the served policy under an id made from its ``messageId`` (the same
+  message again is the same run). A message naming a ``taskId`` answers that
+  task's wait: the run waits for a signal (``ctx.ask``, ``ctx.wait_for``, a
+  tool approval) and the message's content is the signal's payload (sent
+  once per ``messageId``). The answer comes when the run ends or waits
+  again (``input-required``); a stream sends a status update for each
+  ``ctx.emit`` on the way, then the result as an artifact, then the final
+  status.
+- ``tasks/get``: the task read from the run's record.
+- ``tasks/cancel``: the runner's cancel (S9).
+- ``tasks/resubscribe``: the stream of a task still going.
+- ``tasks/list``: the tasks of this agent, newest first, by ``contextId``.
+
+Push notifications and an extended card are not offered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
+from a2a.server.request_handlers import RequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from a2a.utils.errors import (
+    ExtendedAgentCardNotConfiguredError,
+    InvalidParamsError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+)
+from starlette.applications import Starlette
+
+import stalwart as sw
+from stalwart.core import codec
+from stalwart.core.approval import APPROVAL_PREFIX
+from stalwart.core.events import Emitted, RunFinished
+from stalwart.core.ledger import TERMINAL, RunRecord
+from stalwart.core.policy import as_policy
+from stalwart.core.tags import check_tags
+
+from .tasks import (
+    CONTEXT_TAG,
+    TASK_PREFIX,
+    agent_message,
+    arguments_of,
+    context_of,
+    new_context,
+    result_artifact,
+    signal_of,
+    task_id_for,
+    task_of,
+    value_of,
+)
+
+__all__ = ["TaskHandler", "agent_card", "build_app"]
+
+PROTOCOL_BINDING = "JSONRPC"
+PROTOCOL_VERSION = "1.0"
+
+
+def agent_card(target: Any, url: str, *, description: str | None = None) -> AgentCard:
+    """The agent card of ``target`` (a policy or an ``llm.Agent``) served at
+    ``url``: its name and description, and its skills: an agent's tools, each
+    a skill, or the policy itself."""
+    pol = as_policy(target)
+    tools = [as_policy(t) for t in getattr(target, "options", ())]
+    skills = [
+        AgentSkill(id=t.name, name=t.name, description=t.description or t.name, tags=["tool"])
+        for t in tools
+    ] or [
+        AgentSkill(
+            id=pol.name, name=pol.name, description=pol.description or pol.name, tags=["policy"]
+        )
+    ]
+    return AgentCard(
+        name=pol.name,
+        description=description or pol.description or pol.name,
+        version=sw.__version__,
+        supported_interfaces=[
+            AgentInterface(
+                url=url, protocol_binding=PROTOCOL_BINDING, protocol_version=PROTOCOL_VERSION
+            )
+        ],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=skills,
+    )
+
+
+def _answer_of(message: Message, signal: str) -> Any:
+    """The signal's payload a message answering a wait carries: its data, or
+    its text; a tool approval reads ``approve``/``deny`` (or yes/no) as such."""
+    value = value_of(message.parts)
+    if signal.startswith(APPROVAL_PREFIX) and isinstance(value, str):
+        word = value.strip().lower()
+        if word in ("approve", "approved", "yes", "true"):
+            return True
+        if word in ("deny", "denied", "no", "false"):
+            return False
+    return value
+
+
+class TaskHandler(RequestHandler):
+    """The SDK's request handler over a runner: tasks are runs of ``target``."""
+
+    def __init__(self, target: Any, runner: sw.Runner, card: AgentCard) -> None:
+        self.policy = runner.register(target)
+        self.runner = runner
+        self.card = card
+
+    # -- finding a task ------------------------------------------------------
+    async def _find(self, task_id: str) -> RunRecord:
+        """The run a client's task id names: one this server made, of its
+        policy; anything else is not found (a client never names other runs)."""
+        if not task_id.startswith(TASK_PREFIX):
+            raise TaskNotFoundError(f"no task {task_id[:100]!r}")
+        try:
+            rec = await self.runner.get_run(task_id)
+        except sw.RunNotFound:
+            raise TaskNotFoundError(f"no task {task_id[:100]!r}") from None
+        if rec.policy != self.policy.name:
+            raise TaskNotFoundError(f"no task {task_id[:100]!r}")
+        return rec
+
+    # -- sending ------------------------------------------------------------
+    async def _submit(self, message: Message) -> tuple[str, AsyncIterator[sw.Event]]:
+        """Start the task the message begins, or answer the wait of the task
+        it names; the run's id and its events from before it moves on."""
+        if message.task_id:
+            return await self._answer(message)
+        try:
+            kwargs = arguments_of(self.policy, message)
+            run_id = task_id_for(self.policy.name, message.message_id)
+            context = message.context_id or new_context()
+            tags = check_tags({CONTEXT_TAG: context}, "message.contextId")
+        except (ValueError, TypeError) as exc:
+            raise InvalidParamsError(str(exc)) from None
+        try:
+            handle = await self.runner.start(self.policy, run_id=run_id, tags=tags, **kwargs)
+        except sw.InputMismatchError:
+            raise InvalidParamsError(
+                f"message.messageId {message.message_id[:100]!r} was already sent with "
+                "other content"
+            ) from None
+        return run_id, handle.events()
+
+    async def _answer(self, message: Message) -> tuple[str, AsyncIterator[sw.Event]]:
+        rec = await self._find(message.task_id)
+        signal = signal_of(rec)
+        if signal is None:
+            raise InvalidParamsError(
+                f"message.taskId: task {rec.id!r} is not waiting for input (its run is "
+                f"{rec.status}); send a message without taskId to start a new task"
+            )
+        payload = _answer_of(message, signal)
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.runner.listen(rec.id, queue)
+        try:
+            if signal.startswith(APPROVAL_PREFIX):
+                await self.runner.signal(rec.id, signal, payload)
+            else:
+                data = codec.dumps(payload, f"message.parts of task {rec.id!r}")
+                # One signal per answering message: a retried send is kept once.
+                uid = hashlib.sha256(f"{rec.id}\0{message.message_id}".encode()).hexdigest()
+                await self.runner.store.send_signal(rec.id, signal, data, uid=uid)
+        except (sw.StalwartError, ValueError) as exc:
+            self.runner.unlisten(rec.id, queue)
+            raise InvalidParamsError(f"message.parts: {exc}") from None
+        return rec.id, self.runner.events(rec.id, queue)
+
+    async def _follow(
+        self, run_id: str, events: AsyncIterator[sw.Event]
+    ) -> AsyncGenerator[TaskStatusUpdateEvent | TaskArtifactUpdateEvent]:
+        """The task's updates until its run ends or waits for input: a
+        working status for each emitted value, then the result artifact and
+        the final status, or the input-required status."""
+        runner = self.runner
+        seen: asyncio.Queue[sw.Event | None] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for event in events:
+                    await seen.put(event)
+            finally:
+                await seen.put(None)
+
+        pumping = asyncio.create_task(pump())
+        n = 0
+        try:
+            while True:
+                try:
+                    event = await asyncio.wait_for(seen.get(), runner.poll_interval)
+                except TimeoutError:
+                    event = None
+                if isinstance(event, Emitted):
+                    n += 1
+                    rec = await runner.get_run(run_id)
+                    context = context_of(rec)
+                    msg = agent_message(run_id, context, event.value, f"{run_id}-emit-{n}")
+                    status = TaskStatus(state=TaskState.TASK_STATE_WORKING, message=msg)
+                    yield TaskStatusUpdateEvent(task_id=run_id, context_id=context, status=status)
+                    continue
+                if event is not None and not isinstance(event, RunFinished):
+                    continue
+                rec = await runner.get_run(run_id)
+                if rec.status in TERMINAL or signal_of(rec) is not None:
+                    task = await task_of(runner, rec)
+                    if task.artifacts:
+                        yield TaskArtifactUpdateEvent(
+                            task_id=run_id,
+                            context_id=task.context_id,
+                            artifact=task.artifacts[0],
+                            last_chunk=True,
+                        )
+                    yield TaskStatusUpdateEvent(
+                        task_id=run_id, context_id=task.context_id, status=task.status
+                    )
+                    return
+        finally:
+            pumping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pumping
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
+        run_id, events = await self._submit(params.message)
+        if not params.configuration.return_immediately:
+            async for _ in self._follow(run_id, events):
+                pass
+        else:
+            with contextlib.suppress(Exception):
+                await events.aclose()  # type: ignore[attr-defined]
+        return await task_of(self.runner, await self.runner.get_run(run_id))
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        run_id, events = await self._submit(params.message)
+        rec = await self.runner.get_run(run_id)
+        task = await task_of(self.runner, rec)
+        if rec.status not in TERMINAL and signal_of(rec) is None:
+            task.status.state = TaskState.TASK_STATE_WORKING
+        yield task
+        async for update in self._follow(run_id, events):
+            yield update
+
+    # -- reading and cancelling ------------------------------------------------
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
+        return await task_of(self.runner, await self._find(params.id))
+
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        size = params.page_size or 50
+        if not 1 <= size <= 100:
+            raise InvalidParamsError(f"pageSize: 1 to 100, not {size}")
+        tags = {CONTEXT_TAG: params.context_id} if params.context_id else None
+        try:
+            runs = await self.runner.list_runs(
+                limit=size, policy=self.policy.name, id_contains=TASK_PREFIX, tags=tags
+            )
+        except (ValueError, TypeError) as exc:
+            raise InvalidParamsError(f"contextId: {exc}") from None
+        tasks = [await task_of(self.runner, r) for r in runs if r.id.startswith(TASK_PREFIX)]
+        return ListTasksResponse(tasks=tasks, page_size=size, total_size=len(tasks))
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
+        rec = await self._find(params.id)
+        if rec.status in TERMINAL:
+            raise TaskNotCancelableError(f"task {rec.id!r} has ended ({rec.status})")
+        await self.runner.cancel(rec.id)
+        for _ in range(int(10 / self.runner.poll_interval)):
+            rec = await self.runner.get_run(rec.id)
+            if rec.status in TERMINAL:
+                break
+            await asyncio.sleep(self.runner.poll_interval)
+        task = await task_of(self.runner, rec)
+        if rec.status not in TERMINAL:  # stops at its next await (S9)
+            task.status.state = TaskState.TASK_STATE_CANCELED
+        return task
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        rec = await self._find(params.id)
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.runner.listen(rec.id, queue)
+        yield await task_of(self.runner, rec)
+        if rec.status in TERMINAL or signal_of(rec) is not None:
+            self.runner.unlisten(rec.id, queue)
+            return
+        async for update in self._follow(rec.id, self.runner.events(rec.id, queue)):
+            yield update
+
+    # -- not offered -------------------------------------------------------------
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        raise PushNotificationNotSupportedError
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_extended_agent_card(
+        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> AgentCard:
+        raise ExtendedAgentCardNotConfiguredError
+
+
+def build_app(
+    target: Any, runner: sw.Runner, *, url: str, description: str | None = None
+) -> Starlette:
+    """The ASGI app serving ``target`` as an A2A agent at ``url`` (JSON-RPC at
+    ``/``, the card at ``/.well-known/agent-card.json``), its tasks runs of
+    ``runner``, which the app opens and closes with its lifespan. Give the
+    runner ``serving=True`` (and a durable store) so that it resumes the tasks
+    a previous server left unfinished."""
+    card = agent_card(target, url, description=description)
+    handler = TaskHandler(target, runner, card)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await runner.open()
+        try:
+            yield
+        finally:
+            await runner.close()
+
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
+    return Starlette(routes=routes, lifespan=lifespan)
