@@ -1,0 +1,220 @@
+"""A policy and an llm.Agent served by ``stalwart a2a serve``, reached with the
+official A2A SDK's client, on SQLite and PostgreSQL: every task a durable run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+from a2a.utils.errors import A2AError
+from a2a.types import CancelTaskRequest, GetTaskRequest, ListTasksRequest, TaskState
+
+from tests.a2a.serving import A2AServer, ask, collect, text_message
+
+pytestmark = pytest.mark.slow
+
+COMPLETED = TaskState.TASK_STATE_COMPLETED
+
+
+def lines(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+async def test_the_agent_card_names_the_agent_and_its_tools_as_skills(tmp_path: Path) -> None:
+    server = A2AServer("forecaster", f"sqlite:///{tmp_path / 'a2a.db'}")
+    await server.start()
+    try:
+        card = httpx.get(server.url + ".well-known/agent-card.json").json()
+    finally:
+        server.kill()
+    assert card["name"] == "forecaster"
+    assert card["description"].startswith("You tell the weather")
+    assert [s["id"] for s in card["skills"]] == ["weather"]
+    assert card["capabilities"]["streaming"] is True
+    assert card["supportedInterfaces"][0]["url"] == server.url
+
+
+async def test_a_message_is_a_durable_run_and_the_same_message_the_same_task(
+    store_url: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "log"
+    server = A2AServer("shout", store_url, {"A2A_LOG": str(log)})
+    await server.start()
+    try:
+        client = await server.client()
+        message = text_message("hello")
+        task = await ask(client, message)
+        again = await ask(client, message)  # a retry: the same messageId
+        await client.close()
+    finally:
+        server.kill()
+    assert task.status.state == COMPLETED
+    assert task.artifacts[0].parts[0].text == "HELLO!"
+    assert again.id == task.id
+    assert again.artifacts[0].parts[0].text == "HELLO!"
+    assert lines(log) == ["shout hello"]  # executed once
+
+
+async def test_an_agent_with_the_scripted_model_answers_through_its_tool(
+    store_url: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "log"
+    server = A2AServer("forecaster", store_url, {"A2A_LOG": str(log)})
+    await server.start()
+    try:
+        client = await server.client()
+        task = await ask(client, text_message("Weather in Paris?"))
+        await client.close()
+    finally:
+        server.kill()
+    assert task.status.state == COMPLETED
+    assert task.artifacts[0].parts[0].text == "It is sunny in Paris."
+    assert lines(log) == ["weather Paris"]
+
+
+async def test_a_stream_sends_the_runs_emits_its_result_and_its_final_status(
+    store_url: str,
+) -> None:
+    server = A2AServer("shout", store_url)
+    await server.start()
+    try:
+        client = await server.client(streaming=True)
+        events = await collect(client, text_message("hey"))
+        await client.close()
+    finally:
+        server.kill()
+    kinds = [e.WhichOneof("payload") for e in events]
+    assert kinds == ["task", "status_update", "artifact_update", "status_update"]
+    assert events[1].status_update.status.message.parts[0].text == "shouting"
+    assert events[2].artifact_update.artifact.parts[0].text == "HEY!"
+    assert events[3].status_update.status.state == COMPLETED
+    assert len({e.task.id or e.status_update.task_id or e.artifact_update.task_id for e in events}) == 1
+
+
+async def test_input_required_is_a_durable_wait_answered_by_the_next_message_after_a_restart(
+    store_url: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "log"
+    server = A2AServer("greeter", store_url, {"A2A_LOG": str(log)})
+    await server.start()
+    try:
+        client = await server.client()
+        task = await ask(client, text_message("tea"))
+        assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert task.status.message.parts[0].text == "Who is asking about 'tea'?"
+        await client.close()
+        server.kill()  # nothing held while it waits: the store has it all
+        await server.start()
+        client = await server.client(streaming=True)
+        read = await client.get_task(GetTaskRequest(id=task.id))
+        assert read.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert read.status.message.parts[0].text == "Who is asking about 'tea'?"
+        assert read.context_id == task.context_id
+        answer = text_message("Ada", task_id=task.id)
+        events = await collect(client, answer)
+        done = await client.get_task(GetTaskRequest(id=task.id))
+        await client.close()
+    finally:
+        server.kill()
+    assert events[-1].status_update.status.state == COMPLETED
+    assert done.status.state == COMPLETED
+    assert done.artifacts[0].parts[0].text == "Hello, Ada: TEA"
+    assert lines(log) == ["shout tea"]
+
+
+async def test_a_cancelled_task_is_the_runs_cancel_and_stays_cancelled(store_url: str) -> None:
+    server = A2AServer("greeter", store_url)
+    await server.start()
+    try:
+        client = await server.client()
+        task = await ask(client, text_message("coffee"))
+        cancelled = await client.cancel_task(CancelTaskRequest(id=task.id))
+        read = await client.get_task(GetTaskRequest(id=task.id))
+        with pytest.raises(A2AError, match="not waiting for input"):
+            await ask(client, text_message("Bob", task_id=task.id))
+        await client.close()
+    finally:
+        server.kill()
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert read.status.state == TaskState.TASK_STATE_CANCELED
+
+
+async def test_a_task_id_from_a_client_reaches_only_this_agents_tasks(store_url: str) -> None:
+    server = A2AServer("shout", store_url)
+    await server.start()
+    try:
+        client = await server.client()
+        task = await ask(client, text_message("mine"))
+        listed = await client.list_tasks(ListTasksRequest(context_id=task.context_id))
+        for foreign in ("some-other-run", "a2a-0000", "../../etc"):
+            with pytest.raises(A2AError, match="not found|no task"):
+                await client.get_task(GetTaskRequest(id=foreign))
+            with pytest.raises(A2AError, match="not found|no task"):
+                await ask(client, text_message("x", task_id=foreign))
+        await client.close()
+    finally:
+        server.kill()
+    assert [t.id for t in listed.tasks] == [task.id]
+
+
+async def test_a_message_without_the_arguments_is_refused_naming_the_field(
+    tmp_path: Path,
+) -> None:
+    server = A2AServer("shout", f"sqlite:///{tmp_path / 'a2a.db'}")
+    await server.start()
+    try:
+        client = await server.client()
+        with pytest.raises(A2AError, match="message.parts"):
+            await ask(client, text_message(""))
+        await client.close()
+    finally:
+        server.kill()
+
+
+async def test_a_task_killed_mid_step_resumes_after_a_restart_and_finishes_once(
+    store_url: str, tmp_path: Path
+) -> None:
+    log, mark = tmp_path / "log", tmp_path / "mark"
+    env = {"A2A_LOG": str(log), "A2A_MARK": str(mark), "A2A_SLOW": "60"}
+    server = A2AServer("counter", store_url, env)
+    await server.start()
+    try:
+        client = await server.client()
+        message = text_message("sheep")
+        sent = asyncio.ensure_future(
+            collect(client, message, return_immediately=True)
+        )
+        (first,) = await sent
+        task_id = first.task.id
+        for _ in range(600):
+            if mark.exists():
+                break
+            await asyncio.sleep(0.05)
+        assert mark.read_text() == "1"
+        server.kill()  # SIGKILL in the middle of the first slow step
+        await client.close()
+        await server.start(A2A_SLOW="0.05")
+        client = await server.client()
+        for _ in range(600):
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            if task.status.state == COMPLETED:
+                break
+            await asyncio.sleep(0.1)
+        again = await ask(client, message)  # the client retries its message
+        await client.close()
+    finally:
+        server.kill()
+    assert task.status.state == COMPLETED
+    assert task.artifacts[0].parts[0].text == "sheep: 6"
+    assert again.id == task_id
+    assert lines(log) == [
+        "slow 1 started",  # killed here
+        "slow 1 started",
+        "slow 1 done",
+        "slow 2 started",
+        "slow 2 done",
+        "slow 3 started",
+        "slow 3 done",
+    ]
