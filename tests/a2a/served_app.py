@@ -24,6 +24,12 @@ def _log(line: str) -> None:
             f.flush()
 
 
+def _mark(n: int) -> None:
+    marker = os.environ.get("A2A_MARK")
+    if marker:
+        Path(marker).write_text(str(n))
+
+
 @sw.policy
 async def shout_step(text: str) -> str:
     """One recorded step: the text in capitals."""
@@ -57,9 +63,7 @@ async def greeter(ctx: sw.Context, question: str) -> str:
 async def slow_step(n: int) -> int:
     """A step that marks its start, then takes a while (the test kills the server here)."""
     _log(f"slow {n} started")
-    marker = os.environ.get("A2A_MARK")
-    if marker:
-        Path(marker).write_text(str(n))
+    _mark(n)
     await asyncio.sleep(float(os.environ.get("A2A_SLOW", "0.1")))
     _log(f"slow {n} done")
     return n

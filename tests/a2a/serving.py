@@ -3,7 +3,7 @@ how the A2A tests reach a server. The server can be killed (SIGKILL) and
 started again on the same store and port."""
 
 # The client waits for the server's port with a short sleep, on purpose.
-# ruff: noqa: ASYNC220, ASYNC221
+# ruff: noqa: ASYNC220
 
 from __future__ import annotations
 
@@ -16,10 +16,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import free_port
-
 from a2a.client import Client, ClientConfig, create_client
 from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse, Task
+from tests.conftest import free_port
 
 __all__ = ["SERVED_APP", "A2AServer", "ask", "collect", "text_message"]
 

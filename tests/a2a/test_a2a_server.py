@@ -8,9 +8,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from a2a.utils.errors import A2AError
 from a2a.types import CancelTaskRequest, GetTaskRequest, ListTasksRequest, TaskState
-
+from a2a.utils.errors import A2AError
 from tests.a2a.serving import A2AServer, ask, collect, text_message
 
 pytestmark = pytest.mark.slow
@@ -26,7 +25,8 @@ async def test_the_agent_card_names_the_agent_and_its_tools_as_skills(tmp_path: 
     server = A2AServer("forecaster", f"sqlite:///{tmp_path / 'a2a.db'}")
     await server.start()
     try:
-        card = httpx.get(server.url + ".well-known/agent-card.json").json()
+        async with httpx.AsyncClient() as http:
+            card = (await http.get(server.url + ".well-known/agent-card.json")).json()
     finally:
         server.kill()
     assert card["name"] == "forecaster"
@@ -90,7 +90,10 @@ async def test_a_stream_sends_the_runs_emits_its_result_and_its_final_status(
     assert events[1].status_update.status.message.parts[0].text == "shouting"
     assert events[2].artifact_update.artifact.parts[0].text == "HEY!"
     assert events[3].status_update.status.state == COMPLETED
-    assert len({e.task.id or e.status_update.task_id or e.artifact_update.task_id for e in events}) == 1
+    assert (
+        len({e.task.id or e.status_update.task_id or e.artifact_update.task_id for e in events})
+        == 1
+    )
 
 
 async def test_input_required_is_a_durable_wait_answered_by_the_next_message_after_a_restart(
@@ -149,9 +152,9 @@ async def test_a_task_id_from_a_client_reaches_only_this_agents_tasks(store_url:
         task = await ask(client, text_message("mine"))
         listed = await client.list_tasks(ListTasksRequest(context_id=task.context_id))
         for foreign in ("some-other-run", "a2a-0000", "../../etc"):
-            with pytest.raises(A2AError, match="not found|no task"):
+            with pytest.raises(A2AError, match=r"not found|no task"):
                 await client.get_task(GetTaskRequest(id=foreign))
-            with pytest.raises(A2AError, match="not found|no task"):
+            with pytest.raises(A2AError, match=r"not found|no task"):
                 await ask(client, text_message("x", task_id=foreign))
         await client.close()
     finally:
@@ -166,7 +169,7 @@ async def test_a_message_without_the_arguments_is_refused_naming_the_field(
     await server.start()
     try:
         client = await server.client()
-        with pytest.raises(A2AError, match="message.parts"):
+        with pytest.raises(A2AError, match=r"message\.parts"):
             await ask(client, text_message(""))
         await client.close()
     finally:
@@ -183,9 +186,7 @@ async def test_a_task_killed_mid_step_resumes_after_a_restart_and_finishes_once(
     try:
         client = await server.client()
         message = text_message("sheep")
-        sent = asyncio.ensure_future(
-            collect(client, message, return_immediately=True)
-        )
+        sent = asyncio.ensure_future(collect(client, message, return_immediately=True))
         (first,) = await sent
         task_id = first.task.id
         for _ in range(600):

@@ -119,9 +119,7 @@ def remote_agent(
         )
         try:
             async with httpx.AsyncClient(headers=fixed_headers, timeout=timeout) as http:
-                client = await create_client(
-                    url, ClientConfig(streaming=False, httpx_client=http)
-                )
+                client = await create_client(url, ClientConfig(streaming=False, httpx_client=http))
                 call = ClientCallContext(timeout=timeout)
                 request = SendMessageRequest(message=message)
                 task: Task | None = None
@@ -131,9 +129,7 @@ def remote_agent(
                         task = response.task
                 await client.close()
         except Exception as exc:
-            raise RemoteTaskFailed(
-                f"remote agent {name!r}: {type(exc).__name__}: {exc}"
-            ) from None
+            raise RemoteTaskFailed(f"remote agent {name!r}: {type(exc).__name__}: {exc}") from None
         if task is None:
             raise RemoteTaskFailed(f"remote agent {name!r} answered without a task")
         return _reply(task)

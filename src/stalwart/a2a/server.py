@@ -11,11 +11,10 @@ ledger, and a server that restarted answers for it.
   run of the served policy under an id made from its ``messageId`` (the same
   message again is the same run). A message naming a ``taskId`` answers that
   task's wait: the run waits for a signal (``ctx.ask``, ``ctx.wait_for``, a
-  tool approval) and the message's content is the signal's payload (sent
-  once per ``messageId``). The answer comes when the run ends or waits
-  again (``input-required``); a stream sends a status update for each
-  ``ctx.emit`` on the way, then the result as an artifact, then the final
-  status.
+  tool approval) and the message's content is the signal's payload. The
+  answer comes when the run ends or waits again (``input-required``); a
+  stream sends a status update for each ``ctx.emit`` on the way, then the
+  result as an artifact, then the final status.
 - ``tasks/get``: the task read from the run's record.
 - ``tasks/cancel``: the runner's cancel (S9).
 - ``tasks/resubscribe``: the stream of a task still going.
@@ -28,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -70,7 +68,6 @@ from a2a.utils.errors import (
 from starlette.applications import Starlette
 
 import stalwart as sw
-from stalwart.core import codec
 from stalwart.core.approval import APPROVAL_PREFIX
 from stalwart.core.events import Emitted, RunFinished
 from stalwart.core.ledger import TERMINAL, RunRecord
@@ -84,7 +81,6 @@ from .tasks import (
     arguments_of,
     context_of,
     new_context,
-    result_artifact,
     signal_of,
     task_id_for,
     task_of,
@@ -196,13 +192,7 @@ class TaskHandler(RequestHandler):
         queue: asyncio.Queue[Any] = asyncio.Queue()
         self.runner.listen(rec.id, queue)
         try:
-            if signal.startswith(APPROVAL_PREFIX):
-                await self.runner.signal(rec.id, signal, payload)
-            else:
-                data = codec.dumps(payload, f"message.parts of task {rec.id!r}")
-                # One signal per answering message: a retried send is kept once.
-                uid = hashlib.sha256(f"{rec.id}\0{message.message_id}".encode()).hexdigest()
-                await self.runner.store.send_signal(rec.id, signal, data, uid=uid)
+            await self.runner.signal(rec.id, signal, payload)
         except (sw.StalwartError, ValueError) as exc:
             self.runner.unlisten(rec.id, queue)
             raise InvalidParamsError(f"message.parts: {exc}") from None

@@ -38,7 +38,9 @@ __all__ = [
     "arguments_of",
     "asked",
     "context_of",
+    "new_context",
     "parts_of",
+    "result_artifact",
     "signal_of",
     "state_of",
     "task_id_for",
@@ -181,7 +183,7 @@ def asked(steps: Sequence[StepRecord], signal: str) -> str | None:
     return prompt
 
 
-_STATES: dict[str, TaskState.ValueType] = {
+_STATES: dict[str, TaskState] = {
     "pending": TaskState.TASK_STATE_SUBMITTED,
     "running": TaskState.TASK_STATE_WORKING,
     "suspended": TaskState.TASK_STATE_WORKING,
@@ -191,12 +193,10 @@ _STATES: dict[str, TaskState.ValueType] = {
 }
 
 
-def state_of(rec: RunRecord) -> TaskState.ValueType:
+def state_of(rec: RunRecord) -> TaskState:
     """The task's state: a run waiting for a signal is ``input-required``."""
     if signal_of(rec) is not None:
         return TaskState.TASK_STATE_INPUT_REQUIRED
-    if rec.cancel_requested and rec.status not in ("succeeded", "failed"):
-        return TaskState.TASK_STATE_CANCELED if rec.status == "cancelled" else _STATES[rec.status]
     return _STATES.get(rec.status, TaskState.TASK_STATE_WORKING)
 
 

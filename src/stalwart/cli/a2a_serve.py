@@ -34,7 +34,9 @@ def a2a_serve(
     port: Annotated[int, typer.Option(help="port to listen on")] = 9000,
     url: Annotated[
         str | None,
-        typer.Option(help="the URL clients reach the agent at (its card says it); default http://HOST:PORT/"),
+        typer.Option(
+            help="the URL clients reach the agent at (its card says it); default http://HOST:PORT/"
+        ),
     ] = None,
     header_timeout: HeaderTimeoutOption = 10.0,
     body_timeout: BodyTimeoutOption = 30.0,
