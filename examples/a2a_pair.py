@@ -53,7 +53,6 @@ def free_port() -> int:
 
 
 async def main(folder: Path) -> str:
-    folder.mkdir(parents=True, exist_ok=True)
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     served = sw.Runner(f"sqlite:///{folder / 'translator.db'}", serving=True)
@@ -75,4 +74,5 @@ async def main(folder: Path) -> str:
 
 if __name__ == "__main__":
     where = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp())
+    where.mkdir(parents=True, exist_ok=True)
     print(asyncio.run(main(where)))

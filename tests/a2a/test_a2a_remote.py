@@ -8,11 +8,11 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from tests.a2a.serving import A2AServer
+from tests.crash import kill, spawn, wait_for_files, wait_for_line
 
 import stalwart as sw
 from stalwart import a2a
-from tests.a2a.serving import A2AServer
-from tests.crash import kill, spawn, wait_for_files, wait_for_line
 
 pytestmark = pytest.mark.slow
 
