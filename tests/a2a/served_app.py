@@ -100,3 +100,23 @@ forecaster = llm.Agent(
     tools=[weather],
     name="forecaster",
 )
+
+
+@sw.policy(approval=True)
+async def refund(amount: int) -> str:
+    """Refund an amount, once a person approves.
+
+    Args:
+        amount: How much to refund.
+    """
+    _log(f"refund {amount}")
+    return f"refunded {amount}"
+
+
+# Its tool call waits for a person's approval: an A2A task in input-required.
+cashier = llm.Agent(
+    ScriptedLLM([call("refund", amount=30), lambda seen, options: f"Done: {seen[-1].text}"]),
+    instructions="You refund customers.",
+    tools=[refund],
+    name="cashier",
+)

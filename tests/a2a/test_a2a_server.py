@@ -127,6 +127,32 @@ async def test_input_required_is_a_durable_wait_answered_by_the_next_message_aft
     assert lines(log) == ["shout tea"]
 
 
+@pytest.mark.parametrize("decision", ["approve", "deny"])
+async def test_a_tool_approval_is_asked_as_input_and_the_answer_decides(
+    decision: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "log"
+    server = A2AServer("cashier", f"sqlite:///{tmp_path / 'a2a.db'}", {"A2A_LOG": str(log)})
+    await server.start()
+    try:
+        client = await server.client()
+        task = await ask(client, text_message("Refund my 30 please"))
+        done = await ask(client, text_message(decision, task_id=task.id))
+        await client.close()
+    finally:
+        server.kill()
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert "Approve refund" in task.status.message.parts[0].text
+    assert done.status.state == COMPLETED
+    answer = done.artifacts[0].parts[0].text
+    if decision == "approve":
+        assert answer == "Done: refunded 30"
+        assert lines(log) == ["refund 30"]
+    else:
+        assert "denied" in answer
+        assert lines(log) == []
+
+
 async def test_a_cancelled_task_is_the_runs_cancel_and_stays_cancelled(store_url: str) -> None:
     server = A2AServer("greeter", store_url)
     await server.start()

@@ -22,13 +22,24 @@ The URL and the headers stay in the tool: nothing of them reaches the ledger.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 from a2a.client import ClientCallContext, ClientConfig, create_client
-from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse, Task, TaskState
+from a2a.types import (
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskState,
+)
 from google.protobuf import json_format, struct_pb2
 from pydantic_core import to_jsonable_python
 
@@ -41,13 +52,10 @@ __all__ = ["remote_agent"]
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
-#: Task states after which the remote task takes no more messages.
-_ENDED = {
-    TaskState.TASK_STATE_COMPLETED: "completed",
-    TaskState.TASK_STATE_FAILED: "failed",
-    TaskState.TASK_STATE_CANCELED: "canceled",
-    TaskState.TASK_STATE_REJECTED: "rejected",
-}
+#: Task states of a task still going (a send answered before it settled).
+_GOING = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
+#: Seconds between reads of a task still going.
+POLL = 0.5
 
 
 def _parts(value: Any) -> list[Part]:
@@ -127,6 +135,13 @@ def remote_agent(
                 async for response in client.send_message(request, context=call):
                     if response.HasField("task"):
                         task = response.task
+                # A server that answers before the task settles: ask until it does.
+                deadline = time.monotonic() + timeout
+                while task is not None and task.status.state in _GOING:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"the task did not settle in {timeout}s")
+                    await asyncio.sleep(POLL)
+                    task = await client.get_task(GetTaskRequest(id=task.id), context=call)
                 await client.close()
         except Exception as exc:
             raise RemoteTaskFailed(f"remote agent {name!r}: {type(exc).__name__}: {exc}") from None
