@@ -72,17 +72,12 @@ from stalwart.core.approval import APPROVAL_PREFIX
 from stalwart.core.events import Emitted, RunFinished
 from stalwart.core.ledger import TERMINAL, RunRecord
 from stalwart.core.policy import as_policy
-from stalwart.core.tags import check_tags
 
+from .runs import ConversationRuns, PolicyRuns, TaskRuns
 from .tasks import (
-    CONTEXT_TAG,
     TASK_PREFIX,
     agent_message,
-    arguments_of,
-    context_of,
-    new_context,
     signal_of,
-    task_id_for,
     task_of,
     value_of,
 )
@@ -137,145 +132,144 @@ def _answer_of(message: Message, signal: str) -> Any:
 
 
 class TaskHandler(RequestHandler):
-    """The SDK's request handler over a runner: tasks are runs of ``target``."""
+    """The SDK's request handler over a runner: tasks are runs (``runs``
+    says which: :class:`~.runs.PolicyRuns`, :class:`~.runs.ConversationRuns`)."""
 
-    def __init__(self, target: Any, runner: sw.Runner, card: AgentCard) -> None:
-        self.policy = runner.register(target)
+    def __init__(self, runs: TaskRuns, runner: sw.Runner, card: AgentCard) -> None:
+        self.runs = runs
         self.runner = runner
         self.card = card
 
     # -- finding a task ------------------------------------------------------
     async def _find(self, task_id: str) -> RunRecord:
-        """The run a client's task id names: one this server made, of its
-        policy; anything else is not found (a client never names other runs)."""
+        """The run a client's task id names: one this server made, of what it
+        serves; anything else is not found (a client never names other runs)."""
+        missing = TaskNotFoundError(f"no task {task_id[:100]!r}")
         if not task_id.startswith(TASK_PREFIX):
-            raise TaskNotFoundError(f"no task {task_id[:100]!r}")
+            raise missing
         try:
             rec = await self.runner.get_run(task_id)
         except sw.RunNotFound:
-            raise TaskNotFoundError(f"no task {task_id[:100]!r}") from None
-        if rec.policy != self.policy.name:
-            raise TaskNotFoundError(f"no task {task_id[:100]!r}")
+            raise missing from None
+        if not self.runs.owns(rec):
+            raise missing
         return rec
 
+    async def _task(self, rec: RunRecord) -> Task:
+        waiter = await self.runs.waiter(rec)
+        return await task_of(self.runner, rec, context_id=self.runs.context(rec), waiter=waiter)
+
     # -- sending ------------------------------------------------------------
-    async def _submit(self, message: Message) -> tuple[str, AsyncIterator[sw.Event]]:
+    async def _submit(self, message: Message) -> tuple[str, asyncio.Queue[Any]]:
         """Start the task the message begins, or answer the wait of the task
-        it names; the run's id and its events from before it moves on."""
+        it names; the task's id, and a queue hearing its events from before
+        it moves on."""
+        queue: asyncio.Queue[Any] = asyncio.Queue()
         if message.task_id:
-            return await self._answer(message)
+            return await self._answer(message, queue), queue
         try:
-            kwargs = arguments_of(self.policy, message)
-            run_id = task_id_for(self.policy.name, message.message_id)
-            context = message.context_id or new_context()
-            tags = check_tags({CONTEXT_TAG: context}, "message.contextId")
-        except (ValueError, TypeError) as exc:
-            raise InvalidParamsError(str(exc)) from None
-        try:
-            handle = await self.runner.start(self.policy, run_id=run_id, tags=tags, **kwargs)
+            task_id = await self.runs.start(message, queue)
         except sw.InputMismatchError:
             raise InvalidParamsError(
                 f"message.messageId {message.message_id[:100]!r} was already sent with "
                 "other content"
             ) from None
-        return run_id, handle.events()
+        except (ValueError, TypeError, sw.StalwartError) as exc:
+            raise InvalidParamsError(str(exc)) from None
+        return task_id, queue
 
-    async def _answer(self, message: Message) -> tuple[str, AsyncIterator[sw.Event]]:
+    async def _answer(self, message: Message, queue: asyncio.Queue[Any]) -> str:
         rec = await self._find(message.task_id)
-        signal = signal_of(rec)
+        waiter = await self.runs.waiter(rec)
+        signal = signal_of(waiter) if rec.status not in TERMINAL else None
         if signal is None:
             raise InvalidParamsError(
                 f"message.taskId: task {rec.id!r} is not waiting for input (its run is "
                 f"{rec.status}); send a message without taskId to start a new task"
             )
         payload = _answer_of(message, signal)
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        self.runner.listen(rec.id, queue)
+        watched = self.runs.watched(rec)
+        self.runner.listen(watched, queue)
         try:
-            await self.runner.signal(rec.id, signal, payload)
+            await self.runner.signal(waiter.id, signal, payload)
         except (sw.StalwartError, ValueError) as exc:
-            self.runner.unlisten(rec.id, queue)
+            self.runner.unlisten(watched, queue)
             raise InvalidParamsError(f"message.parts: {exc}") from None
-        return rec.id, self.runner.events(rec.id, queue)
+        return rec.id
+
+    async def _settled(self, task_id: str) -> Task | None:
+        """The task, if it has ended or waits for input; else None."""
+        rec = await self.runner.get_run(task_id)
+        waiter = await self.runs.waiter(rec)
+        if rec.status in TERMINAL or signal_of(waiter) is not None:
+            return await task_of(self.runner, rec, context_id=self.runs.context(rec), waiter=waiter)
+        return None
 
     async def _follow(
-        self, run_id: str, events: AsyncIterator[sw.Event]
+        self, task_id: str, queue: asyncio.Queue[Any]
     ) -> AsyncGenerator[TaskStatusUpdateEvent | TaskArtifactUpdateEvent]:
-        """The task's updates until its run ends or waits for input: a
-        working status for each emitted value, then the result artifact and
-        the final status, or the input-required status."""
+        """The task's updates until it ends or waits for input: a working
+        status for each value its run emits, then the result artifact and the
+        final status, or the input-required status. Live events wake it; the
+        store, read every poll interval, says where the task stands."""
         runner = self.runner
-        seen: asyncio.Queue[sw.Event | None] = asyncio.Queue()
-
-        async def pump() -> None:
-            try:
-                async for event in events:
-                    await seen.put(event)
-            finally:
-                await seen.put(None)
-
-        pumping = asyncio.create_task(pump())
+        rec = await runner.get_run(task_id)
+        watched = self.runs.watched(rec)
+        context = self.runs.context(rec)
         n = 0
         try:
             while True:
                 try:
-                    event = await asyncio.wait_for(seen.get(), runner.poll_interval)
+                    event = await asyncio.wait_for(queue.get(), runner.poll_interval)
                 except TimeoutError:
                     event = None
                 if isinstance(event, Emitted):
                     n += 1
-                    rec = await runner.get_run(run_id)
-                    context = context_of(rec)
-                    msg = agent_message(run_id, context, event.value, f"{run_id}-emit-{n}")
+                    msg = agent_message(task_id, context, event.value, f"{task_id}-emit-{n}")
                     status = TaskStatus(state=TaskState.TASK_STATE_WORKING, message=msg)
-                    yield TaskStatusUpdateEvent(task_id=run_id, context_id=context, status=status)
+                    yield TaskStatusUpdateEvent(task_id=task_id, context_id=context, status=status)
                     continue
                 if event is not None and not isinstance(event, RunFinished):
                     continue
-                rec = await runner.get_run(run_id)
-                if rec.status in TERMINAL or signal_of(rec) is not None:
-                    task = await task_of(runner, rec)
+                task = await self._settled(task_id)
+                if task is not None:
                     if task.artifacts:
                         yield TaskArtifactUpdateEvent(
-                            task_id=run_id,
-                            context_id=task.context_id,
+                            task_id=task_id,
+                            context_id=context,
                             artifact=task.artifacts[0],
                             last_chunk=True,
                         )
                     yield TaskStatusUpdateEvent(
-                        task_id=run_id, context_id=task.context_id, status=task.status
+                        task_id=task_id, context_id=context, status=task.status
                     )
                     return
         finally:
-            pumping.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pumping
+            runner.unlisten(watched, queue)
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
-        run_id, events = await self._submit(params.message)
+        task_id, queue = await self._submit(params.message)
         if not params.configuration.return_immediately:
-            async for _ in self._follow(run_id, events):
+            async for _ in self._follow(task_id, queue):
                 pass
         else:
-            with contextlib.suppress(Exception):
-                await events.aclose()  # type: ignore[attr-defined]
-        return await task_of(self.runner, await self.runner.get_run(run_id))
+            self.runner.unlisten(self.runs.watched(await self.runner.get_run(task_id)), queue)
+        return await self._task(await self.runner.get_run(task_id))
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
-        run_id, events = await self._submit(params.message)
-        rec = await self.runner.get_run(run_id)
-        task = await task_of(self.runner, rec)
-        if rec.status not in TERMINAL and signal_of(rec) is None:
-            task.status.state = TaskState.TASK_STATE_WORKING
+        task_id, queue = await self._submit(params.message)
+        task = await self._task(await self.runner.get_run(task_id))
+        if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED and not task.artifacts:
+            task.status.state = TaskState.TASK_STATE_WORKING  # the answer moves it on
         yield task
-        async for update in self._follow(run_id, events):
+        async for update in self._follow(task_id, queue):
             yield update
 
     # -- reading and cancelling ------------------------------------------------
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
-        return await task_of(self.runner, await self._find(params.id))
+        return await self._task(await self._find(params.id))
 
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
@@ -283,14 +277,11 @@ class TaskHandler(RequestHandler):
         size = params.page_size or 50
         if not 1 <= size <= 100:
             raise InvalidParamsError(f"pageSize: 1 to 100, not {size}")
-        tags = {CONTEXT_TAG: params.context_id} if params.context_id else None
         try:
-            runs = await self.runner.list_runs(
-                limit=size, policy=self.policy.name, id_contains=TASK_PREFIX, tags=tags
-            )
+            runs = await self.runner.list_runs(limit=size, **self.runs.listing(params.context_id))
         except (ValueError, TypeError) as exc:
             raise InvalidParamsError(f"contextId: {exc}") from None
-        tasks = [await task_of(self.runner, r) for r in runs if r.id.startswith(TASK_PREFIX)]
+        tasks = [await self._task(r) for r in runs if self.runs.owns(r)]
         return ListTasksResponse(tasks=tasks, page_size=size, total_size=len(tasks))
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
@@ -303,7 +294,7 @@ class TaskHandler(RequestHandler):
             if rec.status in TERMINAL:
                 break
             await asyncio.sleep(self.runner.poll_interval)
-        task = await task_of(self.runner, rec)
+        task = await self._task(rec)
         if rec.status not in TERMINAL:  # stops at its next await (S9)
             task.status.state = TaskState.TASK_STATE_CANCELED
         return task
@@ -313,12 +304,13 @@ class TaskHandler(RequestHandler):
     ) -> AsyncGenerator[Event]:
         rec = await self._find(params.id)
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        self.runner.listen(rec.id, queue)
-        yield await task_of(self.runner, rec)
-        if rec.status in TERMINAL or signal_of(rec) is not None:
-            self.runner.unlisten(rec.id, queue)
+        self.runner.listen(self.runs.watched(rec), queue)
+        task = await self._task(rec)
+        yield task
+        if rec.status in TERMINAL or task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            self.runner.unlisten(self.runs.watched(rec), queue)
             return
-        async for update in self._follow(rec.id, self.runner.events(rec.id, queue)):
+        async for update in self._follow(rec.id, queue):
             yield update
 
     # -- not offered -------------------------------------------------------------
@@ -349,15 +341,28 @@ class TaskHandler(RequestHandler):
 
 
 def build_app(
-    target: Any, runner: sw.Runner, *, url: str, description: str | None = None
+    target: Any,
+    runner: sw.Runner,
+    *,
+    url: str,
+    description: str | None = None,
+    conversation: bool = False,
 ) -> Starlette:
     """The ASGI app serving ``target`` as an A2A agent at ``url`` (JSON-RPC at
     ``/``, the card at ``/.well-known/agent-card.json``), its tasks runs of
     ``runner``, which the app opens and closes with its lifespan. Give the
     runner ``serving=True`` (and a durable store) so that it resumes the tasks
-    a previous server left unfinished."""
+    a previous server left unfinished.
+
+    ``conversation=True`` (an agent taking ``question`` and ``history``, as
+    ``llm.Agent`` does): each ``contextId`` is a durable conversation and each
+    task a turn of it, answered with the context's earlier messages as history.
+    """
     card = agent_card(target, url, description=description)
-    handler = TaskHandler(target, runner, card)
+    runs: TaskRuns = (
+        ConversationRuns(target, runner) if conversation else PolicyRuns(target, runner)
+    )
+    handler = TaskHandler(runs, runner, card)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,7 +27,8 @@ from pydantic_core import to_jsonable_python
 
 import stalwart as sw
 from stalwart.core import codec
-from stalwart.core.ledger import ASKED, CHILDREN_WAIT, RunRecord, StepRecord
+from stalwart.core.ledger import ASKED, CHILDREN_WAIT, TERMINAL, RunRecord, StepRecord
+from stalwart.core.mail import mail_filter
 
 __all__ = [
     "CONTEXT_TAG",
@@ -84,9 +84,10 @@ def context_of(rec: RunRecord) -> str:
     return rec.id
 
 
-def new_context() -> str:
-    """A fresh ``contextId`` for a message that names none."""
-    return uuid.uuid4().hex
+def new_context(message_id: str) -> str:
+    """The ``contextId`` of a task whose first message names none: made from
+    its ``messageId``, so a retried message is in the same context."""
+    return hashlib.sha256(f"context\0{message_id}".encode()).hexdigest()[:32]
 
 
 def value_of(parts: Sequence[Part]) -> Any:
@@ -156,9 +157,11 @@ def agent_message(task_id: str, context_id: str, value: Any, message_id: str) ->
 
 
 def signal_of(rec: RunRecord) -> str | None:
-    """The signal a suspended run waits for (not a timer, not its child runs)."""
+    """The signal a suspended run waits for (not a timer, its child runs or mail)."""
     name = rec.waiting_for
     if rec.status != "suspended" or not name or name.startswith(CHILDREN_WAIT):
+        return None
+    if mail_filter(name) is not None:  # a receive: mail from another run, not input
         return None
     return name
 
@@ -193,9 +196,11 @@ _STATES: dict[str, TaskState] = {
 }
 
 
-def state_of(rec: RunRecord) -> TaskState:
-    """The task's state: a run waiting for a signal is ``input-required``."""
-    if signal_of(rec) is not None:
+def state_of(rec: RunRecord, waiter: RunRecord | None = None) -> TaskState:
+    """The task's state: ``rec``'s, or ``input-required`` while ``waiter``
+    (the run whose wait is the task's: ``rec`` itself, or its conversation)
+    waits for a signal."""
+    if rec.status not in TERMINAL and signal_of(waiter or rec) is not None:
         return TaskState.TASK_STATE_INPUT_REQUIRED
     return _STATES.get(rec.status, TaskState.TASK_STATE_WORKING)
 
@@ -217,14 +222,22 @@ def result_artifact(value: Any) -> Artifact:
     return Artifact(artifact_id=RESULT_ARTIFACT, name=RESULT_ARTIFACT, parts=parts_of(value))
 
 
-async def task_of(runner: sw.Runner, rec: RunRecord) -> Task:
-    """The task a run is, read from its record (and, for a run waiting for a
-    signal, its latest steps): what ``tasks/get`` answers, also after a restart."""
-    context_id = context_of(rec)
-    state = state_of(rec)
+async def task_of(
+    runner: sw.Runner,
+    rec: RunRecord,
+    *,
+    context_id: str | None = None,
+    waiter: RunRecord | None = None,
+) -> Task:
+    """The task a run is, read from its record (and, while ``waiter``, the
+    run whose wait is the task's, waits for a signal, that run's latest
+    steps): what ``tasks/get`` answers, also after a restart."""
+    context_id = context_id or context_of(rec)
+    waiter = waiter or rec
+    state = state_of(rec, waiter)
     status = TaskStatus(state=state)
-    status.timestamp.FromNanoseconds(int(rec.updated_at * 1e9))
-    task = Task(id=rec.id, context_id=context_id, status=status)
+    status.timestamp.FromNanoseconds(int(max(rec.updated_at, waiter.updated_at) * 1e9))
+    task = Task(id=rec.id, context_id=context_id)
     mid = f"{rec.id}-status-{rec.status}"
     if state == TaskState.TASK_STATE_COMPLETED and rec.result is not None:
         value = codec.loads(rec.result, f"result of run {rec.id!r}")
@@ -233,10 +246,9 @@ async def task_of(runner: sw.Runner, rec: RunRecord) -> Task:
         text = _error_text(rec)
         status.message.CopyFrom(agent_message(rec.id, context_id, text, mid))
     elif state == TaskState.TASK_STATE_INPUT_REQUIRED:
-        signal = signal_of(rec) or ""
-        prompt = asked((await runner.step_page(rec.id, ASK_WINDOW)).steps, signal)
+        signal = signal_of(waiter) or ""
+        prompt = asked((await runner.step_page(waiter.id, ASK_WINDOW)).steps, signal)
         text = prompt or f"the task waits for an answer (signal {signal!r})"
         status.message.CopyFrom(agent_message(rec.id, context_id, text, f"{mid}-{signal}"))
-    if status.HasField("message"):
-        task.status.CopyFrom(status)
+    task.status.CopyFrom(status)
     return task
