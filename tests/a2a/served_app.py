@@ -120,3 +120,32 @@ cashier = llm.Agent(
     tools=[refund],
     name="cashier",
 )
+
+
+def _recall(seen: list[sw.Message], options: object) -> str:
+    said = [m.text for m in seen if m.role == "user"]
+    return f"you said {' then '.join(said)}"
+
+
+# Served with --conversation: each contextId a conversation, its history the agent's.
+chatbot = llm.Agent(ScriptedLLM([_recall] * 4), instructions="You remember.", name="chatbot")
+
+
+@sw.policy
+async def confirm(ctx: sw.Context, what: str) -> str:
+    """Ask the person to confirm.
+
+    Args:
+        what: What to confirm.
+    """
+    return str(await ctx.ask(f"Confirm the {what}?"))
+
+
+concierge = llm.Agent(
+    ScriptedLLM(
+        [call("confirm", what="booking"), lambda seen, options: f"Booked: {seen[-1].text}"]
+    ),
+    instructions="You book things.",
+    tools=[confirm],
+    name="concierge",
+)

@@ -30,8 +30,16 @@ class A2AServer:
     """``stalwart a2a serve --app served_app.py:<agent> --store <store>`` on a
     free port; ``start`` again after ``kill`` serves the same store."""
 
-    def __init__(self, agent: str, store: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        agent: str,
+        store: str,
+        env: dict[str, str] | None = None,
+        *,
+        conversation: bool = False,
+    ) -> None:
         self.agent = agent
+        self.conversation = conversation
         self.store = store
         self.env = dict(env or {})
         self.port = free_port()
@@ -44,7 +52,7 @@ class A2AServer:
         command = [
             sys.executable, "-m", "stalwart.cli", "a2a", "serve",
             "--app", f"{SERVED_APP}:{self.agent}", "--store", self.store,
-            "--port", str(self.port),
+            "--port", str(self.port), *(["--conversation"] if self.conversation else []),
         ]  # fmt: skip
         self.proc = subprocess.Popen(
             command, env={**os.environ, "PYTHONPATH": path, **self.env}, cwd=ROOT

@@ -38,6 +38,13 @@ def a2a_serve(
             help="the URL clients reach the agent at (its card says it); default http://HOST:PORT/"
         ),
     ] = None,
+    conversation: Annotated[
+        bool,
+        typer.Option(
+            "--conversation",
+            help="each contextId a durable conversation with the agent, each task a turn of it",
+        ),
+    ] = False,
     header_timeout: HeaderTimeoutOption = 10.0,
     body_timeout: BodyTimeoutOption = 30.0,
     idle_timeout: IdleTimeoutOption = 5.0,
@@ -57,9 +64,9 @@ def a2a_serve(
                 code=2,
             )
         limits = Limits(header_timeout, body_timeout, idle_timeout, max_connections)
-        runner = Runner(store, policies=[target], serving=True)
+        runner = Runner(store, serving=True)
         where = url or f"http://{host}:{port}/"
-        app = a2a.build_app(target, runner, url=where)
+        app = a2a.build_app(target, runner, url=where, conversation=conversation)
     except CLIError as exc:
         fail(str(exc), exc.code)
     except (ValueError, TypeError, StalwartError) as exc:
