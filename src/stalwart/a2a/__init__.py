@@ -5,6 +5,7 @@ A2A agent called as a tool.
 
     app = a2a.build_app(agent, sw.Runner("sqlite:///tasks.db", serving=True),
                         url="http://127.0.0.1:9000/")          # uvicorn app:app
+    # conversation=True: each contextId a durable conversation, each task a turn
 
     helper = a2a.remote_agent("http://127.0.0.1:9000/", name="helper")
     writer = llm.Agent(model, tools=[helper])
@@ -18,8 +19,8 @@ from __future__ import annotations
 
 from ..core.errors import A2AError, RemoteTaskFailed
 from .remote import remote_agent
-from .server import TaskHandler, agent_card, build_app
-from .tasks import CONTEXT_TAG, RESULT_ARTIFACT, TASK_PREFIX, task_id_for, task_of
+from .server import agent_card, build_app
+from .tasks import CONTEXT_TAG, RESULT_ARTIFACT, TASK_PREFIX
 
 __all__ = [
     "CONTEXT_TAG",
@@ -27,10 +28,7 @@ __all__ = [
     "TASK_PREFIX",
     "A2AError",
     "RemoteTaskFailed",
-    "TaskHandler",
     "agent_card",
     "build_app",
     "remote_agent",
-    "task_id_for",
-    "task_of",
 ]
