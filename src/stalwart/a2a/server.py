@@ -174,7 +174,7 @@ class TaskHandler(RequestHandler):
                 f"message.messageId {message.message_id[:100]!r} was already sent with "
                 "other content"
             ) from None
-        except (ValueError, TypeError, sw.StalwartError) as exc:
+        except (ValueError, TypeError, sw.SerializationError) as exc:
             raise InvalidParamsError(str(exc)) from None
         return task_id, queue
 
