@@ -18,9 +18,10 @@ from typing import Any
 
 from a2a.client import Client, ClientConfig, create_client
 from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse, Task
+from google.protobuf import json_format, struct_pb2
 from tests.conftest import free_port
 
-__all__ = ["SERVED_APP", "A2AServer", "ask", "collect", "text_message"]
+__all__ = ["SERVED_APP", "A2AServer", "ask", "collect", "data_message", "text_message"]
 
 SERVED_APP = Path(__file__).with_name("served_app.py")
 ROOT = Path(__file__).parents[2]
@@ -84,6 +85,13 @@ def text_message(text: str, *, task_id: str = "", message_id: str | None = None)
         parts=[Part(text=text)],
         task_id=task_id,
     )
+
+
+def data_message(value: dict[str, Any]) -> Message:
+    """A first message whose one data part holds ``value``."""
+    data = struct_pb2.Value()
+    json_format.ParseDict(value, data)
+    return Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[Part(data=data)])
 
 
 async def collect(client: Client, message: Message, **config: Any) -> list[StreamResponse]:

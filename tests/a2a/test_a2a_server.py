@@ -10,7 +10,9 @@ import httpx
 import pytest
 from a2a.types import CancelTaskRequest, GetTaskRequest, ListTasksRequest, TaskState
 from a2a.utils.errors import A2AError
-from tests.a2a.serving import A2AServer, ask, collect, text_message
+from tests.a2a.serving import A2AServer, ask, collect, data_message, text_message
+
+import stalwart as sw
 
 pytestmark = pytest.mark.slow
 
@@ -188,18 +190,22 @@ async def test_a_task_id_from_a_client_reaches_only_this_agents_tasks(store_url:
     assert [t.id for t in listed.tasks] == [task.id]
 
 
-async def test_a_message_without_the_arguments_is_refused_naming_the_field(
+async def test_a_data_part_gives_the_arguments_by_name_and_bad_ones_are_refused_naming_them(
     tmp_path: Path,
 ) -> None:
     server = A2AServer("shout", f"sqlite:///{tmp_path / 'a2a.db'}")
     await server.start()
     try:
         client = await server.client()
+        task = await ask(client, data_message({"question": "by name"}))
+        with pytest.raises(A2AError, match=r"message\.parts.*question"):
+            await ask(client, data_message({"query": "wrong name"}))
         with pytest.raises(A2AError, match=r"message\.parts"):
             await ask(client, text_message(""))
         await client.close()
     finally:
         server.kill()
+    assert task.artifacts[0].parts[0].text == "BY NAME!"
 
 
 async def test_a_task_killed_mid_step_resumes_after_a_restart_and_finishes_once(
@@ -233,9 +239,12 @@ async def test_a_task_killed_mid_step_resumes_after_a_restart_and_finishes_once(
         await client.close()
     finally:
         server.kill()
+    async with sw.Runner(store_url) as runner:
+        steps = await runner.steps(task_id)
     assert task.status.state == COMPLETED
     assert task.artifacts[0].parts[0].text == "sheep: 6"
     assert again.id == task_id
+    assert sorted(s.name for s in steps) == ["slow_step"] * 3  # each recorded once
     assert lines(log) == [
         "slow 1 started",  # killed here
         "slow 1 started",
