@@ -8,7 +8,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from a2a.types import CancelTaskRequest, GetTaskRequest, ListTasksRequest, TaskState
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+)
 from a2a.utils.errors import A2AError
 from tests.a2a.serving import A2AServer, ask, collect, data_message, text_message
 
@@ -254,3 +260,44 @@ async def test_a_task_killed_mid_step_resumes_after_a_restart_and_finishes_once(
         "slow 3 started",
         "slow 3 done",
     ]
+
+
+async def test_a_client_subscribes_to_a_running_task_until_it_ends(store_url: str) -> None:
+    server = A2AServer("counter", store_url, {"A2A_SLOW": "0.3"})
+    await server.start()
+    try:
+        sender = await server.client()
+        (first,) = await collect(sender, text_message("goats"), return_immediately=True)
+        await sender.close()
+        client = await server.client(streaming=True)
+        events = [e async for e in client.subscribe(SubscribeToTaskRequest(id=first.task.id))]
+        await client.close()
+    finally:
+        server.kill()
+    assert events[0].task.id == first.task.id
+    assert events[-2].artifact_update.artifact.parts[0].text == "goats: 6"
+    assert events[-1].status_update.status.state == COMPLETED
+
+
+async def test_cancelling_a_running_task_stops_its_run_before_its_next_step(
+    store_url: str, tmp_path: Path
+) -> None:
+    log, mark = tmp_path / "log", tmp_path / "mark"
+    env = {"A2A_LOG": str(log), "A2A_MARK": str(mark), "A2A_SLOW": "60"}
+    server = A2AServer("counter", store_url, env)
+    await server.start()
+    try:
+        client = await server.client()
+        (first,) = await collect(client, text_message("cows"), return_immediately=True)
+        for _ in range(600):
+            if mark.exists():
+                break
+            await asyncio.sleep(0.05)
+        cancelled = await client.cancel_task(CancelTaskRequest(id=first.task.id))
+        read = await client.get_task(GetTaskRequest(id=first.task.id))
+        await client.close()
+    finally:
+        server.kill()
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert read.status.state == TaskState.TASK_STATE_CANCELED
+    assert lines(log) == ["slow 1 started"]
