@@ -149,3 +149,17 @@ concierge = llm.Agent(
     tools=[confirm],
     name="concierge",
 )
+
+
+@sw.policy
+async def writer(ctx: sw.Context, question: str) -> str:
+    """Writes its answer as a model streams one: in pieces, then whole.
+
+    Args:
+        question: What to write about.
+    """
+    pieces = ["Once ", "upon ", f"a {question}."]
+    for piece in pieces:
+        ctx.stream_text(piece)
+    await shout_step(question)  # a step, so the pieces go out before the end
+    return "".join(pieces)

@@ -301,3 +301,25 @@ async def test_cancelling_a_running_task_stops_its_run_before_its_next_step(
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
     assert read.status.state == TaskState.TASK_STATE_CANCELED
     assert lines(log) == ["slow 1 started"]
+
+
+async def test_streamed_text_is_appended_to_the_result_artifact_then_replaced_whole(
+    tmp_path: Path,
+) -> None:
+    server = A2AServer("writer", f"sqlite:///{tmp_path / 'a2a.db'}")
+    await server.start()
+    try:
+        client = await server.client(streaming=True)
+        events = await collect(client, text_message("time"))
+        await client.close()
+    finally:
+        server.kill()
+    chunks = [e.artifact_update for e in events if e.HasField("artifact_update")]
+    assert [(c.artifact.parts[0].text, c.append) for c in chunks] == [
+        ("Once ", False),
+        ("upon ", True),
+        ("a time.", True),
+        ("Once upon a time.", False),
+    ]
+    assert chunks[-1].last_chunk
+    assert {c.artifact.artifact_id for c in chunks} == {"result"}

@@ -13,7 +13,8 @@ ledger, and a server that restarted answers for it.
   task's wait: the run waits for a signal (``ctx.ask``, ``ctx.wait_for``, a
   tool approval) and the message's content is the signal's payload. The
   answer comes when the run ends or waits again (``input-required``); a
-  stream sends a status update for each ``ctx.emit`` on the way, then the
+  stream sends a status update for each ``ctx.emit`` on the way (and a
+  model's text as it streams, appended to the result artifact), then the
   result as an artifact, then the final status.
 - ``tasks/get``: the task read from the run's record.
 - ``tasks/cancel``: the runner's cancel (S9).
@@ -39,6 +40,7 @@ from a2a.types import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    Artifact,
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest,
@@ -49,6 +51,7 @@ from a2a.types import (
     ListTasksRequest,
     ListTasksResponse,
     Message,
+    Part,
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
@@ -69,12 +72,13 @@ from starlette.applications import Starlette
 
 import stalwart as sw
 from stalwart.core.approval import APPROVAL_PREFIX
-from stalwart.core.events import Emitted, RunFinished
+from stalwart.core.events import Emitted, RunFinished, TextDelta
 from stalwart.core.ledger import TERMINAL, RunRecord
 from stalwart.core.policy import as_policy
 
 from .runs import ConversationRuns, PolicyRuns, TaskRuns
 from .tasks import (
+    RESULT_ARTIFACT,
     TASK_PREFIX,
     agent_message,
     signal_of,
@@ -217,6 +221,7 @@ class TaskHandler(RequestHandler):
         watched = self.runs.watched(rec)
         context = self.runs.context(rec)
         n = 0
+        streamed = False
         try:
             while True:
                 try:
@@ -228,6 +233,15 @@ class TaskHandler(RequestHandler):
                     msg = agent_message(task_id, context, event.value, f"{task_id}-emit-{n}")
                     status = TaskStatus(state=TaskState.TASK_STATE_WORKING, message=msg)
                     yield TaskStatusUpdateEvent(task_id=task_id, context_id=context, status=status)
+                    continue
+                if isinstance(event, TextDelta):
+                    # Text as a model writes it, into the result artifact; the
+                    # final result replaces it whole.
+                    chunk = Artifact(artifact_id=RESULT_ARTIFACT, parts=[Part(text=event.text)])
+                    yield TaskArtifactUpdateEvent(
+                        task_id=task_id, context_id=context, artifact=chunk, append=streamed
+                    )
+                    streamed = True
                     continue
                 if event is not None and not isinstance(event, RunFinished):
                     continue
