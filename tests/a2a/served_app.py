@@ -163,3 +163,13 @@ async def writer(ctx: sw.Context, question: str) -> str:
         ctx.stream_text(piece)
     await shout_step(question)  # a step, so the pieces go out before the end
     return "".join(pieces)
+
+
+@sw.policy
+async def broken(question: str) -> str:
+    """Always fails.
+
+    Args:
+        question: Ignored.
+    """
+    raise LookupError(f"nothing known about {question}")

@@ -84,3 +84,19 @@ async def test_an_unreachable_agent_fails_the_call_naming_it() -> None:
     tool = a2a.remote_agent(f"http://127.0.0.1:{free_port()}/", name="nobody", timeout=5)
     with pytest.raises(a2a.RemoteTaskFailed, match="remote agent 'nobody'"):
         await sw.Runner().run(tool, question="hi")
+
+
+async def test_a_failed_remote_task_is_the_calls_error_naming_agent_task_and_cause(
+    tmp_path: Path,
+) -> None:
+    server = A2AServer("broken", f"sqlite:///{tmp_path / 'remote.db'}")
+    await server.start()
+    tool = a2a.remote_agent(server.url, name="oracle")
+    try:
+        with pytest.raises(a2a.RemoteTaskFailed) as caught:
+            await sw.Runner().run(tool, question="atlantis")
+    finally:
+        server.kill()
+    text = str(caught.value)
+    assert "remote agent 'oracle'" in text and "ended failed" in text
+    assert "LookupError: nothing known about atlantis" in text
