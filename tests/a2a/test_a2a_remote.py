@@ -12,7 +12,8 @@ from tests.a2a.serving import A2AServer
 from tests.crash import kill, spawn, wait_for_files, wait_for_line
 
 import stalwart as sw
-from stalwart import a2a
+from stalwart import a2a, llm
+from stalwart.testing import ScriptedLLM, call
 
 pytestmark = pytest.mark.slow
 
@@ -100,3 +101,31 @@ async def test_a_failed_remote_task_is_the_calls_error_naming_agent_task_and_cau
     text = str(caught.value)
     assert "remote agent 'oracle'" in text and "ended failed" in text
     assert "LookupError: nothing known about atlantis" in text
+
+
+async def test_an_agent_whose_remote_tool_asks_waits_durably_and_goes_on_once_answered(
+    store_url: str, tmp_path: Path
+) -> None:
+    server = A2AServer("greeter", f"sqlite:///{tmp_path / 'remote.db'}")
+    await server.start()
+    greeter = a2a.remote_agent(server.url, name="greeter")
+    model = ScriptedLLM(
+        [call("greeter", question="cake"), lambda seen, options: f"They said: {seen[-1].text}"]
+    )
+    host = llm.Agent(model, instructions="You pass questions on.", tools=[greeter], name="host")
+    try:
+        async with sw.Runner(store_url, policies=[host]) as runner:
+            handle = await runner.start(host, question="Ask about cake", run_id="host-1")
+            for _ in range(300):
+                rec = await runner.get_run("host-1")
+                if rec.status == "suspended":
+                    break
+                await asyncio.sleep(0.05)
+        assert rec.waiting_for == "greeter.input"
+        async with sw.Runner(store_url, policies=[host], serving=True) as runner:
+            await runner.signal("host-1", "greeter.input", "Grace")
+            result = await runner.outcome("host-1")
+    finally:
+        server.kill()
+    assert handle.run_id == "host-1"
+    assert result == "They said: Hello, Grace: CAKE"
