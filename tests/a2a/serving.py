@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -106,12 +105,3 @@ async def ask(client: Client, message: Message) -> Task:
     (response,) = await collect(client, message)
     assert response.HasField("task"), response
     return response.task
-
-
-async def served(agent: str, store: str, **env: str) -> AsyncIterator[A2AServer]:
-    server = A2AServer(agent, store, env)
-    await server.start()
-    try:
-        yield server
-    finally:
-        server.kill()
