@@ -30,6 +30,7 @@ from typing import Any
 #: "Stability and deprecation" section of docs/contributing.md).
 PUBLIC = (
     "stalwart",
+    "stalwart.a2a",
     "stalwart.api",
     "stalwart.codecs",
     "stalwart.conversations",

@@ -19,6 +19,7 @@ from typing import Annotated
 
 import typer
 
+from .a2a_serve import a2a_serve
 from .command import Command, Group
 from .ddl import store_ddl
 from .demo import demo
@@ -110,6 +111,9 @@ app.command("serve", cls=Command)(serve)
 mcp_app = _group("Serve policies as MCP tools.")
 app.add_typer(mcp_app, name="mcp")
 mcp_app.command("serve", cls=Command)(mcp_serve)
+a2a_app = _group("Serve a policy or an agent as an A2A agent.")
+app.add_typer(a2a_app, name="a2a")
+a2a_app.command("serve", cls=Command)(a2a_serve)
 schedules_app = _group("List, pause, resume and delete recurring schedules.")
 app.add_typer(schedules_app, name="schedules")
 schedules_app.command("list", cls=Command)(list_schedules)

@@ -48,6 +48,8 @@ defined here, once, and exported from one public place (shown on the right)::
     │   ├── ToolError                          stalwart.mcp
     │   ├── ServerUnavailable                  stalwart.mcp
     │   └── ToolChanged                        stalwart.mcp
+    ├── A2AError                               stalwart.a2a
+    │   └── RemoteTaskFailed                   stalwart.a2a
     └── CLIError                               (the command line's own exit)
 
 Each class has a stable ``error_code`` (``RunNotFound.error_code ==
@@ -77,6 +79,7 @@ from __future__ import annotations
 from .redact import redact
 
 __all__ = [
+    "A2AError",
     "ApprovalError",
     "ArgumentError",
     "AuthenticationFailed",
@@ -102,6 +105,7 @@ __all__ = [
     "ProviderStreamError",
     "ProviderUnavailable",
     "RateLimited",
+    "RemoteTaskFailed",
     "RunNotFound",
     "ScheduleError",
     "ScheduleNotFound",
@@ -526,6 +530,20 @@ class ToolChanged(McpError):
     """
 
     error_code = "tool_changed"
+
+
+class A2AError(StalwartError):
+    """Base of the errors of :mod:`stalwart.a2a`."""
+
+    error_code = "a2a_error"
+
+
+class RemoteTaskFailed(A2AError):
+    """A remote A2A agent ended its task failed, rejected or cancelled, or
+    could not be reached; the message names the agent, the task and the
+    state it ended in."""
+
+    error_code = "remote_task_failed"
 
 
 # -- the command line -----------------------------------------------------------------
