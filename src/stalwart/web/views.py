@@ -30,8 +30,9 @@ from ..core.tags import decode_tags, parse_tag
 from ..runner import Runner
 from ..runner.registry import Registry
 from ..stores import Store
-from ..stores.base import StepPage, StepPosition
+from ..stores.base import StepPage, StepPosition, owner_is_dead
 from .conversation import Asked, bubbles, pending_ask, usage_by_model
+from .graph import flow_graph
 from .live import SHOWN, Memory, WaitMark, parse_shown, same_shown, shown_token
 from .security import CSRF_FIELD, check_post
 from .steps import child_ids, events_of, step_tree, timeline
@@ -272,6 +273,15 @@ async def _the_run(request: Request) -> RunRecord | Response:
     return run
 
 
+def _abandoned(run: RunRecord) -> bool:
+    """Whether a running run's holder is gone: a process of this host that
+    exited, or a lease that ran out (a worker takes the run over)."""
+    if run.status != "running":
+        return False
+    expired = run.lease_expires_at is not None and run.lease_expires_at < time.time()
+    return expired or owner_is_dead(run.owner)
+
+
 def _memory(request: Request) -> Memory:
     """What this app remembers between refreshes (made at its first use)."""
     state = request.app.state
@@ -387,6 +397,7 @@ async def _run_context(
         "result": shown(run.result, value_link(run.id, "result")),
         "error": shown(run.error, value_link(run.id, "error")),
         "usage": usage_by_model(run, steps),
+        "graph": flow_graph(run, steps, _policy(request, run.policy), _abandoned(run)),
         "tree": step_tree(steps, run.id),
         "step_count": page.count,
         "page": page,
