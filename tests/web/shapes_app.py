@@ -104,17 +104,32 @@ trio = llm.Agent(
     name="trio",
 )
 
+
+@sw.policy
+async def napper(ctx: sw.Context) -> str:
+    """Sleep a little, then wait for a signal whose name is markup."""
+    await ctx.sleep(0.2)
+    return str(await ctx.wait_for(HOSTILE))
+
+
 review = review_flow()
 crashing = crashing_flow()
-POLICIES = [review, crashing, trio, weather]
+POLICIES = [review, crashing, trio, weather, napper]
 
 
 async def seed(url: str) -> None:
-    """The flow that fails in its markup-named node, and the agent."""
+    """The flow that fails in its markup-named node, the agent, and a run
+    that slept and waited."""
     async with sw.Runner(url, policies=POLICIES) as r:
         with contextlib.suppress(Exception):
             await r.run(review, shared={}, run_id="review-1")
         await r.run(trio, "Weather in three cities?", run_id="trio-1")
+        napping = await r.start(napper, run_id="napper-1")
+        while (await r.store.get_run("napper-1")).status != "suspended":  # type: ignore[union-attr]
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)
+        await r.signal("napper-1", HOSTILE, "awake")
+        await napping.result()
 
 
 async def crash(url: str) -> None:

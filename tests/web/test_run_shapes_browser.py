@@ -1,5 +1,6 @@
 """In a real browser: the shape of a run as its page draws it, on SQLite
 and PostgreSQL: a flow's graph marks the node a SIGKILL stopped the run in,
+three tool calls of one reply are three overlapping bars on the timeline,
 and names that are markup are drawn as text."""
 
 from __future__ import annotations
@@ -54,6 +55,29 @@ def test_names_that_are_markup_are_drawn_as_text(browser: Any, store_url: str) -
         assert failed.locator("text").text_content() == HOSTILE[:18] + "…"
         taken = page.locator(".flow-graph g.edge.taken title").all_text_contents()
         assert f"{HOSTILE}: taken 1 time" in taken
+        page.goto(f"{base}/run?id=napper-1")
+        waited = page.locator('.timeline tr[data-key="2"] .gap-label').inner_text()
+        assert waited.endswith(f"for signal {HOSTILE}")
         page.wait_for_timeout(700)  # a live refresh or two
         assert page.locator("main script, main img, svg script, svg foreignObject").count() == 0
     assert dialogs == []
+
+
+def test_three_parallel_tool_calls_are_three_overlapping_bars(browser: Any, store_url: str) -> None:
+    seed_sync(store_url, seed)
+    with inspector(store_url) as base:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(f"{base}/run?id=trio-1")
+        boxes = []
+        for i in (1, 2, 3):
+            bar = page.locator(f'.timeline tr[data-key="1#{i}"] rect')
+            assert "parallel" in (bar.get_attribute("class") or "")
+            boxes.append(bar.bounding_box())
+        assert all(b is not None and b["width"] > 20 for b in boxes)
+        lefts = [b["x"] for b in boxes]
+        rights = [b["x"] + b["width"] for b in boxes]
+        assert max(lefts) < min(rights)  # on the screen, the three bars overlap in time
+        tops = [b["y"] for b in boxes]
+        assert tops == sorted(tops) and len(set(tops)) == 3  # side by side, one row each
+        title = page.locator('.timeline tr[data-key="1#3"] title').text_content()
+        assert "ran beside others" in title

@@ -35,7 +35,8 @@ from .conversation import Asked, bubbles, pending_ask, usage_by_model
 from .graph import flow_graph
 from .live import SHOWN, Memory, WaitMark, parse_shown, same_shown, shown_token
 from .security import CSRF_FIELD, check_post
-from .steps import child_ids, events_of, step_tree, timeline
+from .steps import child_ids, events_of, step_tree
+from .timeline import timeline
 from .values import (
     RUN_FIELDS,
     STEP_FIELDS,
