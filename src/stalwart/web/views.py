@@ -48,6 +48,7 @@ from .values import (
     load,
     parse_time,
     pretty,
+    reading,
     run_duration,
     shown,
     value_link,
@@ -428,7 +429,9 @@ async def run_page(request: Request) -> Response:
         return _problem(request, 400, str(exc))
     page = await _step_page(request, run, window)
     note = await _answered_note(request)
-    return _page(request, "run.html", note=note, **await _run_context(request, run, page, window))
+    with reading():
+        context = await _run_context(request, run, page, window)
+        return _page(request, "run.html", note=note, **context)
 
 
 async def run_live(request: Request) -> Response:
@@ -456,7 +459,9 @@ async def run_live(request: Request) -> Response:
         if count == known and await _still_shown(request, run, count, token):
             return Response(status_code=204)
     page = await _step_page(request, run, window)
-    return _page(request, "run_live.html", **await _run_context(request, run, page, window))
+    with reading():
+        context = await _run_context(request, run, page, window)
+        return _page(request, "run_live.html", **context)
 
 
 async def _still_shown(request: Request, run: RunRecord, count: int, token: str) -> bool:
