@@ -31,7 +31,7 @@ from ..runner import Runner
 from ..runner.registry import Registry
 from ..stores import Store
 from ..stores.base import StepPage, StepPosition, owner_is_dead
-from .conversation import Asked, bubbles, pending_ask, usage_by_model
+from .conversation import Asked, bubbles, pending_ask, turns, usage_by_model
 from .graph import flow_graph
 from .live import SHOWN, Memory, WaitMark, parse_shown, same_shown, shown_token
 from .security import CSRF_FIELD, check_post
@@ -408,7 +408,8 @@ async def _run_context(
         "later_link": link("/run", id=run.id, after=_cursor(page.last)) if page.later else "",
         "latest_link": link("/run", id=run.id) if page.later else "",
         "live": link("/run/live", id=run.id, **window.query()),
-        "bubbles": bubbles(steps, run.id),
+        "bubbles": (said := bubbles(steps, run.id)),
+        "conversation": turns(said),
         "events": events_of(steps, run.id),
         "timeline": timeline(run, steps),
         "children": children,
