@@ -17,6 +17,7 @@ escapes every name (S13: names are recorded data).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -31,9 +32,20 @@ from ..flow.events import flow_name, node_name
 from ..flow.flow import Flow
 from ..flow.node import BaseNode
 from ..flow.visits import POST
+from ..journey import Journey
+from .steps import key_order
 from .values import error_summary, load
 
-__all__ = ["FlowGraph", "GraphEdge", "GraphNode", "Visit", "flow_graph", "flow_visits"]
+__all__ = [
+    "FlowGraph",
+    "GraphEdge",
+    "GraphNode",
+    "Visit",
+    "flow_graph",
+    "flow_visits",
+    "journey_graph",
+    "run_graph",
+]
 
 #: Nodes drawn at most: a graph read from an object is walked this far.
 MAX_NODES = 200
@@ -101,6 +113,7 @@ class FlowGraph:
     height: float
     whole: bool
     path: list[Visit] = field(default_factory=list)
+    kind: str = "flow"  # or "journey": its steps and the moves between them
 
 
 def flow_visits(steps: Mapping[str, StepRecord]) -> list[Visit]:
@@ -306,7 +319,7 @@ def _layout(
                     f"M{sx:.1f},{sy:.1f} C{sx:.1f},{sy + 30:.1f} "
                     f"{ex:.1f},{ey - 30:.1f} {ex:.1f},{ey - 2:.1f}"
                 )
-                lx, ly = sx + (ex - sx) * 0.6 + 4, sy + (ey - sy) * 0.6
+                lx, ly = sx + (ex - sx) * 0.6 + 4, sy + (ey - sy) * 0.6 + 11 * (k % 2)
             else:  # back up, to itself, or across a row: out to the right and in again
                 bend = max(x1, x2) + _BOX_W + 40 + 12 * k
                 sx, sy = x1 + _BOX_W, y1 + _BOX_H / 2
@@ -320,3 +333,79 @@ def _layout(
 
 def _short(text: str) -> str:
     return text if len(text) <= LABEL else text[: LABEL - 1] + "…"
+
+
+def journey_graph(
+    run: RunRecord,
+    steps: Mapping[str, StepRecord],
+    policy: Policy[Any, Any] | None,
+    interrupted: bool = False,
+) -> FlowGraph | None:
+    """A journey run's steps (the journey's own, when the inspector has
+    it) and the moves between them its ``stalwart.journey`` records show
+    (None when the run is no journey's).
+
+    A move's arrow is named by the step it leads to; a journey's moves are
+    its tools' choices, not declared, so only moves made are drawn.
+    """
+    journey = policy.fn if policy is not None and isinstance(policy.fn, Journey) else None
+    records = sorted(
+        (r for r in steps.values() if r.kind == "journey"), key=lambda r: key_order(r.key)
+    )
+    if journey is None and not records:
+        return None
+    names: list[str] = [m.name for m in journey.kind] if journey is not None else []
+    start = journey.start.name if journey is not None else None
+    path: list[Visit] = []
+    done = False
+    for r in records:
+        value = load(r.output)
+        record = value if isinstance(value, dict) else {}
+        name = str(record.get("step", ""))
+        done = record.get("done") is True
+        if not path and start is not None and name != start:
+            path.append(Visit(0, start, name, "done"))
+        if path and path[-1].name == name:
+            continue  # the state changed, the step did not
+        if path:
+            path[-1].action = name
+        path.append(Visit(len(path) + 1, name, None, "done"))
+    if not path and start is not None:
+        path.append(Visit(1, start, None, "done"))
+    for v in path:
+        if v.name not in names:
+            names.append(v.name)
+    index = {n: i for i, n in enumerate(names)}
+    successors: list[dict[str, int]] = [{} for _ in names]
+    taken: dict[tuple[int, str], int] = {}
+    visits = [0] * len(names)
+    for a, b in itertools.pairwise(path):
+        successors[index[a.name]][b.name] = index[b.name]
+        taken[(index[a.name], b.name)] = taken.get((index[a.name], b.name), 0) + 1
+    for v in path:
+        visits[index[v.name]] += 1
+    states = ["visited" if c else "" for c in visits]
+    errors = [""] * len(names)
+    if path:
+        last = index[path[-1].name]
+        if run.status == "failed":
+            states[last], errors[last] = "failed", error_summary(run.error)
+        elif run.status not in TERMINAL and not done:
+            states[last] = "interrupted" if interrupted else "current"
+    first = index[start] if start is not None else (0 if names else None)
+    graph = _layout(
+        names, successors, first, visits, states, errors, taken, journey is not None, path
+    )
+    return dataclasses.replace(graph, kind="journey")
+
+
+def run_graph(
+    run: RunRecord,
+    steps: Mapping[str, StepRecord],
+    policy: Policy[Any, Any] | None,
+    interrupted: bool = False,
+) -> FlowGraph | None:
+    """The graph a run's page draws: a flow's or a journey's (None: neither)."""
+    return flow_graph(run, steps, policy, interrupted) or journey_graph(
+        run, steps, policy, interrupted
+    )

@@ -32,7 +32,7 @@ from ..runner.registry import Registry
 from ..stores import Store
 from ..stores.base import StepPage, StepPosition, owner_is_dead
 from .conversation import Asked, bubbles, pending_ask, turns, usage_by_model
-from .graph import flow_graph
+from .graph import run_graph
 from .live import SHOWN, Memory, WaitMark, parse_shown, same_shown, shown_token
 from .security import CSRF_FIELD, check_post
 from .steps import child_ids, events_of, step_tree
@@ -399,7 +399,7 @@ async def _run_context(
         "result": shown(run.result, value_link(run.id, "result")),
         "error": shown(run.error, value_link(run.id, "error")),
         "usage": usage_by_model(run, steps),
-        "graph": flow_graph(run, steps, _policy(request, run.policy), _abandoned(run)),
+        "graph": run_graph(run, steps, _policy(request, run.policy), _abandoned(run)),
         "tree": step_tree(steps, run.id),
         "step_count": page.count,
         "page": page,
