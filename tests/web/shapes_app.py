@@ -20,7 +20,7 @@ from stalwart import llm
 from stalwart.flow import Flow, Node
 from stalwart.testing import ScriptedLLM, call
 
-from .web_app import HOSTILE
+from .web_app import HOSTILE, greet
 
 
 class Draft(Node):
@@ -112,14 +112,26 @@ async def napper(ctx: sw.Context) -> str:
     return str(await ctx.wait_for(HOSTILE))
 
 
+@sw.policy
+async def branch(ctx: sw.Context, name: str) -> list[str]:
+    """Greet two names made of ``name``, each in a child run."""
+    return list(await ctx.map(greet, [f"{name}1", f"{name}2"]))
+
+
+@sw.policy
+async def tree_root(ctx: sw.Context) -> list[list[str]]:
+    """Two branches, each a child run with two children of its own."""
+    return list(await ctx.map(branch, ["a", "b"]))
+
+
 review = review_flow()
 crashing = crashing_flow()
-POLICIES = [review, crashing, trio, weather, napper]
+POLICIES = [review, crashing, trio, weather, napper, greet, branch, tree_root]
 
 
 async def seed(url: str) -> None:
     """The flow that fails in its markup-named node, the agent, and a run
-    that slept and waited."""
+    that slept and waited, a run whose children have children."""
     async with sw.Runner(url, policies=POLICIES) as r:
         with contextlib.suppress(Exception):
             await r.run(review, shared={}, run_id="review-1")
@@ -130,6 +142,7 @@ async def seed(url: str) -> None:
         await asyncio.sleep(0.3)
         await r.signal("napper-1", HOSTILE, "awake")
         await napping.result()
+        await r.run(tree_root, run_id="tree")
 
 
 async def crash(url: str) -> None:

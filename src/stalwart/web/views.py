@@ -32,6 +32,7 @@ from ..runner.registry import Registry
 from ..stores import Store
 from ..stores.base import StepPage, StepPosition, owner_is_dead
 from .conversation import Asked, bubbles, pending_ask, turns, usage_by_model
+from .family import family_tree
 from .graph import run_graph
 from .live import SHOWN, Memory, WaitMark, parse_shown, same_shown, shown_token
 from .security import CSRF_FIELD, check_post
@@ -413,6 +414,7 @@ async def _run_context(
         "events": events_of(steps, run.id),
         "timeline": timeline(run, steps),
         "children": children,
+        "family": await family_tree(_store(request), run, children),
         "signal_name": signal_name,
         "asked": asked,
         "back": link("/run", id=run.id),
