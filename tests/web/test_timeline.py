@@ -76,3 +76,20 @@ async def test_a_run_still_waiting_shows_the_wait_running_to_now(sqlite_url: str
     cls, _, right = rows["1"]
     assert cls == "wait waiting" and right == 1000.0
     assert "for signal approve" in html
+
+
+async def test_the_time_in_model_calls_tools_and_waits_is_counted_once(
+    seeded_shapes: str,
+) -> None:
+    async with client(seeded_shapes) as c:
+        trio = (await c.get("/run", params={"id": "trio-1"})).text
+        napper = (await c.get("/run", params={"id": "napper-1"})).text
+    spent = re.search(r'<p class="spent">(.*?)</p>', trio, re.S)
+    assert spent is not None
+    said = re.sub(r"<[^>]+>", "", spent.group(1))
+    assert "(2 calls)" in said and "(3 calls," in said
+    assert "summed: they ran at once" in said  # three at once: the clock counts them once
+    waits = re.search(r'<b class="waits">([^<]*)</b>', napper)
+    model = re.search(r'<b class="model">([^<]*)</b>', napper)
+    assert waits is not None and waits.group(1).endswith("ms") and waits.group(1) != "0 ms"
+    assert model is not None and model.group(1) == "0 ms"  # no model in that run

@@ -24,7 +24,7 @@ from ..core.ledger import TERMINAL, RunRecord, StepRecord
 from .steps import flatten, parent_key, step_tree
 from .values import fmt_duration, load
 
-__all__ = ["Bar", "Tick", "Timeline", "timeline"]
+__all__ = ["Bar", "Spent", "Tick", "Timeline", "timeline"]
 
 #: The axis's width in the drawing's own units (bars are placed on it).
 AXIS = 1000.0
@@ -58,12 +58,46 @@ class Tick:
 
 
 @dataclass(frozen=True)
+class Spent:
+    """Where a run's time went, in seconds on the clock (steps that ran at
+    once count once): model calls (steps whose arguments hold
+    ``observations``, what every model takes), tool calls (the calls a
+    model's reply asked for, keys ``…#n``), sleeps and waits; and the calls
+    of each kind."""
+
+    model: float = 0.0
+    tools: float = 0.0
+    waits: float = 0.0
+    model_calls: int = 0
+    tool_calls: int = 0
+    tools_summed: float = 0.0
+
+
+@dataclass(frozen=True)
 class Timeline:
-    """The rows and the axis of a run's timeline, and the span it covers."""
+    """The rows and the axis of a run's timeline, the span it covers, and
+    where the time went."""
 
     bars: list[Bar]
     ticks: list[Tick]
     span: str
+    spent: Spent = Spent()
+
+
+def _covered(spans: list[tuple[float, float]]) -> float:
+    """Seconds covered by the union of ``spans``."""
+    total, reach = 0.0, float("-inf")
+    for begin, end in sorted(spans):
+        if end <= reach:
+            continue
+        total += end - max(begin, reach)
+        reach = end
+    return total
+
+
+def _is_model_call(rec: StepRecord) -> bool:
+    args = load(rec.args) if rec.args and '"observations"' in rec.args else None
+    return isinstance(args, dict) and "observations" in args
 
 
 def _signal_after(rec: StepRecord, steps: Mapping[str, StepRecord]) -> StepRecord | None:
@@ -148,7 +182,17 @@ def timeline(
         Tick(round(AXIS * i / _TICKS, 2), "+" + fmt_duration(total * i / _TICKS))
         for i in range(_TICKS + 1)
     ]
-    return Timeline(bars, ticks, fmt_duration(total))
+    models = [placed[k] for k, r in shown.items() if k in placed and _is_model_call(r)]
+    tools = [placed[k] for k in shown if k in placed and "#" in k]
+    spent = Spent(
+        model=_covered(models),
+        tools=_covered(tools),
+        waits=_covered([(b, e) for b, e, _, _ in spans.values()]),
+        model_calls=len(models),
+        tool_calls=len(tools),
+        tools_summed=sum(e - b for b, e in tools),
+    )
+    return Timeline(bars, ticks, fmt_duration(total), spent)
 
 
 def _overlaps_a_sibling(
