@@ -83,6 +83,7 @@ BYTES = Column("bytes_per_step", "bytes/step")
 SECONDS = Column("seconds", "seconds")
 RUNS = Column("runs_per_s", "runs/s")
 QUERIES = Column("queries_per_s", "listings/s")
+PAGES = Column("ms_per_page", "ms per page")
 
 SPECS: dict[str, Spec] = {
     s.id: s
@@ -407,6 +408,25 @@ SPECS: dict[str, Spec] = {
             ),
             floor="floor: list_runs of one page, no filter",
         ),
+        Spec(
+            "B15",
+            "the inspector's page of a 1,000-step agent run (500 turns, a tool call each)",
+            PAGES,
+            False,
+            2,
+            "a run page in < 1,000 ms on SQLite",
+            (
+                _s("floor: the store's reads for the page", "b15_run_page:b15_floor_sqlite"),
+                _s(
+                    "stalwart sqlite run page",
+                    "b15_run_page:b15_stalwart_sqlite",
+                    floor="floor: the store's reads for the page",
+                ),
+                _s("stalwart postgres run page", "b15_run_page:b15_stalwart_postgres"),
+            ),
+            columns=(Column("cpu_ms_per_page", "CPU ms per page"),),
+            floor="floor: the store's reads for the page",
+        ),
     )
 }
 
@@ -469,6 +489,13 @@ def aims(rows: Rows) -> list[tuple[str, str, str, bool | None]]:
             f"{a:,.0f} listings/s = {a / b:.0%} of {b:,.0f}",
             a >= 0.5 * b,
         )
+    m = _median(rows, "B15", "stalwart sqlite run page", "ms_per_page")
+    add(
+        "B15",
+        "a 1,000-step run's page < 1,000 ms on SQLite",
+        None if m is None else f"{m:,.0f} ms",
+        m is not None and m < 1000,
+    )
     gather = _median(rows, "B4", "floor: asyncio.gather", "seconds")
     for sub in ("stalwart sqlite", "stalwart postgres"):
         a = _median(rows, "B4", sub, "seconds")

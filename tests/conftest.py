@@ -171,6 +171,7 @@ SLOW_MODULES = (
     "tests/web/test_browser.py",
     "tests/web/test_browser_values.py",
     "tests/web/test_live_browser.py",
+    "tests/web/test_run_shapes_browser.py",
 )
 SLOW_FIXTURES = frozenset({"worker"})
 SLOW_CODE = (

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -30,11 +30,12 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
-def seed_sync(url: str) -> None:
-    """``seed`` on a thread of its own: Playwright's sync API holds an event
-    loop on the test's thread, where ``asyncio.run`` may not start another."""
+def seed_sync(url: str, seeding: Callable[[str], Awaitable[None]] = seed) -> None:
+    """``seeding`` (``web_app.seed`` by default) on a thread of its own:
+    Playwright's sync API holds an event loop on the test's thread, where
+    ``asyncio.run`` may not start another."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, seed(url)).result()
+        pool.submit(asyncio.run, seeding(url)).result()
 
 
 @contextlib.asynccontextmanager

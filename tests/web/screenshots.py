@@ -3,7 +3,8 @@
     python -m tests.web.screenshots
 
 Seeds a fresh SQLite store with ``web_app.seed``, serves the inspector on
-it, and photographs the main pages with the system chromium.
+it, and photographs the main pages with the system chromium; then the same
+for the runs of ``shapes_app.seed`` (a flow's graph, parallel tool calls).
 """
 
 from __future__ import annotations
@@ -13,12 +14,18 @@ from pathlib import Path
 
 from .browser import chromium, chromium_path, inspector
 from .conftest import ROOT, seed_sync
+from .shapes_app import seed as seed_shapes
 
 PAGES = {
     "ui-runs.png": "/runs",
     "ui-run-agent.png": "/run?id=agent-1",
     "ui-run-family.png": "/run?id=family",
     "ui-waiting.png": "/waiting",
+}
+#: Pages of runs ``shapes_app.seed`` records, shown by an inspector given its policies.
+SHAPES = {
+    "ui-run-flow.png": "/run?id=review-1",
+    "ui-run-parallel.png": "/run?id=trio-1",
 }
 
 
@@ -38,6 +45,16 @@ def main() -> None:
                 first_step = page.locator("details[data-key^='step 1']")
                 if first_step.count():
                     first_step.first.evaluate("d => d.open = true")
+                page.screenshot(path=str(out / name), full_page=True)
+                print(out / name)
+        shapes = f"sqlite:///{Path(tmp) / 'shapes.db'}"
+        seed_sync(shapes, seed_shapes)
+        with inspector(shapes, app="tests.web.shapes_app") as base, chromium(executable) as b:
+            page = b.new_page(viewport={"width": 1280, "height": 900})
+            for name, path in SHAPES.items():
+                page.goto(base + path)
+                for calls in page.locator("details.tool-calls").all():
+                    calls.evaluate("d => d.open = true")
                 page.screenshot(path=str(out / name), full_page=True)
                 print(out / name)
 

@@ -15,7 +15,17 @@ from ..core.ledger import ASKED, RunRecord, StepRecord
 from .steps import key_order
 from .values import EMPTY, Shown, clip, cut, load, value_link
 
-__all__ = ["Asked", "Bubble", "ModelUsage", "bubbles", "pending_ask", "usage_by_model"]
+__all__ = [
+    "Asked",
+    "Bubble",
+    "ModelUsage",
+    "ToolCall",
+    "Turn",
+    "bubbles",
+    "pending_ask",
+    "turns",
+    "usage_by_model",
+]
 
 _TAG = "$t"
 _MSG = "msg"
@@ -37,6 +47,7 @@ class Bubble:
     call_args: Shown = EMPTY
     call_invalid: str = ""
     result_name: str = ""
+    result_call_id: str = ""
     result_value: Shown = EMPTY
     result_error: str = ""
     step: str = ""
@@ -97,6 +108,7 @@ def _bubble(msg: dict[str, Any], step: str, href: str) -> Bubble:
         ),
         call_invalid=clip(str(call.get("invalid") or "")),
         result_name=str(result.get("name", "")),
+        result_call_id=str(result.get("call_id", "")),
         result_value=cut(
             value
             if isinstance(value, str)
@@ -130,6 +142,57 @@ def bubbles(steps: Mapping[str, StepRecord], run_id: str = "") -> list[Bubble]:
                 if here[fp] > shown.get(fp, 0):
                     shown[fp] = here[fp]
                     out.append(_bubble(msg, s.key, value_link(run_id, field, s.key)))
+    return out
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call a reply asked for, and the result that answered it (None
+    while it runs, or when the steps shown do not hold it)."""
+
+    call: Bubble
+    result: Bubble | None = None
+
+
+@dataclass
+class Turn:
+    """A message as the conversation shows it: ``head``, the message (a
+    model's reply: its first message), and the tool calls the reply asked
+    for, each with its result, folded under it."""
+
+    head: Bubble
+    calls: list[ToolCall]
+
+
+def turns(shown: list[Bubble]) -> list[Turn]:
+    """The conversation's messages as turns: a reply's calls (messages of
+    one step, one role, one after the other) gathered under it, and each
+    result put under the call it answers (by call id). A result whose call
+    is not among the messages stays a message of its own."""
+    out: list[Turn] = []
+    waiting: dict[str, tuple[Turn, int]] = {}
+    for b in shown:
+        if b.call_name:
+            last = out[-1] if out else None
+            same_reply = (
+                last is not None
+                and last.head.role == b.role
+                and last.head.step == b.step
+                and (last.calls or not last.head.result_name)
+            )
+            turn = last if same_reply and last is not None else None
+            if turn is None:
+                turn = Turn(b, [])
+                out.append(turn)
+            turn.calls.append(ToolCall(b))
+            if b.call_id:
+                waiting[b.call_id] = (turn, len(turn.calls) - 1)
+            continue
+        if b.result_name and b.result_call_id in waiting:
+            turn, i = waiting.pop(b.result_call_id)
+            turn.calls[i] = ToolCall(turn.calls[i].call, b)
+            continue
+        out.append(Turn(b, []))
     return out
 
 

@@ -1,5 +1,6 @@
-"""The steps of a run as the pages show them: a tree by key, bars on a
-timeline, the engine's own records, and the child runs spawned.
+"""The steps of a run as the pages show them: a tree by key, the engine's
+own records, and the child runs spawned (their bars on a time axis are
+:mod:`.timeline`'s).
 
 Read from records as plain JSON trees, as :mod:`.values` says (S13).
 """
@@ -15,7 +16,6 @@ from ..core.ledger import CHILD_MARK, RunRecord, StepRecord
 from .values import EMPTY, Shown, error_summary, fmt_duration, load, shown, value_link
 
 __all__ = [
-    "Span",
     "StepNode",
     "child_ids",
     "events_of",
@@ -23,7 +23,6 @@ __all__ = [
     "key_order",
     "parent_key",
     "step_tree",
-    "timeline",
 ]
 
 
@@ -119,43 +118,6 @@ def flatten(nodes: Iterable[StepNode], depth: int = 0) -> Iterator[tuple[int, St
     for node in nodes:
         yield depth, node
         yield from flatten(node.children, depth + 1)
-
-
-@dataclass(frozen=True)
-class Span:
-    """A bar of the timeline: where a step starts and how wide it is, in
-    percent of the run's span."""
-
-    key: str
-    name: str
-    depth: int
-    left: float
-    width: float
-    failed: bool
-    title: str
-
-
-def timeline(run: RunRecord, steps: Mapping[str, StepRecord]) -> list[Span]:
-    """The steps as bars on the run's time axis, tree order."""
-    recs = list(steps.values())
-    if not recs:
-        return []
-    start = min([run.created_at, *(r.started_at for r in recs if r.started_at)])
-    end = max([run.updated_at, *(r.finished_at for r in recs)])
-    total = max(end - start, 1e-6)
-    out: list[Span] = []
-    for depth, node in flatten(step_tree(steps)):
-        r = node.record
-        if r is None:
-            continue
-        begin = r.started_at or r.finished_at
-        left = 100.0 * (begin - start) / total
-        width = max(100.0 * (r.finished_at - begin) / total, 0.4)
-        title = f"{node.key} {r.name} {fmt_duration(r.finished_at - begin)}"
-        out.append(
-            Span(node.key, r.name, depth, round(left, 2), round(width, 2), node.failed, title)
-        )
-    return out
 
 
 def events_of(steps: Mapping[str, StepRecord], run_id: str = "") -> list[tuple[StepRecord, Shown]]:

@@ -11,8 +11,11 @@ numbers only; Jinja escapes them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -36,6 +39,7 @@ __all__ = [
     "load",
     "parse_time",
     "pretty",
+    "reading",
     "run_duration",
     "shown",
     "value_link",
@@ -51,10 +55,43 @@ STEP_FIELDS = ("args", "output", "error")
 
 
 # -- values ----------------------------------------------------------------
+#: The trees parsed while one page is rendered, by their text (see :func:`reading`).
+_parsed: ContextVar[dict[str, Any] | None] = ContextVar("stalwart_web_parsed", default=None)
+#: Texts shorter than this are parsed again rather than remembered.
+_REMEMBER = 2048
+
+
+@contextlib.contextmanager
+def reading() -> Iterator[None]:
+    """While a page is rendered: each recorded text is parsed once.
+
+    A run page reads a model call's arguments (the conversation so far)
+    for the conversation, the token usage and the step's preview; inside
+    this block :func:`load` parses each long text once and hands every
+    reader the same tree, which readers only read. Nothing is kept after
+    the block: the next page parses what it shows.
+    """
+    token = _parsed.set({})
+    try:
+        yield
+    finally:
+        _parsed.reset(token)
+
+
 def load(text: str | None) -> Any:
     """The JSON tree of a recorded value; text that is not JSON stays text."""
     if text is None:
         return None
+    memo = _parsed.get() if len(text) >= _REMEMBER else None
+    if memo is not None:
+        tree = memo.get(text, _parsed)
+        if tree is _parsed:
+            tree = memo[text] = _load(text)
+        return tree
+    return _load(text)
+
+
+def _load(text: str) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError):  # a hostile row nested past the parser's depth
@@ -121,8 +158,56 @@ def clip(text: str, limit: int = SUMMARY) -> str:
 
 
 def shown(text: str | None, href: str, limit: int = PREVIEW) -> Shown:
-    """A recorded value as :func:`pretty` lays it out, :func:`cut`."""
-    return cut(pretty(text), href, limit)
+    """A recorded value as :func:`pretty` lays it out, :func:`cut`.
+
+    A long value is not laid out whole to show its beginning (indented JSON
+    is Python's slow encoder, and a model call's arguments hold the whole
+    conversation): the first ``limit`` characters come from the indented
+    encoder's stream, stopped there, and the count of the rest from the
+    compact text (the C encoder, the same tokens) plus the indentation the
+    layout adds. What is shown is :func:`pretty`'s text, character for
+    character.
+    """
+    if text is None:
+        return EMPTY
+    tree = load(text)
+    if isinstance(tree, str) and tree == text:
+        return cut(text, href, limit)  # not JSON: shown as it is
+    head: list[str] = []
+    size = 0
+    for chunk in _INDENTED.iterencode(tree):
+        head.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            break
+    else:
+        return Shown("".join(head))
+    compact = json.dumps(tree, ensure_ascii=False, separators=(",", ": "))
+    return Shown("".join(head)[:limit], len(compact) + _indentation(tree) - limit, href)
+
+
+_INDENTED = json.JSONEncoder(indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def _indentation(tree: Any) -> int:
+    """The characters indented JSON (two spaces) adds to the compact text
+    of ``tree``: a new line and indent before each item of a non-empty
+    container, and before its closing bracket (a loop, not recursion: a
+    conversation is thousands of containers)."""
+    if not isinstance(tree, dict | list):
+        return 0
+    total = 0
+    stack: list[tuple[Any, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if not node:
+            continue
+        inner = depth + 1
+        total += len(node) * (1 + 2 * inner) + 1 + 2 * depth
+        for item in node.values() if isinstance(node, dict) else node:
+            if isinstance(item, dict | list):
+                stack.append((item, inner))
+    return total
 
 
 def error_summary(text: str | None) -> str:

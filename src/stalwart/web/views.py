@@ -30,11 +30,14 @@ from ..core.tags import decode_tags, parse_tag
 from ..runner import Runner
 from ..runner.registry import Registry
 from ..stores import Store
-from ..stores.base import StepPage, StepPosition
-from .conversation import Asked, bubbles, pending_ask, usage_by_model
+from ..stores.base import StepPage, StepPosition, owner_is_dead
+from .conversation import Asked, bubbles, pending_ask, turns, usage_by_model
+from .family import family_tree
+from .graph import run_graph
 from .live import SHOWN, Memory, WaitMark, parse_shown, same_shown, shown_token
 from .security import CSRF_FIELD, check_post
-from .steps import child_ids, events_of, step_tree, timeline
+from .steps import child_ids, events_of, step_tree
+from .timeline import timeline
 from .values import (
     RUN_FIELDS,
     STEP_FIELDS,
@@ -46,6 +49,7 @@ from .values import (
     load,
     parse_time,
     pretty,
+    reading,
     run_duration,
     shown,
     value_link,
@@ -272,6 +276,15 @@ async def _the_run(request: Request) -> RunRecord | Response:
     return run
 
 
+def _abandoned(run: RunRecord) -> bool:
+    """Whether a running run's holder is gone: a process of this host that
+    exited, or a lease that ran out (a worker takes the run over)."""
+    if run.status != "running":
+        return False
+    expired = run.lease_expires_at is not None and run.lease_expires_at < time.time()
+    return expired or owner_is_dead(run.owner)
+
+
 def _memory(request: Request) -> Memory:
     """What this app remembers between refreshes (made at its first use)."""
     state = request.app.state
@@ -387,6 +400,7 @@ async def _run_context(
         "result": shown(run.result, value_link(run.id, "result")),
         "error": shown(run.error, value_link(run.id, "error")),
         "usage": usage_by_model(run, steps),
+        "graph": run_graph(run, steps, _policy(request, run.policy), _abandoned(run)),
         "tree": step_tree(steps, run.id),
         "step_count": page.count,
         "page": page,
@@ -395,10 +409,12 @@ async def _run_context(
         "later_link": link("/run", id=run.id, after=_cursor(page.last)) if page.later else "",
         "latest_link": link("/run", id=run.id) if page.later else "",
         "live": link("/run/live", id=run.id, **window.query()),
-        "bubbles": bubbles(steps, run.id),
+        "bubbles": (said := bubbles(steps, run.id)),
+        "conversation": turns(said),
         "events": events_of(steps, run.id),
         "timeline": timeline(run, steps),
         "children": children,
+        "family": await family_tree(_store(request), run, children),
         "signal_name": signal_name,
         "asked": asked,
         "back": link("/run", id=run.id),
@@ -416,7 +432,9 @@ async def run_page(request: Request) -> Response:
         return _problem(request, 400, str(exc))
     page = await _step_page(request, run, window)
     note = await _answered_note(request)
-    return _page(request, "run.html", note=note, **await _run_context(request, run, page, window))
+    with reading():
+        context = await _run_context(request, run, page, window)
+        return _page(request, "run.html", note=note, **context)
 
 
 async def run_live(request: Request) -> Response:
@@ -444,7 +462,9 @@ async def run_live(request: Request) -> Response:
         if count == known and await _still_shown(request, run, count, token):
             return Response(status_code=204)
     page = await _step_page(request, run, window)
-    return _page(request, "run_live.html", **await _run_context(request, run, page, window))
+    with reading():
+        context = await _run_context(request, run, page, window)
+        return _page(request, "run_live.html", **context)
 
 
 async def _still_shown(request: Request, run: RunRecord, count: int, token: str) -> bool:
