@@ -10,8 +10,6 @@ import os
 from typing import Annotated
 
 import mcp_types as types
-from pydantic import BaseModel
-
 from mcp.server.mcpserver import (
     AcceptedElicitation,
     Context,
@@ -21,6 +19,7 @@ from mcp.server.mcpserver import (
     Resolve,
     Sample,
 )
+from pydantic import BaseModel
 
 server = MCPServer("asking")
 

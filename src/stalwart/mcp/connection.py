@@ -244,6 +244,8 @@ class Connection:
                     progress_callback=report,
                 ),
             )  # fmt: skip
+        except _Stopped as stop:
+            raise stop.reason from None
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 await self.lost(client)
@@ -281,7 +283,7 @@ class Connection:
         try:
             await asyncio.wait((task, call.interrupt), return_when=asyncio.FIRST_COMPLETED)
             if call.interrupt.done():
-                raise call.interrupt.result()
+                raise _Stopped(call.interrupt.result())
             return task.result()
         finally:
             self.asks.calls.remove(call)
@@ -309,6 +311,15 @@ class Connection:
             raise TimeoutError(
                 f"MCP server {server!r} did not answer {what} within {self.timeout} s"
             ) from None
+
+
+class _Stopped(BaseException):
+    """The call stopped by what answering the server raised (a wait that
+    suspends the run, an answer that does not fit): ``reason`` goes on."""
+
+    def __init__(self, reason: BaseException) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def _describe(exc: BaseException) -> str:

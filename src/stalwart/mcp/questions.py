@@ -137,7 +137,7 @@ async def ask_client(
 
 
 async def answer_given(
-    runner: sw.Runner, params: types.CallToolRequestParams, run_id: str, waiting: Question | None
+    runner: sw.Runner, params: types.CallToolRequestParams, waiting: Question | None
 ) -> bool:
     """Send the answer a call sent again carries (``input_responses``) for
     the question its run waits on now; whether one was sent."""

@@ -267,17 +267,22 @@ def build_server(
         except (sw.ArgumentError, sw.StalwartError, ValueError) as exc:
             return _error(f"{type(exc).__name__}: {exc}")
         try:
+            declined = ""  # a question the user would not answer: not asked again
             if params.input_responses:  # sent again with the user's answer
                 rec = await runner.get_run(run_id)
                 question = await _question(runner, rec) if rec.status == "suspended" else None
-                if await answer_given(runner, params, run_id, question):
+                if await answer_given(runner, params, question):
                     handle = await runner.start(pol, run_id=run_id, **kwargs)
+                elif question is not None:
+                    declined = question.input_key
             for _ in range(MAX_QUESTIONS):
                 waiting = await _until_settled(ctx, runner, handle)
                 if waiting is None:
                     break
                 question = await _question(runner, waiting)
-                asked = False if question is None else await ask_client(ctx, runner, question)
+                asked: types.InputRequiredResult | bool = False
+                if question is not None and question.input_key != declined:
+                    asked = await ask_client(ctx, runner, question)
                 if isinstance(asked, types.InputRequiredResult):
                     return asked
                 if not asked:
