@@ -3,6 +3,7 @@ the tool's call: recorded, so a call that runs again never asks the model again.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -83,3 +84,31 @@ async def test_a_call_that_runs_again_gets_the_models_recorded_reply(
     assert sampler.calls == 1  # the second execution read the model's reply from the ledger
     assert steps.count("sampler") == 1
     assert count.read_text().splitlines() == ["publish"]  # the tool's body ran once
+
+
+async def test_a_model_still_replying_when_the_server_asks_the_user_is_not_asked_again(
+    asking: tuple[list[str], dict[str, str], Path], sqlite_url: str
+) -> None:
+    """From 2026-07-28 a server asks its model and its user in one round: the
+    question suspends the run while the model is still writing, and its
+    reply is kept for the call's next execution."""
+    server, env, _ = asking
+
+    async def slow(observations: list[sw.Message], options: object) -> str:
+        await asyncio.sleep(0.3)  # still replying when the user is asked
+        return "A slow summary."
+
+    sampler = ScriptedLLM([slow], name="sampler")
+
+    @sw.policy
+    async def agent(ctx: sw.Context) -> str:
+        async with mcp.connect(server, name="asking", env=env, model=sampler) as tools:
+            return (await ctx.call(tools.tool("publish"), topic="x")).text
+
+    async with sw.Runner(sqlite_url, policies=[agent]) as runner:
+        handle = await runner.start(agent, run_id="slow")
+        await suspended(runner, "slow")
+        await runner.signal("slow", mcp.ELICITATION, {"approve": True})
+        handle = await runner.start(agent, run_id="slow")
+        assert await handle.result() == "published: A slow summary."
+    assert sampler.calls == 1

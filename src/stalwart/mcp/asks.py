@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,9 +71,30 @@ class InFlight:
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
 
+    answering: int = 0
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+
     def stop(self, exc: BaseException) -> None:
         if not self.interrupt.done():
             self.interrupt.set_result(exc)
+
+    @contextlib.contextmanager
+    def answer(self) -> Iterator[None]:
+        """While a server request of this call is being answered."""
+        self.answering += 1
+        self.idle.clear()
+        try:
+            yield
+        finally:
+            self.answering -= 1
+            if not self.answering:
+                self.idle.set()
+
+    async def settled(self) -> None:
+        """Until no request of this call is being answered: a model's reply
+        still coming when a question stops the call is recorded, not lost."""
+        if self.answering:
+            await self.idle.wait()
 
 
 class Asks:
@@ -108,14 +131,14 @@ class Asks:
             )
         observations = sampling_messages(params)
         try:
-            replies = await call.ctx.call(self.model, observations=observations)
+            with call.answer():
+                replies = await call.ctx.call(self.model, observations=observations)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             return types.ErrorData(code=types.INTERNAL_ERROR, message=f"the model failed: {exc}")
         except BaseException as exc:  # the run suspends, halts or is cancelled
-            call.stop(exc)
-            return types.ErrorData(code=types.INTERNAL_ERROR, message="the run stopped")
+            return await _stopped(call, exc)
         return _sampled(replies, _model_name(self.model))
 
     # -- elicitation ---------------------------------------------------------------
@@ -133,13 +156,13 @@ class Asks:
             schema = json.loads(json.dumps(params.requested_schema))
             about.update(mode="form", schema=schema)
         try:
-            answer = await call.ctx.ask(params.message, signal=ELICITATION, about=about)
+            with call.answer():
+                answer = await call.ctx.ask(params.message, signal=ELICITATION, about=about)
             return elicit_result(answer, schema, f"{self.server}/{call.tool}")
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # a wait suspends the run; a bad answer fails the call
-            call.stop(exc)
-            return types.ErrorData(code=types.INTERNAL_ERROR, message="no answer yet")
+            return await _stopped(call, exc)
 
     # -- logs ----------------------------------------------------------------------
     async def logging(self, params: types.LoggingMessageNotificationParams) -> None:
@@ -148,6 +171,14 @@ class Asks:
             self.calls[0].ctx.emit(record)
         else:
             _log.info("MCP server %r logs (%s): %s", self.server, params.level, params.data)
+
+
+async def _stopped(call: InFlight, exc: BaseException) -> types.ErrorData:
+    """Stop the call with ``exc``, once the other requests of the call being
+    answered are (the SDK would cancel them when this one answers an error)."""
+    call.stop(exc)
+    await call.settled()
+    return types.ErrorData(code=types.INTERNAL_ERROR, message="the run stopped here")
 
 
 def sampling_messages(params: types.CreateMessageRequestParams) -> list[sw.Message]:

@@ -283,6 +283,9 @@ class Connection:
         try:
             await asyncio.wait((task, call.interrupt), return_when=asyncio.FIRST_COMPLETED)
             if call.interrupt.done():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.timeout):
+                        await call.settled()
                 raise _Stopped(call.interrupt.result())
             return task.result()
         finally:
