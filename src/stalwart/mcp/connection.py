@@ -238,14 +238,12 @@ class Connection:
             ctx.emit(Progress(tool.name, progress, total, message))
 
         try:
-            result = await self._sent(
+            result, stop = await self._sent(
                 ctx, tool, client.call_tool(
                     tool.remote, arguments, read_timeout_seconds=self.timeout,
                     progress_callback=report,
                 ),
             )  # fmt: skip
-        except _Stopped as stop:
-            raise stop.reason from None
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 await self.lost(client)
@@ -267,16 +265,20 @@ class Connection:
                 f"MCP server {server!r} went away during the call of {tool.remote!r}: "
                 f"{_describe(exc)}"
             ) from None
+        if stop is not None:  # answering the server stopped it (a wait suspends the run)
+            raise stop
+        assert result is not None
         if result.is_error:
             raise ToolError(text_of(result))
         return message_of(result, tool.name)
 
     async def _sent(
         self, ctx: sw.Context, tool: RemoteTool, sending: Coroutine[Any, Any, types.CallToolResult]
-    ) -> types.CallToolResult:
+    ) -> tuple[types.CallToolResult | None, BaseException | None]:
         """The call's result, the call known as in flight meanwhile, so what
-        the server asks during it is answered in its step; a wait for a
-        person there suspends the run, and the call stops with it."""
+        the server asks during it is answered in its step; or, when answering
+        the server stopped the call (a wait for a person suspends the run, an
+        answer that does not fit), what stopped it."""
         call = InFlight(ctx, tool.name)
         self.asks.calls.append(call)
         task = asyncio.ensure_future(sending)
@@ -286,8 +288,8 @@ class Connection:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.timeout):
                         await call.settled()
-                raise _Stopped(call.interrupt.result())
-            return task.result()
+                return None, call.interrupt.result()
+            return task.result(), None
         finally:
             self.asks.calls.remove(call)
             if not task.done():
@@ -314,15 +316,6 @@ class Connection:
             raise TimeoutError(
                 f"MCP server {server!r} did not answer {what} within {self.timeout} s"
             ) from None
-
-
-class _Stopped(BaseException):
-    """The call stopped by what answering the server raised (a wait that
-    suspends the run, an answer that does not fit): ``reason`` goes on."""
-
-    def __init__(self, reason: BaseException) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def _describe(exc: BaseException) -> str:

@@ -110,7 +110,7 @@ def _takes_elicitation(ctx: ServerRequestContext[Any]) -> bool:
     return caps is not None and caps.elicitation is not None
 
 
-def modern(ctx: ServerRequestContext[Any]) -> bool:
+def _modern(ctx: ServerRequestContext[Any]) -> bool:
     """Whether the client speaks a protocol that asks by ``input_required``."""
     return (ctx.protocol_version or "") >= _MODERN
 
@@ -125,7 +125,7 @@ async def ask_client(
     if not _takes_elicitation(ctx):
         return False
     message, schema = question.form()
-    if modern(ctx):
+    if _modern(ctx):
         params = types.ElicitRequestFormParams(message=message, requested_schema=schema)
         request = types.ElicitRequest(params=params)
         return types.InputRequiredResult(input_requests={question.input_key: request})
