@@ -32,7 +32,7 @@ ANSWER = {
 
 
 async def test_the_reference_servers_question_waits_for_a_person_and_takes_the_signal(
-    everything: list[str], sqlite_url: str
+    everything: list[str], store_url: str
 ) -> None:
     @sw.policy
     async def agent(ctx: sw.Context) -> str:
@@ -41,14 +41,14 @@ async def test_the_reference_servers_question_waits_for_a_person_and_takes_the_s
             out = await ctx.call(tools.tool("trigger-elicitation-request"))
             return out.text
 
-    async with sw.Runner(sqlite_url) as runner:
+    async with sw.Runner(store_url) as runner:
         await runner.start(agent, run_id="e")
         rec = await suspended(runner, "e")
     assert rec.waiting_for == mcp.ELICITATION
 
     # Listed with every wait for a person, with what the server asks.
     listed = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "stalwart.cli", "runs", "waiting", "--json", "--store", sqlite_url,
+        sys.executable, "-m", "stalwart.cli", "runs", "waiting", "--json", "--store", store_url,
         stdout=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )  # fmt: skip
@@ -62,7 +62,7 @@ async def test_the_reference_servers_question_waits_for_a_person_and_takes_the_s
     assert about["server"] == "everything" and about["tool"] == "trigger-elicitation-request"
     assert about["schema"]["properties"]["email"]["format"] == "email"
 
-    async with sw.Runner(sqlite_url, policies=[agent]) as runner:
+    async with sw.Runner(store_url, policies=[agent]) as runner:
         await runner.signal("e", mcp.ELICITATION, ANSWER)
         text = await (await runner.start(agent, run_id="e")).result()
     assert "User provided the requested information" in text and "Name: Ada" in text

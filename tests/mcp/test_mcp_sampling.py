@@ -59,7 +59,7 @@ async def test_without_a_model_the_client_offers_no_sampling(everything: list[st
 
 
 async def test_a_call_that_runs_again_gets_the_models_recorded_reply(
-    asking: tuple[list[str], dict[str, str], Path], sqlite_url: str
+    asking: tuple[list[str], dict[str, str], Path], store_url: str
 ) -> None:
     server, env, count = asking
     sampler = ScriptedLLM(["Stalwart keeps runs."], name="sampler")
@@ -71,12 +71,12 @@ async def test_a_call_that_runs_again_gets_the_models_recorded_reply(
             return out.text
 
     # The tool asks the model, then the user: the run waits for the user.
-    async with sw.Runner(sqlite_url) as runner:
+    async with sw.Runner(store_url) as runner:
         await runner.start(agent, run_id="p")
         await suspended(runner, "p")
     assert sampler.calls == 1
     # Another runner on the same file: the answer comes, the call runs again.
-    async with sw.Runner(sqlite_url, policies=[agent]) as runner:
+    async with sw.Runner(store_url, policies=[agent]) as runner:
         await runner.signal("p", mcp.ELICITATION, {"approve": True, "note": "(ok)"})
         handle = await runner.start(agent, run_id="p")
         assert await handle.result() == "published: Stalwart keeps runs. (ok)"
