@@ -5,6 +5,7 @@ answer is the signal, and the call answers with the run's outcome."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp.client.session import ClientRequestContext
+from tests.conftest import free_port
 from tests.mcp.serving import serve_command
 
 import stalwart as sw
@@ -73,3 +75,37 @@ async def test_a_declined_question_leaves_the_run_waiting_for_someone_else(
         waiting = await client.call_tool("approve", {"amount": 5})
     assert not waiting.is_error
     assert waiting.meta is not None and waiting.meta[WAITING]["signal"] == "approval"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_over_http_the_served_run_asks_the_clients_user_too(
+    mode: str, sqlite_url: str, tmp_path: Path
+) -> None:
+    async def user(context: ClientRequestContext, params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"answer": "no budget"})
+
+    port = free_port()
+    command = serve_command(Path(__file__).with_name("served_app.py"), sqlite_url)
+    env = {**os.environ, "STAGE_COUNT": str(tmp_path / "count")}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, *command, "--http", f"127.0.0.1:{port}", env=env
+    )
+    try:
+        for _ in range(300):  # until the server listens
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        async with Client(
+            f"http://127.0.0.1:{port}/mcp", mode=mode, elicitation_callback=user,  # type: ignore[arg-type]
+            read_timeout_seconds=30,
+        ) as client:  # fmt: skip
+            done = await client.call_tool("approve", {"amount": 7})
+    finally:
+        proc.kill()
+        await proc.wait()
+    texts = [b.text for b in done.content if isinstance(b, types.TextContent)]
+    assert texts == ["not paid: no budget"]  # not JSON: the answer is its text
