@@ -20,6 +20,7 @@ imports this package. See ``docs/mcp.md``.
 from __future__ import annotations
 
 from ..core.errors import McpError, ServerUnavailable, ToolChanged, ToolError
+from .asks import ELICITATION, Log
 from .connection import Progress
 from .content import message_of, result_of
 from .server import (
@@ -36,8 +37,10 @@ from .server import (
 from .toolbox import McpTool, Toolbox, connect
 
 __all__ = [
+    "ELICITATION",
     "IDEMPOTENCY_KEY",
     "WAITING",
+    "Log",
     "McpError",
     "McpTool",
     "Progress",

@@ -16,9 +16,9 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import httpx2
@@ -30,11 +30,14 @@ import stalwart as sw
 from mcp import Client, StdioServerParameters
 
 from ..core.errors import ServerUnavailable, ToolChanged, ToolError
+from .asks import Asks, InFlight
 from .content import message_of, text_of
 
 __all__ = ["Connection", "Endpoint", "Progress", "RemoteTool"]
 
 _log = logging.getLogger("stalwart.mcp")
+
+_T = TypeVar("_T")
 
 # A server whose tools/list never ends cannot hang a run.
 _MAX_PAGES = 100
@@ -93,9 +96,10 @@ class RemoteTool(Protocol):
 class Connection:
     """The live session with one server, opened on demand, again after a death."""
 
-    def __init__(self, endpoint: Endpoint, timeout: float) -> None:
+    def __init__(self, endpoint: Endpoint, timeout: float, model: Any | None = None) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
+        self.asks = Asks(endpoint.name, model)
         self._client: Client | None = None
         self._holder: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
@@ -159,8 +163,16 @@ class Connection:
                         env=dict(ep.env) if ep.env is not None else None,
                         cwd=ep.cwd,
                     )
+                asks = self.asks
                 client = await stack.enter_async_context(
-                    Client(target, read_timeout_seconds=self.timeout)
+                    Client(
+                        target,
+                        read_timeout_seconds=self.timeout,
+                        sampling_callback=asks.sampling if asks.model is not None else None,
+                        elicitation_callback=asks.elicitation,
+                        logging_callback=asks.logging,
+                        log_level="info",
+                    )
                 )
                 if not ready.done():
                     ready.set_result(client)
@@ -226,9 +238,11 @@ class Connection:
             ctx.emit(Progress(tool.name, progress, total, message))
 
         try:
-            result = await client.call_tool(
-                tool.remote, arguments, read_timeout_seconds=self.timeout,
-                progress_callback=report,
+            result, stop = await self._sent(
+                ctx, tool, client.call_tool(
+                    tool.remote, arguments, read_timeout_seconds=self.timeout,
+                    progress_callback=report,
+                ),
             )  # fmt: skip
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
@@ -251,9 +265,57 @@ class Connection:
                 f"MCP server {server!r} went away during the call of {tool.remote!r}: "
                 f"{_describe(exc)}"
             ) from None
+        if stop is not None:  # answering the server stopped it (a wait suspends the run)
+            raise stop
+        assert result is not None
         if result.is_error:
             raise ToolError(text_of(result))
         return message_of(result, tool.name)
+
+    async def _sent(
+        self, ctx: sw.Context, tool: RemoteTool, sending: Coroutine[Any, Any, types.CallToolResult]
+    ) -> tuple[types.CallToolResult | None, BaseException | None]:
+        """The call's result, the call known as in flight meanwhile, so what
+        the server asks during it is answered in its step; or, when answering
+        the server stopped the call (a wait for a person suspends the run, an
+        answer that does not fit), what stopped it."""
+        call = InFlight(ctx, tool.name)
+        self.asks.calls.append(call)
+        task = asyncio.ensure_future(sending)
+        try:
+            await asyncio.wait((task, call.interrupt), return_when=asyncio.FIRST_COMPLETED)
+            if call.interrupt.done():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.timeout):
+                        await call.settled()
+                return None, call.interrupt.result()
+            return task.result(), None
+        finally:
+            self.asks.calls.remove(call)
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+    async def requested(self, what: str, ask: Callable[[Client], Awaitable[_T]]) -> _T:
+        """What ``ask`` gets from the open session (a listing, a read), with
+        the errors a tool call has: the server unreachable or gone, a refusal."""
+        client, _ = await self.session()
+        server = self.endpoint.name
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await ask(client)
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                await self.lost(client)
+                raise ServerUnavailable(
+                    f"MCP server {server!r} went away during {what}: {exc.message}"
+                ) from None
+            raise ToolError(f"MCP server {server!r} refused {what}: {exc.message}") from None
+        except TimeoutError:
+            raise TimeoutError(
+                f"MCP server {server!r} did not answer {what} within {self.timeout} s"
+            ) from None
 
 
 def _describe(exc: BaseException) -> str:

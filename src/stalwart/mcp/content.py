@@ -31,7 +31,7 @@ from pydantic import TypeAdapter
 
 import stalwart as sw
 
-__all__ = ["message_of", "result_of", "text_of"]
+__all__ = ["message_of", "prompt_messages", "resource_message", "result_of", "text_of"]
 
 _CONTENT: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
 
@@ -90,6 +90,40 @@ def message_of(result: types.CallToolResult, actor: str) -> sw.Message:
     if meta:
         msg = sw.Message(msg.role, msg.actor, msg.parts, id=msg.id, meta={"mcp": meta})
     return msg
+
+
+def resource_message(result: types.ReadResourceResult, actor: str) -> sw.Message:
+    """A resource's contents as one message: text as text, blobs as media;
+    each part's URI (and MIME type) in ``meta["mcp"]["resources"]``."""
+    parts: list[str | sw.Media] = []
+    listed: list[dict[str, Any]] = []
+    for res in result.contents:
+        entry: dict[str, Any] = {"part": len(parts), "uri": str(res.uri)}
+        if res.mime_type:
+            entry["mimeType"] = res.mime_type
+        listed.append(entry)
+        if isinstance(res, types.TextResourceContents):
+            parts.append(res.text)
+        else:
+            mime = res.mime_type or "application/octet-stream"
+            parts.append(sw.Media(mime, data=base64.b64decode(res.blob)))
+    msg = sw.Message.user(*parts, actor=actor)
+    return sw.Message(
+        msg.role, msg.actor, msg.parts, id=msg.id, meta={"mcp": {"resources": listed}}
+    )
+
+
+def prompt_messages(result: types.GetPromptResult) -> list[sw.Message]:
+    """A prompt's messages, each as a message of its role (``user`` or
+    ``assistant``), its content read as a tool result's is."""
+    out: list[sw.Message] = []
+    for m in result.messages:
+        read = message_of(types.CallToolResult(content=[m.content]), "mcp")
+        if m.role == "assistant":
+            out.append(sw.Message("assistant", "mcp", read.parts, meta=read.meta))
+        else:
+            out.append(sw.Message("user", "user", read.parts, meta=read.meta))
+    return out
 
 
 def _annotations(block: Any) -> dict[str, Any] | None:

@@ -52,9 +52,10 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
 
 import stalwart as sw
-from stalwart.core.ledger import ASKED, CHILDREN_WAIT, RunRecord, StepRecord
+from stalwart.core.ledger import CHILDREN_WAIT, RunRecord
 
 from .content import result_of
+from .questions import ASK_WINDOW, Question, answer_given, ask_client, latest_question
 
 __all__ = [
     "IDEMPOTENCY_KEY",
@@ -248,7 +249,7 @@ def build_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         pol = tools.get(params.name)
         if pol is None:
             return _error(f"unknown tool {params.name!r}; tools: {', '.join(sorted(tools))}")
@@ -266,9 +267,29 @@ def build_server(
         except (sw.ArgumentError, sw.StalwartError, ValueError) as exc:
             return _error(f"{type(exc).__name__}: {exc}")
         try:
-            waiting = await _until_settled(ctx, runner, handle)
-            if waiting is not None:
-                return await _waiting(runner, waiting, params.name)
+            declined = ""  # a question the user would not answer: not asked again
+            if params.input_responses:  # sent again with the user's answer
+                rec = await runner.get_run(run_id)
+                question = await _question(runner, rec) if rec.status == "suspended" else None
+                if await answer_given(runner, params, question):
+                    handle = await runner.start(pol, run_id=run_id, **kwargs)
+                elif question is not None:
+                    declined = question.input_key
+            for _ in range(MAX_QUESTIONS):
+                waiting = await _until_settled(ctx, runner, handle)
+                if waiting is None:
+                    break
+                question = await _question(runner, waiting)
+                asked: types.InputRequiredResult | bool = False
+                if question is not None and question.input_key != declined:
+                    asked = await ask_client(ctx, runner, question)
+                if isinstance(asked, types.InputRequiredResult):
+                    return asked
+                if not asked:
+                    return _waiting(waiting, question, params.name)
+                handle = await runner.start(pol, run_id=run_id, **kwargs)
+            else:
+                return _error(f"the run {run_id!r} asked more than {MAX_QUESTIONS} questions")
             value = await handle.result()
         except Exception as exc:
             return _error(_failure(exc))
@@ -409,16 +430,25 @@ def _signal_of(rec: RunRecord) -> str | None:
     return name
 
 
-#: The latest steps of a waiting run read for what it asks (whole records:
-#: never the run's every step).
-ASK_WINDOW = 50
+#: How many questions one call asks its client before it answers with the wait.
+MAX_QUESTIONS = 20
 
 
-async def _waiting(runner: sw.Runner, rec: RunRecord, tool_name: str) -> types.CallToolResult:
+async def _question(runner: sw.Runner, rec: RunRecord) -> Question | None:
+    """What a run suspended on a signal asks (None: it waits for no signal)."""
+    signal = _signal_of(rec)
+    if signal is None:
+        return None
+    # What it asks was recorded just before the wait: among its latest steps.
+    steps = (await runner.step_page(rec.id, ASK_WINDOW)).steps
+    return latest_question(rec.id, signal, steps)
+
+
+def _waiting(rec: RunRecord, question: Question | None, tool_name: str) -> types.CallToolResult:
     """The answer to a call whose run waits for a signal."""
     signal = _signal_of(rec) or ""
-    # What it asks was recorded just before the wait: among its latest steps.
-    prompt, about = _asked((await runner.step_page(rec.id, ASK_WINDOW)).steps, signal)
+    prompt = question.prompt if question is not None else None
+    about = question.about if question is not None else None
     lines = [f"The run {rec.id!r} is waiting for the signal {signal!r}."]
     if prompt is not None:
         lines.append(f"It asks: {prompt}")
@@ -436,28 +466,6 @@ async def _waiting(runner: sw.Runner, rec: RunRecord, tool_name: str) -> types.C
         content=[types.TextContent(type="text", text="\n".join(lines))],
         _meta={WAITING: json.loads(json.dumps(meta, default=str))},
     )
-
-
-def _asked(steps: list[StepRecord], signal: str) -> tuple[str | None, Any]:
-    """What the latest wait for ``signal`` asks (``ctx.ask``, ``wait_for(prompt=, about=)``)."""
-    prompt: str | None = None
-    about: Any = None
-    latest = (-1.0, "")
-    for step in steps:
-        if step.name != f"stalwart.{ASKED}" or step.output is None or step.error is not None:
-            continue
-        try:
-            value = json.loads(step.output)  # shown as recorded, as `runs waiting` does
-        except (ValueError, RecursionError):  # unreadable: the wait is still answered
-            continue
-        if not isinstance(value, Mapping) or value.get("signal") != signal:
-            continue
-        if (step.finished_at, step.key) >= latest:
-            latest = (step.finished_at, step.key)
-            found = value.get("prompt")
-            prompt = found if isinstance(found, str) else None
-            about = value.get("about")
-    return prompt, about
 
 
 async def _forward_progress(ctx: ServerRequestContext[Any], handle: sw.RunHandle) -> None:

@@ -38,10 +38,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import jsonschema  # type: ignore[import-untyped]
+import mcp_types as types
+from pydantic import BaseModel
 
 import stalwart as sw
 
 from .connection import Connection, Endpoint
+from .content import prompt_messages, resource_message
 
 __all__ = ["McpTool", "Toolbox", "connect"]
 
@@ -168,6 +171,29 @@ class Toolbox(list[McpTool]):
         super().__init__()
         self.connection = connection
         self.name = connection.endpoint.name
+        self._reads = _Reads(connection)
+
+    async def resources(self) -> list[dict[str, Any]]:
+        """The server's resources (``uri``, ``name``, ``description``,
+        ``mimeType``), listed as a recorded step (``mcp_list_resources``)."""
+        listed: list[dict[str, Any]] = await self._reads.list_resources(server=self.name)
+        return listed
+
+    async def read(self, uri: str) -> sw.Message:
+        """The resource at ``uri`` as a message (text as text, blobs as media),
+        read as a recorded step (``mcp_read_resource``)."""
+        return await self._reads.read_resource(server=self.name, uri=uri)
+
+    async def prompts(self) -> list[dict[str, Any]]:
+        """The server's prompts (``name``, ``description``, ``arguments``),
+        listed as a recorded step (``mcp_list_prompts``)."""
+        listed: list[dict[str, Any]] = await self._reads.list_prompts(server=self.name)
+        return listed
+
+    async def prompt(self, name: str, **arguments: str) -> list[sw.Message]:
+        """The messages of the prompt ``name`` filled with ``arguments``, got as
+        a recorded step (``mcp_get_prompt``)."""
+        return await self._reads.get_prompt(server=self.name, name=name, arguments=arguments)
 
     def tool(self, name: str) -> McpTool:
         """The tool offered under ``name``."""
@@ -196,7 +222,9 @@ class _Connect:
         allow: Iterable[str] | None,
         prefix: str,
         timeout: float,
+        model: Any | None,
     ) -> None:
+        self._model = model
         self._endpoint = endpoint
         self._allow = None if allow is None else list(allow)
         self._prefix = prefix
@@ -215,7 +243,7 @@ class _Connect:
             await self._box.aclose()
 
     async def _open(self) -> Toolbox:
-        connection = Connection(self._endpoint, self._timeout)
+        connection = Connection(self._endpoint, self._timeout, self._model)
         box = Toolbox(connection)
         try:
             listed = await _listing_policy(connection)(server=self._endpoint.name)
@@ -256,6 +284,46 @@ class _Connect:
         return box
 
 
+class _Reads:
+    """A toolbox's reads of the server, each a step recorded in the run that
+    makes it (so a resumed run reads what it read, without the server). The
+    server is named by its ``name`` only, as the tool listing is."""
+
+    def __init__(self, connection: Connection) -> None:
+        ask = connection.requested
+
+        async def mcp_list_resources(server: str) -> list[dict[str, Any]]:
+            listed: types.ListResourcesResult = await ask(
+                "resources/list", lambda c: c.list_resources(cache_mode="refresh")
+            )
+            return _dumped(listed.resources)
+
+        async def mcp_read_resource(server: str, uri: str) -> sw.Message:
+            read = await ask(f"resources/read of {uri!r}", lambda c: c.read_resource(uri))
+            return resource_message(read, server)
+
+        async def mcp_list_prompts(server: str) -> list[dict[str, Any]]:
+            listed: types.ListPromptsResult = await ask(
+                "prompts/list", lambda c: c.list_prompts(cache_mode="refresh")
+            )
+            return _dumped(listed.prompts)
+
+        async def mcp_get_prompt(
+            server: str, name: str, arguments: dict[str, str]
+        ) -> list[sw.Message]:
+            got = await ask(f"prompts/get of {name!r}", lambda c: c.get_prompt(name, arguments))
+            return prompt_messages(got)
+
+        self.list_resources = sw.policy(mcp_list_resources)
+        self.read_resource = sw.policy(mcp_read_resource)
+        self.list_prompts = sw.policy(mcp_list_prompts)
+        self.get_prompt = sw.policy(mcp_get_prompt)
+
+
+def _dumped(items: Sequence[BaseModel]) -> list[dict[str, Any]]:
+    return [i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in items]
+
+
 def _needs_task(tool: Any) -> bool:
     """Whether the server calls ``tool`` only as a task (``taskSupport: required``)."""
     execution = getattr(tool, "execution", None)
@@ -293,6 +361,7 @@ def connect(
     allow: Iterable[str] | None = None,
     prefix: str = "",
     timeout: float = 60.0,
+    model: Any | None = None,
 ) -> _Connect:
     """Reach an MCP server and get its tools as options.
 
@@ -304,7 +373,11 @@ def connect(
     URL's host, or the command's last word); ``allow`` offers only the tools
     named; ``prefix`` is put before each tool's name (two servers with a
     ``search`` tool each); ``timeout`` bounds connecting and each call, in
-    seconds.
+    seconds. ``model`` (the run's model: a provider, an agent's model, a
+    scripted model) answers the server's sampling requests, each a recorded
+    step; without it the client does not offer sampling. A server's question
+    to the user (elicitation) is a durable wait for the signal
+    ``"elicitation"`` (see :mod:`stalwart.mcp.asks`).
 
     Use ``async with connect(...) as tools:`` (the session closes on exit) or
     ``tools = await connect(...)`` and ``await tools.aclose()``.
@@ -329,4 +402,4 @@ def connect(
         )
     if timeout <= 0:
         raise ValueError("timeout must be > 0 seconds")
-    return _Connect(endpoint, allow, prefix, timeout)
+    return _Connect(endpoint, allow, prefix, timeout, model)

@@ -77,12 +77,34 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _audience(msg: dict[str, Any]) -> tuple[set[int], list[dict[str, Any]]]:
+    """What an MCP result says of its parts' audience (``meta["mcp"]``, see
+    :mod:`stalwart.mcp.content`): the parts for the assistant only, by
+    index, and the content blocks for the user only, which are no parts."""
+    mcp = _dict(_dict(msg.get("meta")).get("mcp"))
+    hidden: set[int] = set()
+    notes = mcp.get("annotations")
+    for note in notes if isinstance(notes, list) else ():
+        audience = _dict(note).get("audience")
+        if isinstance(audience, list) and audience and "user" not in audience:
+            part = _dict(note).get("part")
+            if isinstance(part, int):
+                hidden.add(part)
+    shown = mcp.get("for_user")
+    return hidden, [b for b in shown if isinstance(b, dict)] if isinstance(shown, list) else []
+
+
 def _bubble(msg: dict[str, Any], step: str, href: str) -> Bubble:
     texts: list[Shown] = []
     media: list[str] = []
     parts = msg.get("parts")
-    for part in parts if isinstance(parts, list) else ():
-        if not isinstance(part, dict):
+    # A person is shown what is for people: not the parts for the assistant
+    # only, and the content a tool gave for the user only.
+    hidden, for_user = _audience(msg)
+    if _is_message(_dict(msg.get("result")).get("value")):
+        parts = None  # a tool's message: its parts are the result's, shown there
+    for i, part in enumerate(parts if isinstance(parts, list) else ()):
+        if not isinstance(part, dict) or i in hidden:
             continue
         if part.get("type") == "text":
             texts.append(cut(str(part.get("text", "")), href))
@@ -90,6 +112,14 @@ def _bubble(msg: dict[str, Any], step: str, href: str) -> Bubble:
             size = len(str(part.get("data", ""))) * 3 // 4
             where = f"{size} bytes inline" if "data" in part else f"at {part.get('url', '')}"
             media.append(f"{part.get('mime_type', 'media')}, {where}")
+    for block in for_user:
+        if block.get("type") == "text":
+            texts.append(cut(str(block.get("text", "")), href))
+        else:
+            size = len(str(block.get("data", ""))) * 3 // 4
+            media.append(
+                f"{block.get('mimeType', block.get('type', 'media'))}, {size} bytes inline"
+            )
     call = _dict(msg.get("call"))
     result = _dict(msg.get("result"))
     error = ""
@@ -109,17 +139,27 @@ def _bubble(msg: dict[str, Any], step: str, href: str) -> Bubble:
         call_invalid=clip(str(call.get("invalid") or "")),
         result_name=str(result.get("name", "")),
         result_call_id=str(result.get("call_id", "")),
-        result_value=cut(
-            value
-            if isinstance(value, str)
-            else json.dumps(value, indent=2, ensure_ascii=False)
-            if "value" in result
-            else "",
-            href,
-        ),
+        result_value=cut(_result_text(value, result, step, href), href),
         result_error=error,
         step=step,
     )
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and value.get(_TAG) == _MSG and isinstance(value.get("v"), dict)
+
+
+def _result_text(value: Any, result: dict[str, Any], step: str, href: str) -> str:
+    """A result's value as text: a message (a tool's) as what a person is
+    shown of it, anything else as its JSON."""
+    if "value" not in result:
+        return ""
+    if isinstance(value, str):
+        return value
+    if _is_message(value):
+        shown = _bubble(value["v"], step, href)
+        return "\n".join([*(t.text for t in shown.texts), *shown.media])
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def bubbles(steps: Mapping[str, StepRecord], run_id: str = "") -> list[Bubble]:
