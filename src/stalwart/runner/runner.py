@@ -222,6 +222,7 @@ class Runner:
             await self._stop_executing(loop)  # raises a loop's bug
         finally:
             if self._opened:
+                await self._worker.stopped()  # a serving worker is no longer live
                 await self.store.close()
             self._opened = False
             self._closed = not self.store.ephemeral  # in memory there is nothing to leak
