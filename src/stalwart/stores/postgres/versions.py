@@ -55,7 +55,7 @@ class PostgresVersions(PostgresBase):
             f"forgetting worker {quoted(owner)}", self._version_sql.forget, (owner,)
         )
 
-    async def _fetchall_none(self, what: str, sql: str, params: tuple[object, ...]) -> None:
+    async def _execute(self, what: str, sql: str, params: tuple[object, ...]) -> None:
         async def fn(conn: Conn, n: int) -> None:
             await conn.execute(sql, params)
 
