@@ -128,7 +128,9 @@ def list_runs(
     as_json: JsonOption = False,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """List runs, newest first, a page at a time."""
+    """List runs, newest first, a page at a time; a run no live worker can
+    continue says it is stranded, and why."""
+    from ..runner.routing import fleet_of
     from .render.data import cursor_of, parse_cursor, run_data
     from .render.runs import runs_table
 
@@ -150,12 +152,17 @@ def list_runs(
                 before=after,
                 tags=tags,
             )
+            fleet = await fleet_of(ledger)
         more = len(runs) > limit
         runs = runs[:limit]
+        stranded = {} if fleet is None else {r.id: fleet.stranded(r) for r in runs}
         cursor = cursor_of(runs[-1]) if more else None
         if as_json:
             print_document(
-                store, runs=[run_data(r) for r in runs], more=cursor is not None, next=cursor
+                store,
+                runs=[{**run_data(r), "stranded": stranded.get(r.id)} for r in runs],
+                more=cursor is not None,
+                next=cursor,
             )
             return
         kind = f"{status.value} " if status else ""
@@ -163,7 +170,8 @@ def list_runs(
             console().print(f"no {kind}runs in {lit(mask_url(store))}")
             return
         plural = "s" if len(runs) != 1 else ""
-        print_table(runs_table(runs, f"{len(runs)} {kind}run{plural} in {mask_url(store)}"))
+        title = f"{len(runs)} {kind}run{plural} in {mask_url(store)}"
+        print_table(runs_table(runs, title, stranded))
         if cursor is not None:
             console().print(f"more: --before {lit(shlex.quote(cursor))}", soft_wrap=True)
 

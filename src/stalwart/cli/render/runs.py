@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -55,8 +55,11 @@ def waiting_text(rec: RunRecord) -> Text:
     return out
 
 
-def runs_table(runs: Iterable[RunRecord], title: str) -> Table:
-    """The runs, one a row; ``title`` is plain text (it may quote a store URL)."""
+def runs_table(
+    runs: Iterable[RunRecord], title: str, stranded: Mapping[str, str | None] | None = None
+) -> Table:
+    """The runs, one a row; ``title`` is plain text (it may quote a store URL);
+    a run in ``stranded`` with a reason says it under its status."""
     table = Table(title=Text(printable(title)), title_justify="left", header_style="bold")
     table.add_column("id", no_wrap=True)
     table.add_column("policy", overflow="fold", min_width=14)
@@ -65,10 +68,16 @@ def runs_table(runs: Iterable[RunRecord], title: str) -> Table:
     table.add_column("updated", no_wrap=True)
     table.add_column("waiting for / wakes", overflow="fold", min_width=12)
     for rec in runs:
+        why = (stranded or {}).get(rec.id)
+        status = status_text(rec.status)
+        if why is not None:
+            status = Text.assemble(
+                status, "\n", Text("stranded: ", style="bold red"), printable(why)
+            )
         table.add_row(
             Text(printable(rec.id)),
             Text(printable(rec.policy)),
-            status_text(rec.status),
+            status,
             when(rec.created_at),
             when(rec.updated_at),
             waiting_text(rec),
