@@ -23,16 +23,17 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..core.errors import StoreError, StoreUnavailable
 from ..core.ledger import TERMINAL, RunRecord
+from ..core.policy import Policy
 from ..stores.base import Store, owner_is_dead
 from ..stores.versions import WorkerRecord
 from . import observe
 from .driver import Driver
 from .registry import Registry
-from .routing import Routing, app_version, fleet_of
+from .routing import Routing, app_version, fleet_of, fresh
 from .table import RunTable, Settings
 
 __all__ = ["Ticker", "Worker"]
@@ -330,12 +331,28 @@ class Worker:
                 live.cancel_requested = True
                 live.task.cancel()
 
+    def _policies(self) -> dict[str, Policy[Any, Any]]:
+        reg = self.registry
+        return {name: pol for name in reg.names if (pol := reg.find(name)) is not None}
+
+    async def _know_versions(self) -> None:
+        """Before a claim of everyone's runs outside the loop (``recover()``
+        ahead of the first beat, or a runner that does not serve): learn the
+        versions, writing nothing."""
+        policies = self._policies()
+        self.routing.version = app_version(
+            self.settings.code_version, policies, self.settings.version_of
+        )
+        try:
+            self.routing.learn(await self.store.list_versions())
+        except NotImplementedError:
+            self.routing.kept = False
+
     async def _register(self) -> bool:
         """Record this worker in the store (its version, its policies' code
         versions, its queues) and learn the versions the store knows;
         whether they changed since the last beat."""
-        reg = self.registry
-        policies = {name: pol for name in reg.names if (pol := reg.find(name)) is not None}
+        policies = self._policies()
         of = self.settings.version_of
         self.routing.version = app_version(self.settings.code_version, policies, of)
         me = WorkerRecord(
@@ -370,6 +387,8 @@ class Worker:
         """
         if not (everyone or self.executor or self.table.mine):
             return []
+        if everyone and self.routing.kept and not self.routing.version:
+            await self._know_versions()
         async with self.table.claims():  # recover(), start() and this loop, one at a time
             claimed, crowded = await self._claim_due(everyone)
             if crowded and self.table.mine:
@@ -402,7 +421,7 @@ class Worker:
                 continue
             if self._room() <= 0:
                 break
-            if not _ready(rec, now, self.owner) or not self._acceptable(rec):
+            if not _ready(rec, now, self.owner) or not self._acceptable(rec, ours=True):
                 continue
             pol = self.registry.find(rec.policy)
             assert pol is not None  # _acceptable asked the registry, which forgets no policy
@@ -426,15 +445,11 @@ class Worker:
             if not (everyone or ours):
                 refused += 1
                 return False
-            ok = self._acceptable(rec)
-            if ok and not ours and routing.kept:  # served: only what its version continues
-                pol = self.registry.find(rec.policy)
-                ok = pol is not None and routing.can_take(rec, self.settings.version_of(pol))
+            ok = self._acceptable(rec, ours)
             if ok:
                 prior[rec.id] = rec
             return ok
 
-        routing = self.routing
         claimed: list[str] = []
         queues = self.queues if everyone else None
         crowded = False
@@ -525,13 +540,23 @@ class Worker:
             if not serving:
                 await self.stopped()  # a Runner(serving=True) says so when it closes
 
-    def _acceptable(self, rec: RunRecord) -> bool:
+    def _acceptable(self, rec: RunRecord, ours: bool) -> bool:
         if rec.id in self.table.live or rec.id in self.table.claiming:
             return False
         retry = self.table.retry_after.get(rec.id)
         if retry is not None and time.monotonic() < retry[0]:
             return False
-        return self.registry.can_run(rec)
+        if not self.registry.can_run(rec):
+            return False
+        routing = self.routing
+        if not routing.version:
+            return True  # not a registered worker: no versions to route by
+        if routing.retired:
+            return False  # its held runs finish; it takes nothing, its own included
+        if ours and not fresh(rec):
+            return True  # started here: this runner's own code continues it
+        pol = self.registry.find(rec.policy)
+        return pol is not None and routing.can_take(rec, self.settings.version_of(pol))
 
 
 def _slow(what: str, seconds: float) -> None:
