@@ -33,7 +33,7 @@ from ..stores.versions import WorkerRecord
 from . import observe
 from .driver import Driver
 from .registry import Registry
-from .routing import Routing, app_version, fleet_of, fresh
+from .routing import Routing, app_version, fleet_of
 from .table import RunTable, Settings
 
 __all__ = ["Ticker", "Worker"]
@@ -421,7 +421,7 @@ class Worker:
                 continue
             if self._room() <= 0:
                 break
-            if not _ready(rec, now, self.owner) or not self._acceptable(rec, ours=True):
+            if not _ready(rec, now, self.owner) or not self._acceptable(rec):
                 continue
             pol = self.registry.find(rec.policy)
             assert pol is not None  # _acceptable asked the registry, which forgets no policy
@@ -441,11 +441,10 @@ class Worker:
         def accept(rec: RunRecord) -> bool:
             nonlocal refused
             adopted = self.executor and self.adopt and rec.status == "running"
-            ours = rec.id in mine or adopted
-            if not (everyone or ours):
+            if not (everyone or rec.id in mine or adopted):
                 refused += 1
                 return False
-            ok = self._acceptable(rec, ours)
+            ok = self._acceptable(rec)
             if ok:
                 prior[rec.id] = rec
             return ok
@@ -540,7 +539,7 @@ class Worker:
             if not serving:
                 await self.stopped()  # a Runner(serving=True) says so when it closes
 
-    def _acceptable(self, rec: RunRecord, ours: bool) -> bool:
+    def _acceptable(self, rec: RunRecord) -> bool:
         if rec.id in self.table.live or rec.id in self.table.claiming:
             return False
         retry = self.table.retry_after.get(rec.id)
@@ -553,8 +552,6 @@ class Worker:
             return True  # not a registered worker: no versions to route by
         if routing.retired:
             return False  # its held runs finish; it takes nothing, its own included
-        if ours and not fresh(rec):
-            return True  # started here: this runner's own code continues it
         pol = self.registry.find(rec.policy)
         return pol is not None and routing.can_take(rec, self.settings.version_of(pol))
 
