@@ -160,7 +160,7 @@ def list_runs(
         if as_json:
             print_document(
                 store,
-                runs=[{**run_data(r), "stranded": stranded.get(r.id)} for r in runs],
+                runs=[run_data(r, stranded=stranded.get(r.id)) for r in runs],
                 more=cursor is not None,
                 next=cursor,
             )
@@ -210,6 +210,7 @@ def show_run(
     ] = "",
 ) -> None:
     """Show a run: status, inputs, outcome, and its latest steps as a tree by key."""
+    from ..runner.routing import fleet_of
     from .apps import app_policies
     from .render.data import parse_cursor, run_data, step_cursor, step_data
     from .render.runs import run_header
@@ -222,13 +223,15 @@ def show_run(
         async with runner_for(store) as runner:
             rec = await get_run(runner, run_id)
             page = await runner.step_page(run_id, limit, before=position)
+            fleet = await fleet_of(runner.store)
+        why = None if fleet is None else fleet.stranded(rec)
         steps = page.steps
         # Where the steps before these begin, when some were left out.
         cursor = step_cursor(steps[0]) if page.earlier and steps else None
         if as_json:
             print_document(
                 store,
-                run=run_data(rec, values=True),
+                run=run_data(rec, values=True, stranded=why),
                 steps=[step_data(s) for s in steps],
                 step_count=page.count,
                 earlier=page.earlier,
@@ -238,7 +241,9 @@ def show_run(
             return
         screen = console()
         known = {p.name: p for p in app_policies(app_spec)} if app_spec else {}
-        screen.print(run_header(rec, limit=None if full else 300, policy=known.get(rec.policy)))
+        screen.print(
+            run_header(rec, limit=None if full else 300, policy=known.get(rec.policy), stranded=why)
+        )
         if not steps:
             screen.print("no recorded steps")
             return

@@ -104,16 +104,22 @@ def _inputs_text(inputs: str, limit: int | None, policy: Policy[Any, Any] | None
 
 
 def run_header(
-    rec: RunRecord, *, limit: int | None = 200, policy: Policy[Any, Any] | None = None
+    rec: RunRecord,
+    *,
+    limit: int | None = 200,
+    policy: Policy[Any, Any] | None = None,
+    stranded: str | None = None,
 ) -> Panel:
     """A run's header; its inputs by parameter name when ``policy`` (the
-    one the run names) is known here."""
+    one the run names) is known here; why it is ``stranded``, if it is."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     grid.add_row("status", status_text(rec.status))
     grid.add_row("policy", Text(printable(rec.policy)))
     grid.add_row("code version", Text(printable(rec.code_version or "-")))
+    if stranded is not None:
+        grid.add_row(Text("stranded", style="bold red"), Text(printable(stranded)))
     grid.add_row("created", when(rec.created_at))
     grid.add_row("updated", when(rec.updated_at))
     waiting = waiting_text(rec)
