@@ -307,6 +307,25 @@ def test_the_example_blocks_the_breaking_version_and_clears_the_patched_one(
     assert "nothing blocks the deploy" in done.stdout
 
 
+def test_the_rolling_deploy_example_keeps_each_order_on_code_that_continues_it(
+    tmp_path: Path,
+) -> None:
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import rolling_deploy  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    seen = asyncio.run(rolling_deploy.main(f"sqlite:///{tmp_path}/orders.db"))
+    assert seen["gate"] == {
+        "small": ("compatible", "v2"),
+        "large": ("diverges", None),
+        "larger": ("diverges", None),
+    }
+    assert seen["new version"] == "v2"
+    assert (seen["new"], seen["large"], seen["small"]) == ("v2 7 yes", "v1 500 yes", "v2 10 yes")
+    assert "served only by retired version v1" in seen["stranded"]
+
+
 APP_V1 = """
 import stalwart as sw
 

@@ -17,6 +17,13 @@ would fail once resumed. A finished run that replays differently does not
 block by default, since it will never be resumed and a change of behaviour
 is often the point of the deploy; ``strict=True`` blocks on those too.
 
+With ``clear=True`` the gate also records its verdicts for the workers:
+each unfinished run the new code reproduces is *cleared* for the new code's
+version (``version``, or the code version of the run's policy in the new
+code), so a worker of the new version may continue it
+(:mod:`stalwart.runner.routing`); the others stay with workers of the
+version they started on.
+
 Nothing read from the store decides what is called: a run is replayed only
 under the policy of the new code that has its recorded name (S13).
 """
@@ -25,12 +32,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from .core.errors import StalwartError
 from .core.ledger import TERMINAL, RunRecord
 from .core.policy import Policy, as_policy
+from .runner.versions import code_version
 from .stores import open_store
 from .stores.base import Store
 from .testing.divergence import Divergence
@@ -38,7 +46,7 @@ from .testing.recording import Recording
 from .testing.replay import replay_async
 from .timetravel.export import export_runs
 
-__all__ = ["DeployReport", "RunCheck", "check_deploy"]
+__all__ = ["DeployReport", "RunCheck", "check_deploy", "check_run"]
 
 #: The runs a worker of the new code could pick up and resume.
 UNFINISHED = ("pending", "running", "suspended")
@@ -69,6 +77,8 @@ class RunCheck:
     now: str | None = None
     why: str = ""
     fix: str = ""
+    #: The version the run was cleared for (``check_deploy(clear=True)``).
+    cleared_for: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -145,6 +155,8 @@ async def check_deploy(
     finished: int = 20,
     strict: bool = False,
     timeout: float = 30.0,
+    clear: bool = False,
+    version: str | None = None,
 ) -> DeployReport:
     """Replay the store's unfinished runs, and the ``finished`` latest
     finished runs of each of ``policies``, against ``policies`` (the new
@@ -153,8 +165,12 @@ async def check_deploy(
     ``store`` is a store or its URL (opened and closed here). ``policies``
     are the new code's policies (functions, agents, flows: anything
     ``Runner(policies=...)`` takes); a run is replayed under the one with
-    its recorded name. Executes nothing live and writes nothing. A run
-    whose replay has not ended after ``timeout`` seconds is ``stuck``.
+    its recorded name. Executes nothing live and, unless ``clear``, writes
+    nothing. A run whose replay has not ended after ``timeout`` seconds is
+    ``stuck``. With ``clear``, each unfinished ``compatible`` run is cleared
+    for ``version`` (the new code's application version, as its workers are
+    given it with ``--version``), or, without one, for the code version of
+    its policy in the new code (see the module's docstring).
     """
     if finished < 0:
         raise ValueError(f"finished must be 0 or more, not {finished}")
@@ -171,7 +187,12 @@ async def check_deploy(
     try:
         report = DeployReport(st.url, strict=strict)
         for run in await _unfinished(st):
-            report.runs.append(await _check(st, run, by_name, timeout))
+            found = await _check(st, run, by_name, timeout)
+            if clear and found.verdict == "compatible":
+                to = version if version is not None else code_version(by_name[run.policy])
+                if await st.clear_run(run.id, [to]) is not None:
+                    found = replace(found, cleared_for=to)
+            report.runs.append(found)
         if finished:
             for name in by_name:
                 for run in await st.list_runs("succeeded", finished, policy=name):
@@ -180,6 +201,23 @@ async def check_deploy(
     finally:
         if opened:
             await st.close()
+
+
+async def check_run(
+    store: Store, run_id: str, policies: Iterable[Any], *, timeout: float = 30.0
+) -> RunCheck:
+    """Replay one run against ``policies`` (new code), as :func:`check_deploy`
+    replays each; :class:`~stalwart.RunNotFound` if there is no such run."""
+    from .core.errors import RunNotFound
+
+    run = await store.get_run(run_id)
+    if run is None:
+        raise RunNotFound(f"no run {run_id!r} in {store.url}")
+    by_name: dict[str, Policy[Any, Any]] = {}
+    for p in policies:
+        pol = as_policy(p)
+        by_name.setdefault(pol.name, pol)
+    return await _check(store, run, by_name, timeout)
 
 
 async def _unfinished(store: Store) -> list[RunRecord]:

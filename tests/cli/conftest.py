@@ -29,6 +29,7 @@ RUN_FIELDS = {
     "created_at",
     "updated_at",
     "code_version",
+    "stranded",
     "waiting_for",
     "wake_at",
     "owner",

@@ -139,6 +139,9 @@ def create_app(
         Route("/runs/{run_id}/events", routes.stream_events),
         Route("/runs/{run_id}/signals/{name}", routes.send_signal, methods=["POST"]),
         Route("/runs/{run_id}/cancel", routes.cancel_run, methods=["POST"]),
+        Route("/versions", routes.list_versions),
+        Route("/versions/{version}/latest", routes.set_latest_version, methods=["POST"]),
+        Route("/versions/{version}/retire", routes.retire_version, methods=["POST"]),
         Route("/conversations/{conversation_id}/messages", routes.send_message, methods=["POST"]),
     ]
     if static is not None:

@@ -221,6 +221,29 @@ class Run(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict, description="the run's tags")
     created_at: float = Field(description="seconds since the epoch")
     updated_at: float
+    code_version: str = Field(
+        "", description="the code version the run is pinned to (the one it started on)"
+    )
+    stranded: str | None = Field(
+        None, description="why no live worker can continue the run, when none can"
+    )
+
+
+class Version(BaseModel):
+    """An application version the store's workers have run."""
+
+    version: str
+    latest: bool = Field(description="new runs go to this version's workers")
+    retired: bool = Field(description="its workers take no more runs")
+    retired_at: float | None = None
+    first_seen: float = Field(description="seconds since the epoch")
+    live_workers: list[str] = Field(description="the owners of its live workers")
+
+
+class VersionList(BaseModel):
+    """The application versions, in the order first seen."""
+
+    versions: list[Version]
 
 
 class RunPage(BaseModel):

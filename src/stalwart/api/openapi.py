@@ -30,6 +30,7 @@ from .models import (
     StartRun,
     Step,
     StepPage,
+    VersionList,
     printable_pattern,
     run_id_schema,
     tag_filter_schema,
@@ -40,6 +41,7 @@ from .routes import (
     LIST_CURSOR_PATTERN,
     MAX_LIMIT,
     MAX_SIGNAL_NAME,
+    MAX_VERSION,
     NUMBER_PATTERN,
     STATUSES,
 )
@@ -142,7 +144,7 @@ def openapi_document(
 ) -> dict[str, Any]:
     """The document for an API serving ``policies``."""
     components: dict[str, Any] = {}
-    for model in (Run, RunPage, Step, StepPage, Problem, PolicyInfo):
+    for model in (Run, RunPage, Step, StepPage, Problem, PolicyInfo, VersionList):
         components[model.__name__] = _schema(model, components)
     components["RunId"] = run_id_schema()
     components["Tags"] = tags_schema()
@@ -293,6 +295,45 @@ def openapi_document(
             },
         }
     }
+    paths["/versions"] = {
+        "get": {
+            "operationId": "list_versions",
+            "summary": "The application versions workers run: latest, retired, live workers",
+            "tags": ["versions"],
+            "responses": {
+                "200": {"description": "the versions", "content": _json("VersionList")},
+                "401": errors["401"],
+            },
+        }
+    }
+    version_param = {
+        "name": "version",
+        "in": "path",
+        "required": True,
+        "schema": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_VERSION,
+            "pattern": r"^[^\s\x00-\x1f\x7f]+$",
+        },
+    }
+    for word, summary in (
+        ("latest", "Send new runs to this version's workers"),
+        ("retire", "Retire this version: its workers take no more runs"),
+    ):
+        paths[f"/versions/{{version}}/{word}"] = {
+            "post": {
+                "operationId": f"{word}_version" if word == "retire" else "set_latest_version",
+                "summary": summary,
+                "tags": ["versions"],
+                "parameters": [version_param],
+                "responses": {
+                    "200": {"description": "the versions", "content": _json("VersionList")},
+                    "401": errors["401"],
+                    "422": _problem("not a version: empty, too long, or with spaces"),
+                },
+            }
+        }
     agents = _agents(policies)
     if agents:  # else no message can be sent: no operation to document
         paths["/conversations/{conversation_id}/messages"] = _messages(agents, too_large)

@@ -36,8 +36,17 @@ from ..core.ledger import TERMINAL, check_run_id
 from ..core.policy import Policy
 from ..core.tags import MAX_TAGS, check_tags, parse_tag
 from ..runner import Runner
+from ..runner.routing import fleet_of
 from .events import Cursor, run_events
-from .models import FieldProblem, PolicyInfo, Problem, StepPage, json_type_problems
+from .models import (
+    FieldProblem,
+    PolicyInfo,
+    Problem,
+    StepPage,
+    Version,
+    VersionList,
+    json_type_problems,
+)
 from .values import run_json, step_json
 
 __all__ = [
@@ -48,6 +57,7 @@ __all__ = [
     "MAX_LIMIT",
     "MAX_SIGNAL_NAME",
     "MAX_STREAMS",
+    "MAX_VERSION",
     "NUMBER_PATTERN",
     "STATUSES",
     "STEP_PARAMETERS",
@@ -322,7 +332,9 @@ def _arguments(pol: Policy[Any, Any], checked: Any) -> tuple[list[Any], dict[str
 async def get_run(request: Request) -> Response:
     api = _api(request)
     rec = await api.runner.get_run(_run_id(request))
-    return JSONResponse(run_json(rec, api.policies.get(rec.policy)).model_dump(mode="json"))
+    fleet = await fleet_of(api.runner.store)
+    why = None if fleet is None else fleet.stranded(rec)
+    return JSONResponse(run_json(rec, api.policies.get(rec.policy), why).model_dump(mode="json"))
 
 
 async def get_steps(request: Request) -> Response:
@@ -392,8 +404,14 @@ async def list_runs(request: Request) -> Response:
         return problem(422, f"invalid run listing: {_summary(problems)}", problems)
     rows = [] if clash else await api.runner.list_runs(status, limit + 1, **filters)
     page, more = rows[:limit], len(rows) > limit
+    fleet = await fleet_of(api.runner.store) if page else None
     body = {
-        "runs": [run_json(r, api.policies.get(r.policy)).model_dump(mode="json") for r in page],
+        "runs": [
+            run_json(
+                r, api.policies.get(r.policy), None if fleet is None else fleet.stranded(r)
+            ).model_dump(mode="json")
+            for r in page
+        ],
         "next": _encode_cursor(page[-1].created_at, page[-1].id) if more and page else None,
     }
     return JSONResponse(body)
@@ -582,6 +600,66 @@ async def cancel_run(request: Request) -> Response:
     await api.runner.cancel(run_id)
     rec = await api.runner.get_run(run_id)
     return JSONResponse(run_json(rec, api.policies.get(rec.policy)).model_dump(mode="json"), 202)
+
+
+# -- versions ---------------------------------------------------------------
+#: Longest application version a path may name.
+MAX_VERSION = 200
+
+
+async def list_versions(request: Request) -> Response:
+    """The application versions, latest and retired, with their live workers."""
+    return JSONResponse(await _versions(_api(request)))
+
+
+async def _versions(api: Api) -> dict[str, Any]:
+    fleet = await fleet_of(api.runner.store)
+    found = [] if fleet is None else fleet.versions
+    live = [] if fleet is None else fleet.live
+    body = VersionList(
+        versions=[
+            Version(
+                version=v.version,
+                latest=v.latest,
+                retired=v.retired,
+                retired_at=v.retired_at,
+                first_seen=v.first_seen,
+                live_workers=[w.owner for w in live if w.version == v.version],
+            )
+            for v in found
+        ]
+    )
+    return body.model_dump(mode="json")
+
+
+def _version(request: Request) -> str | FieldProblem:
+    text = unquote(request.path_params["version"])
+    if not 0 < len(text) <= MAX_VERSION or not text.isprintable() or any(c.isspace() for c in text):
+        return FieldProblem(
+            field="version",
+            message=f"1 to {MAX_VERSION} printable characters without spaces",
+        )
+    return text
+
+
+async def set_latest_version(request: Request) -> Response:
+    """Send new runs to this version's workers."""
+    api = _api(request)
+    version = _version(request)
+    if isinstance(version, FieldProblem):
+        return problem(422, f"invalid version: {version.message}", [version])
+    await api.runner.store.set_latest(version)
+    return JSONResponse(await _versions(api))
+
+
+async def retire_version(request: Request) -> Response:
+    """Retire this version: its workers take no more runs."""
+    api = _api(request)
+    version = _version(request)
+    if isinstance(version, FieldProblem):
+        return problem(422, f"invalid version: {version.message}", [version])
+    await api.runner.store.retire_version(version)
+    return JSONResponse(await _versions(api))
 
 
 async def send_message(request: Request) -> Response:

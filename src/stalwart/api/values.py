@@ -80,8 +80,11 @@ def finite(when: float | None) -> float | None:
     return when if when is None or math.isfinite(when) else None
 
 
-def run_json(rec: RunRecord, pol: Policy[Any, Any] | None = None) -> Run:
-    """What the API says about a run: where it stands, and its outcome once finished."""
+def run_json(
+    rec: RunRecord, pol: Policy[Any, Any] | None = None, stranded: str | None = None
+) -> Run:
+    """What the API says about a run: where it stands, and its outcome once
+    finished; ``stranded``, why no live worker can continue it."""
     return Run(
         id=rec.id,
         policy=rec.policy,
@@ -98,6 +101,8 @@ def run_json(rec: RunRecord, pol: Policy[Any, Any] | None = None) -> Run:
         tags=decode_tags(rec.tags),
         created_at=rec.created_at,
         updated_at=rec.updated_at,
+        code_version=rec.code_version,
+        stranded=stranded,
     )
 
 

@@ -36,6 +36,7 @@ from .schedules import delete_schedule, list_schedules, pause_schedule, resume_s
 from .serve import serve
 from .signals import send_signal
 from .ui import ui
+from .versions import list_versions, pin_run, retire_version, set_latest
 from .worker import worker
 
 __all__ = ["app"]
@@ -87,7 +88,7 @@ def _group(help_text: str) -> typer.Typer:
 
 
 runs_app = _group(
-    "List, show, count, resume, cancel, prune, export, import and fork runs; "
+    "List, show, count, resume, cancel, prune, export, import, fork and pin runs; "
     "list those waiting for a human."
 )
 app.add_typer(runs_app, name="runs")
@@ -102,6 +103,7 @@ runs_app.command("prune", cls=Command)(prune_runs)
 runs_app.command("export", cls=Command)(export_run)
 runs_app.command("import", cls=Command)(import_run)
 runs_app.command("fork", cls=Command)(fork_run)
+runs_app.command("pin", cls=Command)(pin_run)
 app.command("run", cls=Command, context_settings=CONTEXT)(run_program)
 app.command("signal", cls=Command)(send_signal)
 app.command("demo", cls=Command)(demo)
@@ -123,6 +125,13 @@ schedules_app.command("delete", cls=Command)(delete_schedule)
 deploy_app = _group("Check new code against the runs it would resume, before deploying it.")
 app.add_typer(deploy_app, name="deploy")
 deploy_app.command("check", cls=Command)(deploy_check)
+versions_app = _group(
+    "List the application versions workers run; send new runs to one; retire one."
+)
+app.add_typer(versions_app, name="versions")
+versions_app.command("list", cls=Command)(list_versions)
+versions_app.command("set-latest", cls=Command)(set_latest)
+versions_app.command("retire", cls=Command)(retire_version)
 evals_app = _group("Evaluate new code on the recorded runs: fork them at a step, score old vs new.")
 app.add_typer(evals_app, name="evals")
 evals_app.command("counterfactual", cls=Command)(counterfactual_runs)

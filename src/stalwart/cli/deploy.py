@@ -58,6 +58,23 @@ def deploy_check(
             help="How long one run's replay may take before it is called stuck.",
         ),
     ] = 30.0,
+    clear: Annotated[
+        bool,
+        typer.Option(
+            "--clear",
+            help="Clear each unfinished run the new code reproduces for the new version, "
+            "so that its workers may continue it (docs/deploy.md).",
+        ),
+    ] = False,
+    version: Annotated[
+        str | None,
+        typer.Option(
+            "--version",
+            metavar="VERSION",
+            help="The new code's version, as its workers are given it (stalwart worker "
+            "--version); default: each policy's code version.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Replay the store's runs against new code; exit 1 if any would fail when resumed.
@@ -66,6 +83,7 @@ def deploy_check(
     each policy, are replayed through the policies of --app without
     executing anything. A run the new code cannot continue (another call
     where the run recorded one, no policy of its name) blocks the deploy.
+    With --clear, the runs it can continue are cleared for its workers.
     """
     from ..deploy import check_deploy
 
@@ -73,7 +91,13 @@ def deploy_check(
         policies = app_policies(app)  # a bad --app is one error line, as any command's
         async with reading(store) as st:
             return await check_deploy(
-                st, policies, finished=finished, strict=strict, timeout=timeout
+                st,
+                policies,
+                finished=finished,
+                strict=strict,
+                timeout=timeout,
+                clear=clear,
+                version=version,
             )
 
     report = execute(check)
@@ -98,3 +122,8 @@ def _print(report: DeployReport) -> None:
     screen.soft_wrap = True  # a long line stays one line: scripts grep it
     for line in str(report).splitlines():
         screen.print(lit(line))
+    cleared = [r for r in report.runs if r.cleared_for is not None]
+    if cleared:
+        screen.print(
+            lit(f"{len(cleared)} unfinished runs cleared for version {cleared[0].cleared_for}")
+        )

@@ -44,6 +44,7 @@ def waiting_runs(
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """List every run waiting for a signal, the longest waiting first, with what it asks."""
+    from ..runner.routing import fleet_of
     from .render.data import Asked, asked_of, run_data
 
     async def go() -> None:
@@ -51,6 +52,7 @@ def waiting_runs(
         async with reading(store) as ledger:
             # One more than asked: whether the limit left some out.
             waiting = await ledger.waiting_for_signals(limit + 1)
+            fleet = await fleet_of(ledger)
             for rec in waiting[:limit]:
                 # What it asks was recorded just before the wait: among its latest steps.
                 page = await ledger.step_page(rec.id, ASK_WINDOW)
@@ -60,7 +62,7 @@ def waiting_runs(
                 store,
                 runs=[
                     {
-                        **run_data(rec),
+                        **run_data(rec, stranded=None if fleet is None else fleet.stranded(rec)),
                         "signal": rec.waiting_for,
                         "waiting_since": rec.updated_at,
                         "deadline": rec.wake_at,

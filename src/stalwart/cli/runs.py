@@ -128,7 +128,9 @@ def list_runs(
     as_json: JsonOption = False,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """List runs, newest first, a page at a time."""
+    """List runs, newest first, a page at a time; a run no live worker can
+    continue says it is stranded, and why."""
+    from ..runner.routing import fleet_of
     from .render.data import cursor_of, parse_cursor, run_data
     from .render.runs import runs_table
 
@@ -150,12 +152,17 @@ def list_runs(
                 before=after,
                 tags=tags,
             )
+            fleet = await fleet_of(ledger)
         more = len(runs) > limit
         runs = runs[:limit]
+        stranded = {} if fleet is None else {r.id: fleet.stranded(r) for r in runs}
         cursor = cursor_of(runs[-1]) if more else None
         if as_json:
             print_document(
-                store, runs=[run_data(r) for r in runs], more=cursor is not None, next=cursor
+                store,
+                runs=[run_data(r, stranded=stranded.get(r.id)) for r in runs],
+                more=cursor is not None,
+                next=cursor,
             )
             return
         kind = f"{status.value} " if status else ""
@@ -163,7 +170,8 @@ def list_runs(
             console().print(f"no {kind}runs in {lit(mask_url(store))}")
             return
         plural = "s" if len(runs) != 1 else ""
-        print_table(runs_table(runs, f"{len(runs)} {kind}run{plural} in {mask_url(store)}"))
+        title = f"{len(runs)} {kind}run{plural} in {mask_url(store)}"
+        print_table(runs_table(runs, title, stranded))
         if cursor is not None:
             console().print(f"more: --before {lit(shlex.quote(cursor))}", soft_wrap=True)
 
@@ -202,6 +210,7 @@ def show_run(
     ] = "",
 ) -> None:
     """Show a run: status, inputs, outcome, and its latest steps as a tree by key."""
+    from ..runner.routing import fleet_of
     from .apps import app_policies
     from .render.data import parse_cursor, run_data, step_cursor, step_data
     from .render.runs import run_header
@@ -214,13 +223,15 @@ def show_run(
         async with runner_for(store) as runner:
             rec = await get_run(runner, run_id)
             page = await runner.step_page(run_id, limit, before=position)
+            fleet = await fleet_of(runner.store)
+        why = None if fleet is None else fleet.stranded(rec)
         steps = page.steps
         # Where the steps before these begin, when some were left out.
         cursor = step_cursor(steps[0]) if page.earlier and steps else None
         if as_json:
             print_document(
                 store,
-                run=run_data(rec, values=True),
+                run=run_data(rec, values=True, stranded=why),
                 steps=[step_data(s) for s in steps],
                 step_count=page.count,
                 earlier=page.earlier,
@@ -230,7 +241,9 @@ def show_run(
             return
         screen = console()
         known = {p.name: p for p in app_policies(app_spec)} if app_spec else {}
-        screen.print(run_header(rec, limit=None if full else 300, policy=known.get(rec.policy)))
+        screen.print(
+            run_header(rec, limit=None if full else 300, policy=known.get(rec.policy), stranded=why)
+        )
         if not steps:
             screen.print("no recorded steps")
             return

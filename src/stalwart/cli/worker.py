@@ -96,6 +96,15 @@ def worker(
             "the stalwart_model_cost metric (with --metrics-port)",
         ),
     ] = None,
+    version: Annotated[
+        str | None,
+        typer.Option(
+            "--version",
+            metavar="VERSION",
+            help="this deploy's application version, recorded by the runs it starts "
+            "(default: a digest of its policies' code; docs/deploy.md)",
+        ),
+    ] = None,
 ) -> None:
     """Execute runs from the store's queues until SIGTERM (then finish or hand back).
 
@@ -142,22 +151,25 @@ def worker(
             concurrency=concurrency,
             lease=lease,
             shutdown_timeout=shutdown_timeout,
+            code_version=version,
         )
         Schedules(runner)  # its loop ticks the store's schedules while it serves
         names = ", ".join(sorted({p.name for p in policies}))
+        app_version = runner.app_version
         queues = ", ".join(queue) if queue else "all"
         where = store_url(runner)
         if human:
             console().print(
                 f"worker {lit(runner.owner)}: store {lit(where)}, queues {lit(queues)}, "
-                f"concurrency {concurrency}, policies {lit(names)}",
+                f"concurrency {concurrency}, policies {lit(names)}, version {lit(app_version)}",
                 soft_wrap=True,
             )
-        facts = {"owner": runner.owner, "store": where, "queues": queues}
+        facts = {"owner": runner.owner, "store": where, "queues": queues, "version": app_version}
         log.info(
-            "worker started: concurrency %d, policies %s",
+            "worker started: concurrency %d, policies %s, version %s",
             concurrency,
             names,
+            app_version,
             extra={**facts, "concurrency": concurrency, "policies": names},
         )
         server = None

@@ -108,6 +108,10 @@ class RunRecord:
 
     ``tags``: the run's tags (:mod:`stalwart.core.tags`) as JSON text of an
     object sorted by key, or None when it has none.
+
+    ``cleared``: the code versions besides ``code_version`` that the deploy
+    gate found can continue the run (``stalwart deploy check --clear``),
+    separated by spaces, or None (:mod:`stalwart.runner.routing`).
     """
 
     id: str
@@ -130,6 +134,7 @@ class RunRecord:
     parent_id: str | None = None
     trace: str | None = None
     tags: str | None = None
+    cleared: str | None = None
 
 
 CHILDREN_WAIT = "stalwart.children:"

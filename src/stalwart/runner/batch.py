@@ -43,7 +43,7 @@ __all__ = ["Enqueuer", "RunCall"]
 _BY_POSITION = (
     "id, policy, inputs, status, result, error, created_at, updated_at, code_version, "
     "wake_at, waiting_for, owner, lease_expires_at, fence, cancel_requested, queue, "
-    "priority, parent_id, trace, tags"
+    "priority, parent_id, trace, tags, cleared"
 )
 if ", ".join(f.name for f in fields(RunRecord)) != _BY_POSITION:  # pragma: no cover
     raise ImportError("RunRecord's fields changed: update Enqueuer.many's record")

@@ -54,6 +54,7 @@ from .batch import Enqueuer, RunCall
 from .driver import Driver
 from .handle import EventBuffer, RunHandle
 from .registry import Registry
+from .routing import app_version
 from .starting import Starter
 from .table import RunTable, Settings
 from .worker import Ticker, Worker
@@ -222,6 +223,7 @@ class Runner:
             await self._stop_executing(loop)  # raises a loop's bug
         finally:
             if self._opened:
+                await self._worker.stopped()  # a serving worker is no longer live
                 await self.store.close()
             self._opened = False
             self._closed = not self.store.ephemeral  # in memory there is nothing to leak
@@ -242,6 +244,14 @@ class Runner:
         if table.failed is not None:
             failed, table.failed = table.failed, None  # raised once, by the close that saw it
             raise failed
+
+    @property
+    def app_version(self) -> str:
+        """This runner's application version: its ``code_version``, else a
+        digest of its policies' names and code versions (:mod:`.routing`)."""
+        reg = self.registry
+        policies = {name: pol for name in reg.names if (pol := reg.find(name)) is not None}
+        return app_version(self.code_version, policies, self.settings.version_of)
 
     def register(self, target: Any) -> Policy[Any, Any]:
         """Make a policy known, so runs of it can be resumed by this runner.

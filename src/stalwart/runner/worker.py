@@ -5,7 +5,9 @@ executing here (S8), stops at once the runs another worker took over or that
 were asked to cancel (S8, S9), and claims runs that are ready: its own runs
 whose timer, signal or children woke them (S7), always; and, only when the
 runner serves (``serve()``, ``recover()``, ``Runner(serving=True)``), any
-ready run it has the policy for, including those a dead process left.
+ready run it has the policy for, including those a dead process left,
+that its version can continue (:mod:`.routing`: runs are pinned to the code
+version they started on; new runs go to the latest version).
 
 Wake-ups from other processes come from the store (:meth:`Store.watch`:
 LISTEN/NOTIFY on PostgreSQL, a short adaptive poll on SQLite), so a run
@@ -21,14 +23,17 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..core.errors import StoreError, StoreUnavailable
 from ..core.ledger import TERMINAL, RunRecord
+from ..core.policy import Policy
 from ..stores.base import Store, owner_is_dead
+from ..stores.versions import WorkerRecord
 from . import observe
 from .driver import Driver
 from .registry import Registry
+from .routing import Routing, app_version, fleet_of
 from .table import RunTable, Settings
 
 __all__ = ["Ticker", "Worker"]
@@ -78,6 +83,7 @@ class Worker:
         adopt: bool = True,
     ) -> None:
         self.store = store
+        self.settings = settings
         self.table = table
         self.registry = registry
         self.driver = driver
@@ -111,6 +117,9 @@ class Worker:
         self._next_look = 0.0
         #: What serve() waits for, while it serves: set when the loop fails.
         self._stop: asyncio.Event | None = None
+        #: Its version, the latest, whether its own is retired (see .routing).
+        self.routing = Routing()
+        self._started_at = time.time()
 
     async def loop(self) -> None:
         """Heartbeats, timers, signals from elsewhere, and recovery, in one loop.
@@ -301,6 +310,8 @@ class Worker:
         """Extend our leases; stop the runs asked to cancel, and at once the
         runs another worker has taken over (S8: a replaced worker stops)."""
         beat = await self.store.heartbeat(self.owner, self.lease, list(self.table.live))
+        if self.serving and self.routing.kept and await self._register():
+            self._next_look = 0.0  # the versions changed: look for stranded runs now
         for run_id in beat.lost:
             live = self.table.live.get(run_id)
             if live is not None and live.task is not None and not live.task.done():
@@ -320,6 +331,51 @@ class Worker:
                 live.cancel_requested = True
                 live.task.cancel()
 
+    def _policies(self) -> dict[str, Policy[Any, Any]]:
+        reg = self.registry
+        return {name: pol for name in reg.names if (pol := reg.find(name)) is not None}
+
+    async def _know_versions(self) -> None:
+        """Before a claim of everyone's runs outside the loop (``recover()``
+        ahead of the first beat, or a runner that does not serve): learn the
+        versions, writing nothing."""
+        policies = self._policies()
+        self.routing.version = app_version(
+            self.settings.code_version, policies, self.settings.version_of
+        )
+        try:
+            self.routing.learn(await self.store.list_versions())
+        except NotImplementedError:
+            self.routing.kept = False
+
+    async def _register(self) -> bool:
+        """Record this worker in the store (its version, its policies' code
+        versions, its queues) and learn the versions the store knows;
+        whether they changed since the last beat."""
+        policies = self._policies()
+        of = self.settings.version_of
+        self.routing.version = app_version(self.settings.code_version, policies, of)
+        me = WorkerRecord(
+            self.owner,
+            self.routing.version,
+            {name: of(pol) for name, pol in policies.items()},
+            self.queues,
+            self.lease,
+            self._started_at,
+            time.time(),
+        )
+        try:
+            return self.routing.learn(await self.store.beat_worker(me))
+        except NotImplementedError:  # a store that keeps no versions: no routing
+            self.routing.kept = False
+            return False
+
+    async def stopped(self) -> None:
+        """Say in the store that this worker no longer serves."""
+        if self.routing.kept and self.routing.version:
+            with contextlib.suppress(StoreError, NotImplementedError):
+                await self.store.forget_worker(self.owner)
+
     async def claim_ready(self, everyone: bool) -> list[str]:
         """Claim and launch ready runs until none is left or there is no room.
 
@@ -331,6 +387,8 @@ class Worker:
         """
         if not (everyone or self.executor or self.table.mine):
             return []
+        if everyone and self.routing.kept and not self.routing.version:
+            await self._know_versions()
         async with self.table.claims():  # recover(), start() and this loop, one at a time
             claimed, crowded = await self._claim_due(everyone)
             if crowded and self.table.mine:
@@ -383,8 +441,7 @@ class Worker:
         def accept(rec: RunRecord) -> bool:
             nonlocal refused
             adopted = self.executor and self.adopt and rec.status == "running"
-            allowed = everyone or rec.id in mine or adopted
-            if not allowed:
+            if not (everyone or rec.id in mine or adopted):
                 refused += 1
                 return False
             ok = self._acceptable(rec)
@@ -406,6 +463,9 @@ class Worker:
                 # registry, which forgets no policy.
                 pol = self.registry.find(rec.policy)
                 assert pol is not None
+                mine_now = self.settings.version_of(pol)
+                if rec.code_version != mine_now:  # started elsewhere, or cleared for us
+                    rec = await self._pin(rec, mine_now)
                 self.driver.launch(rec, pol, prior=prior.get(rec.id))
                 claimed.append(rec.id)
             if len(batch) < room:
@@ -413,6 +473,32 @@ class Worker:
         if everyone and self.queues is not None:
             crowded = True  # our own runs may sit in queues we do not serve
         return claimed, crowded
+
+    async def _pin(self, rec: RunRecord, code_version: str) -> RunRecord:
+        """Record that ``rec``, just claimed, continues under ``code_version``:
+        a later claim then pins it to the code that recorded its new steps.
+        Only when a run crosses versions; a single version never writes this."""
+        if not self.routing.kept:
+            return rec
+        try:
+            pinned = await self.store.pin_run(rec.id, code_version, fence=rec.fence)
+        except NotImplementedError:
+            return rec
+        return rec if pinned is None else pinned
+
+    async def _look_for_stranded(self) -> None:
+        """Log the runs no live worker can continue (:mod:`.routing`), each
+        once: part of the look below, once a minute while there is room."""
+        fleet = await fleet_of(self.store)
+        if fleet is None or not self.routing.kept:
+            return
+        found: dict[str, str] = {}
+        for status in ("pending", "suspended", "running"):
+            for rec in await self.store.list_runs(status=status, limit=LOOK_AT):
+                why = fleet.stranded(rec)
+                if why is not None:
+                    found[rec.id] = why
+        self.routing.say_stranded(found)
 
     async def _look_for_missing_policies(self) -> None:
         """Say which pending runs need a policy this runner was not given
@@ -429,6 +515,7 @@ class Worker:
         for rec in await self.store.list_runs(status="pending", limit=LOOK_AT):
             if self.queues is None or rec.queue in self.queues:
                 self.registry.can_run(rec)
+        await self._look_for_stranded()
 
     async def serve(self, stop: asyncio.Event, shutdown_timeout: float) -> None:
         """Serve until ``stop``; then claim nothing more and give held runs
@@ -449,6 +536,8 @@ class Worker:
         finally:
             self.serving = serving
             self._stop = None
+            if not serving:
+                await self.stopped()  # a Runner(serving=True) says so when it closes
 
     def _acceptable(self, rec: RunRecord) -> bool:
         if rec.id in self.table.live or rec.id in self.table.claiming:
@@ -456,7 +545,15 @@ class Worker:
         retry = self.table.retry_after.get(rec.id)
         if retry is not None and time.monotonic() < retry[0]:
             return False
-        return self.registry.can_run(rec)
+        if not self.registry.can_run(rec):
+            return False
+        routing = self.routing
+        if not routing.version:
+            return True  # not a registered worker: no versions to route by
+        if routing.retired:
+            return False  # its held runs finish; it takes nothing, its own included
+        pol = self.registry.find(rec.policy)
+        return pol is not None and routing.can_take(rec, self.settings.version_of(pol))
 
 
 def _slow(what: str, seconds: float) -> None:

@@ -34,6 +34,7 @@ from ..core.mail import GENERATION_KEY, Delivery
 from ..core.memory import MemoryRecord
 from ..core.stepargs import is_compact, whole_steps
 from ..core.tags import check_tags
+from .versions import VersionRecord, WorkerRecord
 
 __all__ = [
     "SCHEDULE_MISSED",
@@ -103,7 +104,7 @@ def _is_zombie(pid: int) -> bool:
 RUN_COLUMNS = (
     "id, policy, inputs, status, result, error, created_at, updated_at, code_version, "
     "wake_at, waiting_for, owner, lease_expires_at, fence, cancel_requested, queue, "
-    "priority, parent_id, trace, tags"
+    "priority, parent_id, trace, tags, cleared"
 )
 _RUN_FIELDS = tuple(c.strip() for c in RUN_COLUMNS.split(","))
 SPILL_BYTES = 16 * 1024
@@ -176,6 +177,7 @@ _ROW_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
     ("parent_id", _TEXT_OR_NONE),
     ("trace", _TEXT_OR_NONE),
     ("tags", _TEXT_OR_NONE),
+    ("cleared", _TEXT_OR_NONE),
 )
 
 
@@ -932,6 +934,50 @@ class Store(abc.ABC):
         replay what it read); how many rows went and how many step records
         were masked."""
         raise NotImplementedError(f"{type(self).__name__} keeps no memory")
+
+    # -- versions (stalwart.stores.versions, stalwart.runner.routing) -------------
+    # Not abstract: a store that keeps no versions says so when asked.
+    async def beat_worker(self, worker: WorkerRecord) -> list[VersionRecord]:
+        """Record that ``worker`` serves, as of its ``beat_at``; add its
+        version to the known ones;
+        forget workers silent for a day. Every known version, in the order
+        first seen (none is the latest until :meth:`set_latest`)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no versions")
+
+    async def forget_worker(self, owner: str) -> None:
+        """Mark ``owner``'s worker as stopped (no longer live; its row, which
+        says what it could continue, stays until it is a day old)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no versions")
+
+    async def list_workers(self) -> list[WorkerRecord]:
+        """The workers that beat within the last day, by version then owner."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no versions")
+
+    async def list_versions(self) -> list[VersionRecord]:
+        """Every known version, in the order first seen."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no versions")
+
+    async def set_latest(self, version: str) -> None:
+        """New runs go to ``version`` (added if unknown, served again if retired)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no versions")
+
+    async def retire_version(self, version: str) -> None:
+        """``version`` serves no more (added if unknown; no longer the latest)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no versions")
+
+    async def clear_run(self, run_id: str, versions: Sequence[str]) -> RunRecord | None:
+        """Add ``versions`` (code versions) to those the run is cleared for;
+        the run as it now stands, None if there is no such run."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no versions")
+
+    async def pin_run(
+        self, run_id: str, code_version: str, fence: int | None = None
+    ) -> RunRecord | None:
+        """Set the run's ``code_version`` and drop its clearances, if it is
+        unfinished (and, with ``fence``, still has that fence: its holder
+        records the version that continues it). The run as it now stands,
+        None if no unfinished run matched."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no versions")
 
     # -- wake-ups from other processes (stalwart.runner.worker) -----------------
     async def watch(self, wake: Callable[[str, str | None], None]) -> None:

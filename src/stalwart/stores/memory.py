@@ -34,11 +34,13 @@ from .base import (
 from .memory_memories import MemoryMemories
 from .memory_reads import MemoryReads, has_tags
 from .memory_schedules import MemorySchedules
+from .memory_versions import MemoryVersions
+from .versions import VersionRecord, WorkerRecord
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, Store):
+class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, MemoryVersions, Store):
     """Runs, steps and signals in dicts, with the SQL stores' rules.
 
     Records are copied in and out, so a caller holding a ``RunRecord`` never
@@ -58,6 +60,8 @@ class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, Store):
         self._uids: dict[str, str] = {}
         # queue name -> [concurrency, rate, tokens, updated_at]
         self._queues: dict[str, list[Any]] = {}
+        self._workers: dict[str, WorkerRecord] = {}
+        self._versions: dict[str, VersionRecord] = {}
         self._schedules: dict[str, ScheduleRecord] = {}
         # Long-term memory: namespace -> key -> row.
         self._memory: dict[str, dict[str, MemoryRecord]] = {}

@@ -99,6 +99,7 @@ _RUN_TYPES: dict[str, tuple[type, ...]] = {
     "parent_id": _TEXT_OR_NULL,
     "trace": _TEXT_OR_NULL,
     "tags": _TEXT_OR_NULL,
+    "cleared": _TEXT_OR_NULL,
 }
 _STATUSES: tuple[str, ...] = get_args(RunStatus)
 _RUN_TIMES = ("created_at", "updated_at", "wake_at", "lease_expires_at")

@@ -29,8 +29,10 @@ from ..core.policy import Policy
 from ..core.tags import decode_tags, parse_tag
 from ..runner import Runner
 from ..runner.registry import Registry
+from ..runner.routing import fleet_of
 from ..stores import Store
 from ..stores.base import StepPage, StepPosition, owner_is_dead
+from ..stores.versions import cleared_versions
 from .conversation import Asked, bubbles, pending_ask, turns, usage_by_model
 from .family import family_tree
 from .graph import run_graph
@@ -394,8 +396,13 @@ async def _run_context(
         asked = pending_ask(steps, signal_name, run.id)
     else:
         asked = await _latest_ask(_store(request), run, signal_name)
+    fleet = await fleet_of(_store(request))
     return {
         "run": run,
+        "cleared": cleared_versions(run.cleared),
+        "fleet": fleet is not None and bool(fleet.workers),
+        "takers": [] if fleet is None else fleet.takers(run),
+        "stranded": None if fleet is None else fleet.stranded(run),
         "inputs": _inputs(request, run),
         "result": shown(run.result, value_link(run.id, "result")),
         "error": shown(run.error, value_link(run.id, "error")),

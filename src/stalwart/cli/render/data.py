@@ -46,8 +46,11 @@ def _parsed(text: str | None, field: str, unreadable: list[str]) -> Any:
         return text
 
 
-def run_data(rec: RunRecord, *, values: bool = False) -> dict[str, Any]:
-    """A run's row; with ``values``, its inputs, result and error too."""
+def run_data(
+    rec: RunRecord, *, values: bool = False, stranded: str | None = None
+) -> dict[str, Any]:
+    """A run's row; with ``values``, its inputs, result and error too;
+    ``stranded``, why no live worker can continue it (:mod:`stalwart.runner.routing`)."""
     data: dict[str, Any] = {
         "id": rec.id,
         "policy": rec.policy,
@@ -64,6 +67,7 @@ def run_data(rec: RunRecord, *, values: bool = False) -> dict[str, Any]:
         "lease_expires_at": rec.lease_expires_at,
         "cancel_requested": rec.cancel_requested,
         "tags": decode_tags(rec.tags),
+        "stranded": stranded,
     }
     if values:
         unreadable: list[str] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -67,9 +67,12 @@ def tags_text(rec: RunRecord) -> Text:
     return Text(printable(" ".join(f"{k}={v}" for k, v in decode_tags(rec.tags).items())))
 
 
-def runs_table(runs: Iterable[RunRecord], title: str) -> Table:
-    """The runs, one a row; ``title`` is plain text (it may quote a store
-    URL). A ``tags`` column when any of them has tags."""
+def runs_table(
+    runs: Iterable[RunRecord], title: str, stranded: Mapping[str, str | None] | None = None
+) -> Table:
+    """The runs, one a row; ``title`` is plain text (it may quote a store URL);
+    a run in ``stranded`` with a reason says it under its status; a ``tags``
+    column when any of them has tags."""
     runs = list(runs)
     tagged = any(rec.tags for rec in runs)
     table = Table(title=Text(printable(title)), title_justify="left", header_style="bold")
@@ -82,10 +85,16 @@ def runs_table(runs: Iterable[RunRecord], title: str) -> Table:
     if tagged:
         table.add_column("tags", overflow="fold", min_width=10)
     for rec in runs:
+        why = (stranded or {}).get(rec.id)
+        status = status_text(rec.status)
+        if why is not None:
+            status = Text.assemble(
+                status, "\n", Text("stranded: ", style="bold red"), printable(why)
+            )
         cells: list[Text | str] = [
             Text(printable(rec.id)),
             Text(printable(rec.policy)),
-            status_text(rec.status),
+            status,
             when(rec.created_at),
             when(rec.updated_at),
             waiting_text(rec),
@@ -113,16 +122,22 @@ def _inputs_text(inputs: str, limit: int | None, policy: Policy[Any, Any] | None
 
 
 def run_header(
-    rec: RunRecord, *, limit: int | None = 200, policy: Policy[Any, Any] | None = None
+    rec: RunRecord,
+    *,
+    limit: int | None = 200,
+    policy: Policy[Any, Any] | None = None,
+    stranded: str | None = None,
 ) -> Panel:
     """A run's header; its inputs by parameter name when ``policy`` (the
-    one the run names) is known here."""
+    one the run names) is known here; why it is ``stranded``, if it is."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     grid.add_row("status", status_text(rec.status))
     grid.add_row("policy", Text(printable(rec.policy)))
     grid.add_row("code version", Text(printable(rec.code_version or "-")))
+    if stranded is not None:
+        grid.add_row(Text("stranded", style="bold red"), Text(printable(stranded)))
     grid.add_row("created", when(rec.created_at))
     grid.add_row("updated", when(rec.updated_at))
     waiting = waiting_text(rec)

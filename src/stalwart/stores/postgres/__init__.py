@@ -100,6 +100,7 @@ from .schedules import PostgresSchedules
 from .schema import SCHEMA_VERSION
 from .signals import PostgresSignals
 from .steps import PostgresSteps
+from .versions import PostgresVersions
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
@@ -112,6 +113,7 @@ class PostgresStore(
     PostgresDump,
     PostgresSchedules,
     PostgresMemory,
+    PostgresVersions,
     PostgresListen,
 ):
     """A Store in a PostgreSQL database. Build from a URL with :meth:`from_url`."""

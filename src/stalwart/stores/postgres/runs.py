@@ -30,6 +30,7 @@ __all__ = ["PostgresRuns"]
 _RUN_TYPES = (
     "text", "text", "text", "text", "text", "text", "float8", "float8", "text", "float8",
     "text", "text", "float8", "int8", "bool", "text", "int4", "text", "text", "text",
+    "text",
 )  # fmt: skip
 _RUN_NAMES = tuple(c.strip() for c in RUN_COLUMNS.split(","))
 if len(_RUN_TYPES) != len(_RUN_NAMES):  # pragma: no cover

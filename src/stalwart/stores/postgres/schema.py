@@ -40,7 +40,7 @@ __all__ = [
     "where_of",
 ]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -187,6 +187,26 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             PRIMARY KEY (run_id, key)
         )""",
         "CREATE INDEX run_tags_by_value ON {s}.run_tags (key, value, run_id)",
+    ),
+    # Versions (stalwart.runner.routing); SQLite's 9 too.
+    8: (
+        "ALTER TABLE {s}.runs ADD COLUMN cleared TEXT",
+        """CREATE TABLE {s}.workers (
+            owner TEXT PRIMARY KEY,
+            version TEXT NOT NULL,
+            policies TEXT NOT NULL,
+            queues TEXT,
+            lease DOUBLE PRECISION NOT NULL,
+            started_at DOUBLE PRECISION NOT NULL,
+            beat_at DOUBLE PRECISION NOT NULL
+        )""",
+        """CREATE TABLE {s}.versions (
+            version TEXT PRIMARY KEY,
+            latest BOOLEAN NOT NULL DEFAULT false,
+            retired_at DOUBLE PRECISION,
+            first_seen DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE UNIQUE INDEX versions_latest ON {s}.versions (latest) WHERE latest",
     ),
 }
 

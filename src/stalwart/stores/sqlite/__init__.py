@@ -28,7 +28,8 @@ usage error or a broken file raises a plain :class:`~stalwart.core.errors.StoreE
 
 The store is split by concern: :mod:`.schema` (tables, migrations, errors),
 :mod:`.writer` (the connection, transactions, group commit), :mod:`.runs`,
-:mod:`.claims`, :mod:`.steps`, :mod:`.signals`, :mod:`.schedules`, :mod:`.memory`;
+:mod:`.claims`, :mod:`.steps`, :mod:`.signals`, :mod:`.schedules`, :mod:`.memory`,
+:mod:`.versions`;
 the SQL and rules it shares with PostgreSQL are in :mod:`stalwart.stores.sql`.
 """
 
@@ -42,6 +43,7 @@ from .schedules import SQLiteSchedules
 from .schema import SCHEMA_VERSION
 from .signals import SQLiteSignals
 from .steps import SQLiteSteps
+from .versions import SQLiteVersions
 from .wake import SQLiteWake
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -55,6 +57,7 @@ class SQLiteStore(
     SQLiteDump,
     SQLiteSchedules,
     SQLiteMemory,
+    SQLiteVersions,
     SQLiteWake,
 ):
     """A Store in one SQLite file. Build from a URL with :meth:`from_url`."""

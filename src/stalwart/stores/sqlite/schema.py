@@ -26,7 +26,7 @@ __all__ = [
     "stored_version",
 ]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -170,6 +170,30 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (run_id, key)
     ) WITHOUT ROWID;
     CREATE INDEX run_tags_by_value ON run_tags (key, value, run_id);
+    """,
+    # Versions (stalwart.runner.routing): the code versions a run is cleared
+    # for besides its own; the serving workers and what each can continue
+    # (its version, its policies' code versions, its queues, its last beat);
+    # the application versions, which one new runs go to, which are retired.
+    # PostgreSQL's 8 too.
+    9: """
+    ALTER TABLE runs ADD COLUMN cleared TEXT;
+    CREATE TABLE workers (
+        owner TEXT PRIMARY KEY,
+        version TEXT NOT NULL,
+        policies TEXT NOT NULL,
+        queues TEXT,
+        lease REAL NOT NULL,
+        started_at REAL NOT NULL,
+        beat_at REAL NOT NULL
+    );
+    CREATE TABLE versions (
+        version TEXT PRIMARY KEY,
+        latest INTEGER NOT NULL DEFAULT 0,
+        retired_at REAL,
+        first_seen REAL NOT NULL
+    );
+    CREATE UNIQUE INDEX versions_latest ON versions (latest) WHERE latest;
     """,
 }
 

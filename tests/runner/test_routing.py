@@ -1,0 +1,128 @@
+"""Runs are pinned to the code version they started on; serving runners of
+other versions leave them, take them once the gate cleared them, and send
+new runs to the latest version; a run nobody live can continue is stranded."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+import stalwart as sw
+from stalwart.runner.routing import fleet_of
+from stalwart.stores import open_store
+
+
+@sw.policy
+async def double(x: int) -> int:
+    return 2 * x
+
+
+@sw.policy(name="job")
+async def job_v1(ctx: sw.Context, x: int) -> str:
+    a = await double(x)
+    return f"v1:{a}:{await ctx.wait_for('go')}"
+
+
+@sw.policy(name="job")
+async def job_v2(ctx: sw.Context, x: int) -> str:
+    a = await double(x)
+    return f"v2:{a}:{await ctx.wait_for('go')}"
+
+
+def _serving(url: str, job: object, version: str) -> sw.Runner:
+    return sw.Runner(
+        url, policies=[job], code_version=version, serving=True, poll_interval=0.02, lease=2
+    )
+
+
+async def _until(runner: sw.Runner, run_id: str, status: str) -> sw.RunRecord:
+    deadline = time.monotonic() + 20
+    while (rec := await runner.get_run(run_id)).status != status:
+        assert time.monotonic() < deadline, f"run {run_id} is {rec.status}, not {status}"
+        await asyncio.sleep(0.02)
+    return rec
+
+
+async def test_a_run_stays_with_its_version_until_the_gate_clears_it(store_url: str) -> None:
+    async with _serving(store_url, job_v1, "v1") as v1:
+        await v1.enqueue(job_v1, 1, run_id="a")
+        assert (await _until(v1, "a", "suspended")).code_version == "v1"
+    async with _serving(store_url, job_v2, "v2") as v2:
+        await v2.signal("a", "go", "yes")
+        await v2.recover()  # a claim pass of the v2 runner: it leaves the v1 run
+        rec = await v2.get_run("a")
+        assert (rec.status, rec.code_version) == ("pending", "v1")
+        fleet = await fleet_of(v2.store)
+        assert fleet is not None
+        assert [w.version for w in fleet.takers(rec)] == []
+        why = fleet.stranded(rec, grace=0)
+        assert why is not None and "no live worker can continue code version v1" in why
+        assert fleet.stranded(rec) is None  # not yet: a v1 worker may come back
+        cleared = await v2.store.clear_run("a", ["v2"])
+        assert cleared is not None and cleared.cleared == "v2"
+        assert await sw.RunHandle(v2, "a").result(timeout=20) == "v2:2:yes"
+        assert (await v2.get_run("a")).code_version == "v2"
+
+
+async def test_new_runs_go_to_the_latest_version(store_url: str) -> None:
+    store = open_store(store_url)
+    await store.open()
+    try:
+        await store.set_latest("v2")  # before the runners' first beat: each knows it
+    finally:
+        await store.close()
+    async with (
+        _serving(store_url, job_v1, "v1") as v1,
+        _serving(store_url, job_v2, "v2") as v2,
+        sw.Runner(store_url, serving=False) as client,
+    ):
+        await v1.enqueue(job_v1, 5, run_id="theirs")  # even its own new run
+        await client.enqueue(job_v1, 6, run_id="new")
+        for run_id in ("theirs", "new"):
+            rec = await _until(v2, run_id, "suspended")
+            assert rec.code_version == "v2"  # started by the v2 runner, pinned to it
+            await client.signal(run_id, "go", "ok")
+        assert await sw.RunHandle(client, "theirs").result(timeout=20) == "v2:10:ok"
+        assert await sw.RunHandle(client, "new").result(timeout=20) == "v2:12:ok"
+
+
+async def test_a_retired_versions_runs_are_stranded_at_once(store_url: str) -> None:
+    async with _serving(store_url, job_v1, "v1") as v1:
+        await v1.enqueue(job_v1, 1, run_id="left")
+        await _until(v1, "left", "suspended")
+    store = open_store(store_url)
+    await store.open()
+    try:
+        await store.retire_version("v1")
+        fleet = await fleet_of(store)
+        assert fleet is not None
+        rec = await store.get_run("left")
+        assert rec is not None
+        why = fleet.stranded(rec)
+        assert why is not None and "retired version v1" in why
+        pinned = await store.pin_run("left", "v2")
+        assert pinned is not None and pinned.code_version == "v2"
+        assert fleet.stranded(pinned) is None  # v2 has no worker yet: not for a while
+    finally:
+        await store.close()
+
+
+async def test_a_store_without_serving_workers_strands_nothing(store_url: str) -> None:
+    async with sw.Runner(store_url, policies=[job_v1]) as runner:
+        await runner.start(job_v1, 1, run_id="embedded")
+        rec = await _until(runner, "embedded", "suspended")
+        fleet = await fleet_of(runner.store)
+        assert fleet is not None and fleet.workers == []
+        assert fleet.stranded(rec, grace=0) is None
+
+
+@pytest.mark.parametrize("bad", ["", "two words", "tab\there"])
+async def test_a_clearance_refuses_a_version_that_would_not_read_back(
+    store_url: str, bad: str
+) -> None:
+    async with sw.Runner(store_url, policies=[job_v1]) as runner:
+        await runner.enqueue(job_v1, 1, run_id="r")
+        with pytest.raises(ValueError, match="without spaces"):
+            await runner.store.clear_run("r", [bad])
