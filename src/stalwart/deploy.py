@@ -222,15 +222,7 @@ async def check_run(
 
 async def _unfinished(store: Store) -> list[RunRecord]:
     """Every unfinished run, oldest first: listed a page at a time."""
-    runs: list[RunRecord] = []
-    for status in UNFINISHED:
-        before: tuple[float, str] | None = None
-        while True:
-            page = await store.list_runs(status, _PAGE, before=before)
-            runs += page
-            if len(page) < _PAGE:
-                break
-            before = (page[-1].created_at, page[-1].id)
+    runs = [run for status in UNFINISHED async for run in store.iter_runs(status, page=_PAGE)]
     runs.sort(key=lambda r: (r.created_at, r.id))
     return runs
 
