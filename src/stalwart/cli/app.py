@@ -23,7 +23,8 @@ from .command import Command, Group
 from .ddl import store_ddl
 from .demo import demo
 from .deploy import deploy_check
-from .evals import counterfactual_runs
+from .datasets import create_dataset, export_dataset, import_dataset, list_datasets
+from .evals import counterfactual_runs, run_experiment
 from .export import export_run, import_run
 from .fork import fork_run
 from .mcp_serve import mcp_serve
@@ -119,9 +120,19 @@ schedules_app.command("delete", cls=Command)(delete_schedule)
 deploy_app = _group("Check new code against the runs it would resume, before deploying it.")
 app.add_typer(deploy_app, name="deploy")
 deploy_app.command("check", cls=Command)(deploy_check)
-evals_app = _group("Evaluate new code on the recorded runs: fork them at a step, score old vs new.")
+evals_app = _group(
+    "Evaluate new code on the recorded runs: fork them at a step, or run datasets of cases "
+    "drawn from them; score old vs new."
+)
 app.add_typer(evals_app, name="evals")
 evals_app.command("counterfactual", cls=Command)(counterfactual_runs)
+evals_app.command("run", cls=Command)(run_experiment)
+dataset_app = _group("Create, list, export and import datasets of cases drawn from recorded runs.")
+evals_app.add_typer(dataset_app, name="dataset")
+dataset_app.command("create", cls=Command)(create_dataset)
+dataset_app.command("list", cls=Command)(list_datasets)
+dataset_app.command("export", cls=Command)(export_dataset)
+dataset_app.command("import", cls=Command)(import_dataset)
 store_app = _group("Provision a store's tables for operators who run the SQL themselves.")
 app.add_typer(store_app, name="store")
 store_app.command("ddl", cls=Command)(store_ddl)

@@ -217,7 +217,7 @@ async def _case(
             await _settle(runner, handle)
     new_run = await runner.get_run(fork_id)
     new_steps = await runner.steps(fork_id)
-    old, new = _outcome(run, old_steps), _outcome(new_run, new_steps)
+    old, new = Outcome.of(run, old_steps), Outcome.of(new_run, new_steps)
     scores: dict[str, Score] = {}
     for scorer in scorers:
         label = getattr(scorer, "__name__", repr(scorer))
@@ -264,7 +264,3 @@ async def _settle(runner: Runner, handle: RunHandle) -> None:
     finally:
         waiting.cancel()  # only this wait: the run goes on where it is held
 
-
-def _outcome(run: RunRecord, steps: list[StepRecord]) -> Outcome:
-    result = json.loads(run.result) if run.result else None
-    return Outcome(run.id, run.status, result, run.error, steps)
