@@ -141,22 +141,21 @@ def experiment_policy(target: Policy[Any, Any]) -> Policy[Any, list[str]]:
     @policy(name=f"stalwart.evals.experiment:{target.name}")
     async def run_cases(ctx: Context, cases: list[dict[str, Any]], concurrency: int,
                         queue: str | None = None) -> list[str]:  # fmt: skip
-        children: list[Child] = []
-
-        async def start(i: int) -> None:
-            case = cases[i]
-            children.append(await ctx.spawn(target, *case["args"], queue=queue, **case["kwargs"]))
-
-        for i in range(min(concurrency, len(cases))):
-            await start(i)
-        for i in range(len(cases)):
-            try:
-                await children[i].result()
-            except Exception:  # the case failed: its run's error is scored, not raised here
-                pass
-            if len(children) < len(cases):
-                await start(len(children))
-        return [c.run_id for c in children]
+        ids: list[str] = []
+        # In waves of ``concurrency``: the experiment's run suspends (and
+        # replays from the top when woken) once a wave or so, not once a
+        # case, as a window refilled after each case would.
+        for lo in range(0, len(cases), concurrency):
+            wave: list[Child] = []
+            for case in cases[lo : lo + concurrency]:
+                wave.append(await ctx.spawn(target, *case["args"], queue=queue, **case["kwargs"]))
+            for child in wave:
+                try:
+                    await child.result()
+                except Exception:  # the case failed: its run's error is scored, not raised here
+                    pass
+            ids += [c.run_id for c in wave]
+        return ids
 
     return run_cases
 
