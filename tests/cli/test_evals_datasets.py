@@ -70,8 +70,8 @@ def test_run_reports_json_and_gates_on_worse_and_pass_rate(store: str) -> None:
     done = _cli(*base, "--policy", "support_b", "--experiment", "cli-b", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert (report["experiment"], report["policy"], report["cases_total"]) == ("cli-b",
-                                                                               "support_b", 50)  # fmt: skip
+    assert (report["experiment"], report["policy"]) == ("cli-b", "support_b")
+    assert report["cases_total"] == 50
     assert (report["same"], report["pass_rate"]) == (50, 1.0)
     assert report["cases"][0]["case"] == "ticket-0" and report["cases"][0]["passed"]
 

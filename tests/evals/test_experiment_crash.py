@@ -41,7 +41,7 @@ def test_a_killed_experiment_resumed_by_name_repays_no_finished_case(
     proc = spawn(EXAMPLE, store_url, env=env)
     wait_for_line(proc, "paused")  # inside prompt A's 25th live answer
     kill(proc)
-    started, finished, answered = _children(store_url)
+    _, finished, answered = _children(store_url)
     assert executions(log).count("a") == 25 and "b" not in executions(log)
     assert 1 <= finished < 50 and answered <= 24  # halfway; the 25th answer never recorded
 

@@ -20,10 +20,10 @@ from typing import Annotated
 import typer
 
 from .command import Command, Group
+from .datasets import create_dataset, export_dataset, import_dataset, list_datasets
 from .ddl import store_ddl
 from .demo import demo
 from .deploy import deploy_check
-from .datasets import create_dataset, export_dataset, import_dataset, list_datasets
 from .evals import counterfactual_runs, run_experiment
 from .export import export_run, import_run
 from .fork import fork_run

@@ -306,9 +306,7 @@ def _print_experiment(report: ExperimentReport) -> None:
     table = Table("CASE", "RUN", "STATUS", "VERDICT", "TOKENS", "WHY")
     for c in report.cases:
         why = "; ".join(f"{n}: {s.reason}" for n, s in c.scores.items() if s.verdict != "same")
-        table.add_row(
-            lit(c.case_id), lit(c.run_id), c.status, c.verdict, str(c.tokens), lit(why)
-        )
+        table.add_row(lit(c.case_id), lit(c.run_id), c.status, c.verdict, str(c.tokens), lit(why))
     print_table(table)
     screen = console()
     screen.soft_wrap = True

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ForkError, RunNotFound
-from ..core.ledger import TERMINAL, RunRecord, StepRecord
+from ..core.ledger import TERMINAL, RunRecord
 from ..core.policy import Policy, as_policy
 from ..llm import run_usage
 from ..runner.handle import RunHandle
@@ -263,4 +262,3 @@ async def _settle(runner: Runner, handle: RunHandle) -> None:
                 return
     finally:
         waiting.cancel()  # only this wait: the run goes on where it is held
-

@@ -70,9 +70,14 @@ class DatasetCase:
 
     def __post_init__(self) -> None:
         where = f"case {self.id!r}"
-        if not isinstance(self.id, str) or not 1 <= len(self.id) <= 500 or not self.id.isprintable():
+        if (
+            not isinstance(self.id, str)
+            or not 1 <= len(self.id) <= 500
+            or not self.id.isprintable()
+        ):
             raise ValueError(f"{where}: field 'id' is 1 to 500 printable characters")
-        if not isinstance(self.kwargs, Mapping) or not all(isinstance(k, str) for k in self.kwargs):
+        kwargs = self.kwargs
+        if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
             raise TypeError(f"{where}: field 'kwargs' is a mapping of names to values")
         if isinstance(self.args, str | bytes) or not isinstance(self.args, Sequence):
             raise TypeError(f"{where}: field 'args' is a list of values")
@@ -248,4 +253,3 @@ def _case(run: RunRecord) -> DatasetCase:
         run.id,
         decode_tags(run.tags),
     )
-

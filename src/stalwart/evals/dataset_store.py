@@ -16,6 +16,7 @@ again; saving the same cases as the latest version returns it.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import time
@@ -26,7 +27,7 @@ from ..core.memory import MemoryRecord, namespace_text
 from ..stores.base import Store
 from .dataset import Dataset, DatasetCase, check_name
 
-__all__ = ["DatasetInfo", "DatasetStore", "RESERVED"]
+__all__ = ["RESERVED", "DatasetInfo", "DatasetStore"]
 
 #: The memory namespace datasets and experiment scores are kept under.
 RESERVED = "stalwart.evals"
@@ -117,24 +118,13 @@ class DatasetStore:
     async def list(self) -> list[DatasetInfo]:
         """Every dataset's latest version, by name."""
         rows = await self.store.memory_list(_INDEX, _LIST_MOST)
-        infos = []
-        for r in rows:
-            d = json.loads(r.value)
-            infos.append(
-                DatasetInfo(d["name"], int(d["version"]), int(d["cases"]),
-                            str(d["description"]), float(d["created_at"]))  # fmt: skip
-            )
-        return sorted(infos, key=lambda i: i.name)
+        return sorted((_info(json.loads(r.value)) for r in rows), key=lambda i: i.name)
 
-    async def versions(self, name: str) -> list[DatasetInfo]:
+    async def versions(self, name: str) -> builtins.list[DatasetInfo]:
         """Every saved version of dataset ``name``, oldest first."""
         ns = namespace_text((RESERVED, "dataset", check_name(name)))
-        rows = [json.loads(r.value) for r in await self.store.memory_list(ns, _LIST_MOST)]
-        return sorted(
-            (DatasetInfo(d["name"], int(d["version"]), int(d["cases"]), str(d["description"]),
-                         float(d["created_at"])) for d in rows),  # fmt: skip
-            key=lambda i: i.version,
-        )
+        rows = await self.store.memory_list(ns, _LIST_MOST)
+        return sorted((_info(json.loads(r.value)) for r in rows), key=lambda i: i.version)
 
     async def _version_row(self, name: str, version: int | None) -> dict[str, Any] | None:
         if version is None:
@@ -153,8 +143,16 @@ class DatasetStore:
         await self.store.memory_put(MemoryRecord(namespace, key, text, "", None, now, now))
 
 
-def _digest(dataset: Dataset) -> str:
-    body = json.dumps(
-        [dataset.description, [c.to_json() for c in dataset.cases]], sort_keys=True
+def _info(row: dict[str, Any]) -> DatasetInfo:
+    return DatasetInfo(
+        str(row["name"]),
+        int(row["version"]),
+        int(row["cases"]),
+        str(row["description"]),
+        float(row["created_at"]),
     )
+
+
+def _digest(dataset: Dataset) -> str:
+    body = json.dumps([dataset.description, [c.to_json() for c in dataset.cases]], sort_keys=True)
     return hashlib.sha256(body.encode("utf-8")).hexdigest()

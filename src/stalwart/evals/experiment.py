@@ -20,6 +20,7 @@ asks its model in a durable run of its own per case, once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Sequence
@@ -150,10 +151,9 @@ def experiment_policy(target: Policy[Any, Any]) -> Policy[Any, list[str]]:
             for case in cases[lo : lo + concurrency]:
                 wave.append(await ctx.spawn(target, *case["args"], queue=queue, **case["kwargs"]))
             for child in wave:
-                try:
+                # A case that failed: its run's error is scored, not raised here.
+                with contextlib.suppress(Exception):
                     await child.result()
-                except Exception:  # the case failed: its run's error is scored, not raised here
-                    pass
             ids += [c.run_id for c in wave]
         return ids
 
@@ -217,10 +217,9 @@ async def _score(
     steps = await runner.steps(run_id)
     source_steps: list[Any] = []
     if case.source is not None:
-        try:
+        # Pruned, or another store's: the reference is its result alone.
+        with contextlib.suppress(RunNotFound):
             source_steps = await runner.steps(case.source)
-        except RunNotFound:
-            pass  # pruned, or another store's: the reference is its result alone
     old, new = case.reference(source_steps), Outcome.of(run, steps)
     scores: dict[str, Score] = {}
     for scorer in scorers:

@@ -75,4 +75,3 @@ async def select_runs(runner: Runner, selection: Selection) -> list[RunRecord]:
             break
         before = (found[-1].created_at, found[-1].id)
     return sorted(kept, key=lambda r: (r.created_at, r.id))
-
