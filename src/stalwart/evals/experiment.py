@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.context import Child, Context
-from ..core.errors import RunNotFound
+from ..core.errors import InputMismatchError, RunNotFound
 from ..core.memory import MemoryRecord, namespace_text
 from ..core.policy import Policy, as_policy, policy
 from ..llm import run_usage
@@ -193,10 +193,17 @@ async def experiment(
     for c in dataset.cases:  # decoded into declared types only (S13)
         args, kwargs = c.call()
         calls.append({"args": list(args), "kwargs": kwargs})
-    handle = await runner.start(
-        parent, calls, concurrency, queue, run_id=f"eval:{name}",
-        tags={"stalwart.dataset": dataset.name, "stalwart.version": str(dataset.version)},
-    )  # fmt: skip
+    tags = {"stalwart.dataset": dataset.name, "stalwart.version": str(dataset.version)}
+    try:
+        handle = await runner.start(
+            parent, calls, concurrency, queue, run_id=f"eval:{name}", tags=tags
+        )
+    except InputMismatchError as exc:
+        raise InputMismatchError(
+            f"experiment {name!r} was started on another dataset version, policy, "
+            f"concurrency or queue; to resume it, call it as it was started, else name a "
+            f"new experiment. {exc}"
+        ) from None
     child_ids: list[str] = await handle.result()
     results = [
         await _score(runner, f"eval:{name}:{i}", name, case, run_id, scorers)
