@@ -27,10 +27,9 @@ from typing import Any
 from ..core import codec
 from ..core.ledger import RunRecord
 from ..core.tags import check_tags, decode_tags
-from ..runner.inputs import read_inputs
 from ..runner.runner import Runner
 from .scorers import Outcome
-from .selection import Selection, select_runs
+from .selection import Selection, recorded_inputs, select_runs
 
 __all__ = ["Dataset", "DatasetCase", "cases_from_runs", "check_name"]
 
@@ -235,20 +234,20 @@ def _tree(value: Any, where: str) -> Any:
 async def cases_from_runs(runner: Runner, selection: Selection) -> list[DatasetCase]:
     """The runs ``selection`` finds (:func:`~.selection.select_runs`) as
     cases, oldest first: each run's inputs as recorded, its outcome as the
-    reference, its id as the case's id and ``source``, its tags."""
-    return [_case(run) for run in await select_runs(runner, selection)]
+    reference, its id as the case's id and ``source``, its tags. A run not
+    finished yet (no outcome to be a reference) is left out."""
+    runs = await select_runs(runner, selection)
+    return [_case(run) for run in runs if run.status in _STATUSES]
 
 
 def _case(run: RunRecord) -> DatasetCase:
-    read_inputs(run.id, run.inputs)  # a corrupted record is named, not guessed at
-    inputs = json.loads(run.inputs)
-    status = run.status if run.status in _STATUSES else "failed"
+    inputs = recorded_inputs(run)
     return DatasetCase(
         run.id,
         inputs["args"],
         inputs["kwargs"],
         json.loads(run.result) if run.result else None,
-        status,
+        run.status,
         run.error,
         run.id,
         decode_tags(run.tags),

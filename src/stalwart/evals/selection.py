@@ -8,13 +8,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.errors import CorruptedRecord
 from ..core.ledger import RunRecord
-from ..runner.inputs import read_inputs
 from ..runner.runner import Runner
 from ..timetravel import lineage
 from .scorers import Outcome
 
-__all__ = ["Selection", "select_runs"]
+__all__ = ["Selection", "recorded_inputs", "select_runs"]
 
 #: A predicate over a run's recorded inputs (``{"args": [...], "kwargs":
 #: {...}}`` as plain JSON) and its :class:`Outcome`: keep the run if true.
@@ -65,13 +65,32 @@ async def select_runs(runner: Runner, selection: Selection) -> list[RunRecord]:
             steps = await runner.steps(r.id)
             if lineage(steps) is not None:
                 continue
-            if selection.where is not None:
-                read_inputs(r.id, r.inputs)  # a corrupted record is named, not guessed at
-                inputs = json.loads(r.inputs)
-                if not selection.where(inputs, Outcome.of(r, steps)):
-                    continue
+            where = selection.where
+            if where is not None and not where(recorded_inputs(r), Outcome.of(r, steps)):
+                continue
             kept.append(r)
         if len(found) < page:
             break
         before = (found[-1].created_at, found[-1].id)
     return sorted(kept, key=lambda r: (r.created_at, r.id))
+
+
+def recorded_inputs(run: RunRecord) -> dict[str, Any]:
+    """A run's recorded inputs as plain JSON (``{"args": [...], "kwargs":
+    {...}}``, messages left as their ``{"$t": ...}`` trees: nothing is
+    decoded, so no type of the program is needed); a corrupted record is a
+    :class:`~stalwart.core.errors.CorruptedRecord` naming the run."""
+    try:
+        data = json.loads(run.inputs)
+    except ValueError:
+        data = None
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("args"), list)
+        or not isinstance(data.get("kwargs"), dict)
+    ):
+        raise CorruptedRecord(
+            f"inputs of run {run.id!r}: not a record of arguments "
+            '({"args": [...], "kwargs": {...}})'
+        )
+    return data
