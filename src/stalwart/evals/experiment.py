@@ -134,7 +134,7 @@ class ExperimentReport:
         return "\n".join(line.rstrip() for line in lines)
 
 
-def experiment_policy(target: Policy[Any, Any]) -> Policy[Any, list[str]]:
+def _experiment_policy(target: Policy[Any, Any]) -> Policy[Any, list[str]]:
     """The policy of an experiment's own run for ``target``: it starts a child
     run of ``target`` a case, ``concurrency`` at a time in order, and returns
     their ids. A failed child is not its failure."""
@@ -185,7 +185,7 @@ async def experiment(
         )
     target = runner.register(as_policy(policy))
     parent_name = f"stalwart.evals.experiment:{target.name}"
-    parent = runner.find_policy(parent_name) or runner.register(experiment_policy(target))
+    parent = runner.find_policy(parent_name) or runner.register(_experiment_policy(target))
     for scorer in scorers:
         if isinstance(scorer, Judge):
             runner.register(scorer.policy)
