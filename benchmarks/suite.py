@@ -427,6 +427,24 @@ SPECS: dict[str, Spec] = {
             columns=(Column("cpu_ms_per_page", "CPU ms per page"),),
             floor="floor: the store's reads for the page",
         ),
+        Spec(
+            "B16",
+            "an experiment: a dataset of cases run as durable child runs and scored, no-op model",
+            Column("cases_per_s", "cases/s"),
+            True,
+            10,
+            "≥ 50% of the floor's rate on SQLite (plain runs of the cases, unscored)",
+            (
+                _s("floor: a plain run of each case", "b16_experiment:b16_floor_sqlite"),
+                _s(
+                    "stalwart sqlite experiment",
+                    "b16_experiment:b16_stalwart_sqlite",
+                    floor="floor: a plain run of each case",
+                ),
+                _s("stalwart postgres experiment", "b16_experiment:b16_stalwart_postgres"),
+            ),
+            floor="floor: a plain run of each case",
+        ),
     )
 }
 

@@ -21,10 +21,11 @@ import typer
 
 from .a2a_serve import a2a_serve
 from .command import Command, Group
+from .datasets import create_dataset, export_dataset, import_dataset, list_datasets
 from .ddl import store_ddl
 from .demo import demo
 from .deploy import deploy_check
-from .evals import counterfactual_runs
+from .evals import counterfactual_runs, run_experiment
 from .export import export_run, import_run
 from .fork import fork_run
 from .mcp_serve import mcp_serve
@@ -132,9 +133,19 @@ app.add_typer(versions_app, name="versions")
 versions_app.command("list", cls=Command)(list_versions)
 versions_app.command("set-latest", cls=Command)(set_latest)
 versions_app.command("retire", cls=Command)(retire_version)
-evals_app = _group("Evaluate new code on the recorded runs: fork them at a step, score old vs new.")
+evals_app = _group(
+    "Evaluate new code on the recorded runs: fork them at a step, or run datasets of cases "
+    "drawn from them; score old vs new."
+)
 app.add_typer(evals_app, name="evals")
 evals_app.command("counterfactual", cls=Command)(counterfactual_runs)
+evals_app.command("run", cls=Command)(run_experiment)
+dataset_app = _group("Create, list, export and import datasets of cases drawn from recorded runs.")
+evals_app.add_typer(dataset_app, name="dataset")
+dataset_app.command("create", cls=Command)(create_dataset)
+dataset_app.command("list", cls=Command)(list_datasets)
+dataset_app.command("export", cls=Command)(export_dataset)
+dataset_app.command("import", cls=Command)(import_dataset)
 store_app = _group("Provision a store's tables for operators who run the SQL themselves.")
 app.add_typer(store_app, name="store")
 store_app.command("ddl", cls=Command)(store_ddl)

@@ -1,5 +1,6 @@
 """``stalwart evals counterfactual``: recorded runs forked at a step onto new
-code, scored old against new (:mod:`stalwart.evals`).
+code, scored old against new; ``stalwart evals run``: a saved dataset run
+against a policy (:mod:`stalwart.evals`).
 
 The new policy, the judge and every scorer are named, never imported from
 the store (S13): policies by their names among those ``--app`` provides,
@@ -30,9 +31,9 @@ from .command import (
 from .fork import parse_json
 
 if TYPE_CHECKING:
-    from ..evals import Report, Scorer
+    from ..evals import ExperimentReport, Report, Scorer
 
-__all__ = ["counterfactual_runs"]
+__all__ = ["counterfactual_runs", "run_experiment", "when"]
 
 _SCORERS = "exact, json, tokens, tool:NAME"
 
@@ -56,7 +57,8 @@ def _scorers(names: list[str], judge_name: str | None, policies: dict[str, Any])
     return out
 
 
-def _when(text: str | None, flag: str) -> float | None:
+def when(text: str | None, flag: str) -> float | None:
+    """An ISO 8601 time option as seconds since the epoch (None if not given)."""
     if text is None:
         return None
     try:
@@ -156,8 +158,8 @@ def counterfactual_runs(
         selection = Selection(
             ids=run or (),
             policy=of or policy,
-            since=_when(since, "--since"),
-            until=_when(until, "--until"),
+            since=when(since, "--since"),
+            until=when(until, "--until"),
             limit=limit,
         )
         async with runner_for(store, provided) as runner:
@@ -198,4 +200,114 @@ def _print(report: Report) -> None:
     screen.soft_wrap = True
     for run_id, why in report.skipped.items():
         screen.print(lit(f"skipped {run_id}: {why}"))
+    screen.print(lit(report.summary()))
+
+
+def run_experiment(
+    app: AppOption,
+    dataset: Annotated[
+        str, typer.Option("--dataset", metavar="NAME", help="A dataset saved in the store.")
+    ],
+    policy: Annotated[
+        str,
+        typer.Option("--policy", metavar="NAME", help="The code to run: a policy of --app."),
+    ],
+    experiment: Annotated[
+        str,
+        typer.Option(
+            "--experiment",
+            metavar="NAME",
+            help="Names the experiment's run (eval:NAME); the same name resumes it.",
+        ),
+    ],
+    version: Annotated[
+        int | None, typer.Option("--version", metavar="N", min=1, help="Default: the latest.")
+    ] = None,
+    scorer: Annotated[
+        list[str] | None,
+        typer.Option("--scorer", metavar="NAME", help=f"A ready scorer: {_SCORERS} (repeatable)."),
+    ] = None,
+    judge_name: Annotated[
+        str | None,
+        typer.Option("--judge", metavar="NAME", help="A model policy of --app as an LLM judge."),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", metavar="N", min=1, help="Cases at once.")
+    ] = 4,
+    queue: Annotated[
+        str | None,
+        typer.Option("--queue", metavar="NAME", help="Run the cases on this queue's workers."),
+    ] = None,
+    fail_if_worse: Annotated[
+        int | None,
+        typer.Option(
+            "--fail-if-worse", metavar="N", min=0, help="Exit 1 if more than N are worse."
+        ),
+    ] = None,
+    min_pass: Annotated[
+        float | None,
+        typer.Option(
+            "--min-pass",
+            metavar="RATE",
+            min=0.0,
+            max=1.0,
+            help="Exit 1 if fewer than RATE (0 to 1) of the cases pass (none worse).",
+        ),
+    ] = None,
+    store: StoreOption = DEFAULT_STORE,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a saved dataset's cases against a policy and score each one.
+
+    Each case is a durable child run of the experiment's run; running the
+    command again with the same --experiment resumes it, and no finished
+    case is run again. A case passes unless a scorer says it is worse than
+    its reference. Exit code 1 when --fail-if-worse or --min-pass is not met.
+    """
+    from ..evals import DatasetStore
+    from ..evals import experiment as run_cases
+
+    async def go() -> ExperimentReport:
+        provided = app_policies(app)
+        by_name = {p.name: p for p in provided}
+        if policy not in by_name:
+            shown = ", ".join(sorted(by_name)[:12])
+            raise CLIError(f"--policy {policy!r}: --app {app!r} has {shown}", code=2)
+        scorers = _scorers(scorer or ["exact"], judge_name, by_name)
+        async with runner_for(store, provided) as runner:
+            try:
+                cases = await DatasetStore(runner.store).load(dataset, version)
+            except KeyError as exc:
+                raise CLIError(f"--dataset: {exc.args[0]}", code=1) from None
+            try:
+                return await run_cases(
+                    runner,
+                    cases,
+                    by_name[policy],
+                    name=experiment,
+                    scorers=scorers,
+                    concurrency=concurrency,
+                    queue=queue,
+                )
+            except ValueError as exc:
+                raise CLIError(str(exc), code=2) from None
+
+    report = execute(go)
+    if as_json:
+        print_document(store, **report.to_json())
+    else:
+        _print_experiment(report)
+    failed = fail_if_worse is not None and report.count("worse") > fail_if_worse
+    if failed or (min_pass is not None and report.pass_rate < min_pass):
+        raise typer.Exit(1)
+
+
+def _print_experiment(report: ExperimentReport) -> None:
+    table = Table("CASE", "RUN", "STATUS", "VERDICT", "TOKENS", "WHY")
+    for c in report.cases:
+        why = "; ".join(f"{n}: {s.reason}" for n, s in c.scores.items() if s.verdict != "same")
+        table.add_row(lit(c.case_id), lit(c.run_id), c.status, c.verdict, str(c.tokens), lit(why))
+    print_table(table)
+    screen = console()
+    screen.soft_wrap = True
     screen.print(lit(report.summary()))

@@ -5,18 +5,28 @@
   result replaced, and scores each fork against its run
   (:mod:`.counterfactual`); the runs are ids or a :class:`Selection`
   (:mod:`.selection`).
+- Datasets (:mod:`.dataset`): :class:`DatasetCase` and :class:`Dataset`,
+  drawn from recorded runs (:func:`cases_from_runs`) or written by hand,
+  read and written as JSON Lines, kept in the run store as versions that
+  never change (:class:`DatasetStore`, :mod:`.dataset_store`).
+- :func:`experiment` runs a saved dataset against a policy as durable child
+  runs, resumed by name after a crash, each case scored against its
+  reference (:mod:`.experiment`).
 - Scorers (:mod:`.scorers`): :func:`exact_match`, :func:`json_match`,
   :func:`called_tool`, :func:`tokens_used`, and :func:`judge` (any model
   policy, asked in a durable run).
 
-``docs/evals.md`` walks through it; ``stalwart evals counterfactual`` is the
-command.
+``docs/evals.md`` walks through it; ``stalwart evals counterfactual``,
+``stalwart evals dataset`` and ``stalwart evals run`` are the commands.
 """
 
 from __future__ import annotations
 
 from .at import find_step, is_model_step
 from .counterfactual import Case, Report, counterfactual
+from .dataset import Dataset, DatasetCase, cases_from_runs
+from .dataset_store import DatasetInfo, DatasetStore
+from .experiment import CaseResult, ExperimentReport, experiment
 from .scorers import (
     Judge,
     Outcome,
@@ -34,6 +44,12 @@ from .selection import Selection, select_runs
 
 __all__ = [
     "Case",
+    "CaseResult",
+    "Dataset",
+    "DatasetCase",
+    "DatasetInfo",
+    "DatasetStore",
+    "ExperimentReport",
     "Judge",
     "Outcome",
     "Report",
@@ -43,8 +59,10 @@ __all__ = [
     "Verdict",
     "as_score",
     "called_tool",
+    "cases_from_runs",
     "counterfactual",
     "exact_match",
+    "experiment",
     "find_step",
     "is_model_step",
     "json_match",

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ForkError, RunNotFound
-from ..core.ledger import TERMINAL, RunRecord, StepRecord
+from ..core.ledger import TERMINAL, RunRecord
 from ..core.policy import Policy, as_policy
 from ..llm import run_usage
 from ..runner.handle import RunHandle
@@ -217,7 +216,7 @@ async def _case(
             await _settle(runner, handle)
     new_run = await runner.get_run(fork_id)
     new_steps = await runner.steps(fork_id)
-    old, new = _outcome(run, old_steps), _outcome(new_run, new_steps)
+    old, new = Outcome.of(run, old_steps), Outcome.of(new_run, new_steps)
     scores: dict[str, Score] = {}
     for scorer in scorers:
         label = getattr(scorer, "__name__", repr(scorer))
@@ -263,8 +262,3 @@ async def _settle(runner: Runner, handle: RunHandle) -> None:
                 return
     finally:
         waiting.cancel()  # only this wait: the run goes on where it is held
-
-
-def _outcome(run: RunRecord, steps: list[StepRecord]) -> Outcome:
-    result = json.loads(run.result) if run.result else None
-    return Outcome(run.id, run.status, result, run.error, steps)

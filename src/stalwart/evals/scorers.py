@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..core.context import Context
-from ..core.ledger import StepRecord
+from ..core.ledger import RunRecord, StepRecord
 from ..core.message import Message
 from ..core.policy import Policy, as_policy, policy
 from ..llm import run_usage
@@ -49,6 +49,12 @@ class Outcome:
     result: Any
     error: str | None
     steps: Sequence[StepRecord] = field(default=(), repr=False)
+
+    @classmethod
+    def of(cls, run: RunRecord, steps: Sequence[StepRecord] = ()) -> Outcome:
+        """A recorded run and its steps as a scorer sees them."""
+        return cls(run.id, run.status, json.loads(run.result) if run.result else None,
+                   run.error, steps)  # fmt: skip
 
     @property
     def text(self) -> str:
