@@ -556,3 +556,16 @@ async def test_a_runner_on_postgres_end_to_end(pg_schema: str, pg_url: Callable[
     async with sw.Runner(pg_url(pg_schema), policies=[total]) as runner:
         assert await runner.run(total, 50, run_id=rid) == 2450
         assert len(await runner.steps(rid)) == 50
+
+
+async def test_two_closes_at_once_both_return_and_leave_it_closed(
+    pg_schema: str, pg_url: Callable[..., str]
+) -> None:
+    """A runner whose serve() is cancelled closes its store while the code
+    that owns the runner closes it too: neither may fail half-way."""
+    s = PostgresStore.from_url(pg_url(pg_schema))
+    await s.open()
+    await s.create_run(RunRecord(_rid(), "p", "{}"))  # a write announces: a task to stop
+    await asyncio.gather(s.close(), s.close())
+    with pytest.raises(StoreError):
+        await s.get_run("anything")

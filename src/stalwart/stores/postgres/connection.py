@@ -270,15 +270,19 @@ class PostgresBase(Store):
         self._closing = True  # a connection still being made is closed, not kept
         if self._writer is not None:
             await asyncio.wait([self._writer])  # pending step records are written first
-        if self._announcer is not None:
+        # Each task is held in a local across its await: a close running at
+        # the same time (two owners of one store) may clear the attribute.
+        announcer = self._announcer
+        if announcer is not None:
             # Announce what was written, briefly: a listener polls anyway.
-            await asyncio.wait([self._announcer], timeout=ANNOUNCE_TIMEOUT)
-            self._announcer.cancel()
-            self._announcer = None
-        if self._checking is not None:
-            self._checking.cancel()
-            await asyncio.wait([self._checking])
-            self._checking = None
+            await asyncio.wait([announcer], timeout=ANNOUNCE_TIMEOUT)
+            announcer.cancel()
+            if self._announcer is announcer:
+                self._announcer = None
+        checking, self._checking = self._checking, None
+        if checking is not None:
+            checking.cancel()
+            await asyncio.wait([checking])
         self._step_cur = None
         if self._step_conn is not None:
             with contextlib.suppress(psycopg.Error):
