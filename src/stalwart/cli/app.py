@@ -23,6 +23,7 @@ from .command import Command, Group
 from .ddl import store_ddl
 from .demo import demo
 from .deploy import deploy_check
+from .encryption import store_keygen, store_reencrypt, subjects_erase
 from .evals import counterfactual_runs
 from .export import export_run, import_run
 from .fork import fork_run
@@ -122,6 +123,14 @@ deploy_app.command("check", cls=Command)(deploy_check)
 evals_app = _group("Evaluate new code on the recorded runs: fork them at a step, score old vs new.")
 app.add_typer(evals_app, name="evals")
 evals_app.command("counterfactual", cls=Command)(counterfactual_runs)
-store_app = _group("Provision a store's tables for operators who run the SQL themselves.")
+store_app = _group(
+    "Provision a store's tables for operators who run the SQL themselves; "
+    "make encryption keys; seal every value under the newest one."
+)
 app.add_typer(store_app, name="store")
 store_app.command("ddl", cls=Command)(store_ddl)
+store_app.command("keygen", cls=Command)(store_keygen)
+store_app.command("reencrypt", cls=Command)(store_reencrypt)
+subjects_app = _group("Erase a subject's values everywhere at once (encrypted stores).")
+app.add_typer(subjects_app, name="subjects")
+subjects_app.command("erase", cls=Command)(subjects_erase)

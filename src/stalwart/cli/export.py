@@ -35,7 +35,7 @@ def export_run(
     """Write a run, its steps and signals (and with --children its child runs) as JSON Lines."""
 
     async def go() -> list[RunDump]:
-        st = open_store(store)
+        st = open_store(store, keys=False)  # values as stored: ciphertext stays so
         await st.open()
         try:
             return await export_runs(st, run_id, children=children)
@@ -69,7 +69,7 @@ def import_run(
             raise CLIError(f"cannot read {name!r}: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
             raise CLIError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-        st = open_store(store, must_exist=False)
+        st = open_store(store, must_exist=False, keys=False)
         await st.open()
         try:
             return await import_runs(st, dumps), len(dumps)
