@@ -43,7 +43,7 @@ __all__ = [
 
 async def erase_subject(store: EncryptedStore, subject: str) -> int:
     """Erase ``subject`` everywhere at once: delete its keys (how many went
-    is returned) and ask its unfinished runs to cancel. Its values, in the
-    database, in backups taken from now on and in every export, can no
-    longer be opened by anyone; readers show "erased" in their place."""
+    is returned). Its values, in the database, in backups taken from now on
+    and in every export, can no longer be opened by anyone; readers show
+    "erased" in their place, and a run that needs one fails naming it."""
     return await store.erase_subject(subject)

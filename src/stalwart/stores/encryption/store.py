@@ -32,7 +32,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ...core.errors import StoreError
-from ...core.ledger import CHILD_MARK, TERMINAL, RunRecord, RunStatus, StoredStep
+from ...core.ledger import CHILD_MARK, RunRecord, RunStatus, StoredStep
 from ...core.mail import MAIL, Delivery, envelope
 from ...core.memory import MemoryRecord
 from ...core.sealed import erased_text, sealed_state
@@ -118,22 +118,15 @@ class EncryptedStore(Store):
 
     async def erase_subject(self, subject: str) -> int:
         """Erase ``subject``: delete its keys, so no value sealed under them
-        can be opened again, here, in backups or in exports; ask its
-        unfinished runs to cancel. Returns how many keys went."""
+        can be opened again, here, in backups taken from now on or in
+        exports; how many keys went. Its runs stay, showing "erased" in
+        place of each value; one that resumes fails with
+        :class:`~stalwart.core.errors.ValueErased` naming the value it
+        needed. Other processes see the erasure within
+        :data:`~.subjects.RECHECK` seconds."""
         if not isinstance(subject, str) or not subject:
             raise ValueError("a subject is a non-empty string")
-        gone = await self.subjects.erase(subject)
-        while True:
-            live = [
-                r
-                for r in await self.inner.list_runs(tags={SUBJECT_TAG: subject}, limit=1000)
-                if r.status not in TERMINAL and not r.cancel_requested
-            ]
-            if not live:
-                break
-            for run in live:
-                await self.inner.request_cancel(run.id)
-        return gone
+        return await self.subjects.erase(subject)
 
     async def sealing_key(self, run_id: str) -> DataKey:
         """The key a value of ``run_id`` is sealed with today: its
