@@ -23,6 +23,11 @@ async def shout(text: str) -> str:
 
 
 @sw.policy
+async def loud(text: str) -> str:
+    return await shout(text) + "!"
+
+
+@sw.policy
 async def listener(ctx: sw.Context) -> str:
     mail = await ctx.receive(timeout=60)
     return f"heard {mail.payload}"
@@ -48,4 +53,4 @@ async def waiter(ctx: sw.Context, secret: str) -> str:
     return f"{loud} {answer}"
 
 
-POLICIES = [shout, listener, everything, waiter]
+POLICIES = [shout, loud, listener, everything, waiter]
