@@ -19,6 +19,22 @@ from .app import KEY_1, MARK, POLICIES, keys_text, waiter
 from .conftest import database_text, encrypted, suspended
 
 
+def _show(url: str, run_id: str) -> subprocess.CompletedProcess[str]:
+    """``stalwart runs show`` in a process that holds the key."""
+    return subprocess.run(
+        [sys.executable, "-m", "stalwart", "runs", "show", run_id, "--store", url],
+        capture_output=True,
+        text=True,
+        env={
+            "STALWART_KEYS": keys_text(KEY_1),
+            "PATH": "/usr/bin:/bin",
+            "COLUMNS": "200",
+            "PYTHONPATH": ":".join(sys.path),
+        },
+        timeout=60,
+    )
+
+
 async def test_erasing_one_subject_fails_its_run_precisely_while_another_finishes(
     store_url: str,
 ) -> None:
@@ -53,24 +69,13 @@ async def test_an_erased_value_reads_as_erased_and_the_run_still_shows(store_url
         run = await r.get_run("a")
         assert run.inputs == "enc:erased:alice"
         steps = await r.steps("a")
-        shouted = [s for s in steps if s.name == "shout"][0]
+        shouted = next(s for s in steps if s.name == "shout")
         with pytest.raises(sw.ValueErased, match="step 1 of run 'a'"):
             codec.loads(shouted.output or "", "step 1 of run 'a': output")
     # The export taken before erasure holds ciphertext only, and its key is gone.
     assert MARK not in before.getvalue() and "enc:1:@" in before.getvalue()
     assert MARK not in database_text(store_url) and MARK.upper() not in database_text(store_url)
-    shown = subprocess.run(
-        [sys.executable, "-m", "stalwart", "runs", "show", "a", "--store", store_url],
-        capture_output=True,
-        text=True,
-        env={
-            "STALWART_KEYS": keys_text(KEY_1),
-            "PATH": "/usr/bin:/bin",
-            "COLUMNS": "200",
-            "PYTHONPATH": ":".join(sys.path),
-        },
-        timeout=60,
-    )
+    shown = _show(store_url, "a")
     assert shown.returncode == 0, shown.stderr
     assert "(erased)" in shown.stdout and "enc:" not in shown.stdout
 
