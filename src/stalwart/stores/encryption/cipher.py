@@ -7,7 +7,7 @@ a ciphertext copied to another run, step or field, or given another key id,
 fails to open instead of being read as that place's value.
 
 A sealed value is text (every store's value columns are text):
-``enc:1:<label>:<base64url of nonce and ciphertext>``, where the label is a
+``enc:1:<label>:<base64 of nonce and ciphertext>``, where the label is a
 master key's id (``k2``) or a subject's key (``@<subject, base64url>.<key
 id>``). :mod:`stalwart.core.sealed` tells such text apart without a key.
 """
@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 from collections.abc import Sequence
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from ...core.errors import EncryptionKeyError
 from ...core.sealed import SEALED_PREFIX
 from .keys import check_master_keys
 
@@ -37,8 +35,10 @@ _NONCE = 12
 def place(kind: str, owner: str, key: str, field: str) -> str:
     """Where a value lives, as the associated data binds it: ``kind`` (run,
     step, signal, mail, schedule, memory), its run (or schedule, or memory
-    namespace), its step key (or signal name, or memory key), its field."""
-    return json.dumps([kind, owner, key, field], separators=(",", ":"))
+    namespace), its step key (or signal name, or memory key), its field.
+    The owner and the key are written with their lengths, so no two places
+    spell the same text."""
+    return f"{kind}|{len(owner)}:{owner}|{len(key)}:{key}|{field}"
 
 
 def subject_label(subject: str, kid: str) -> str:
@@ -70,18 +70,19 @@ def sealed_label(text: str) -> str | None:
 class DataKey:
     """One key and its label: a master key, or a subject's."""
 
-    __slots__ = ("_aead", "label")
+    __slots__ = ("_aead", "_head", "label")
 
     def __init__(self, label: str, key: bytes) -> None:
         self.label = label
+        self._head = f"{_HEAD}{label}:"
         self._aead = AESGCM(key)
 
     def seal(self, plain: str, where: str) -> str:
         """``plain`` (a value's JSON text) sealed for ``where`` (:func:`place`)."""
-        head = f"{_HEAD}{self.label}:"
+        head = self._head
         nonce = os.urandom(_NONCE)
         body = self._aead.encrypt(nonce, plain.encode("utf-8"), (head + where).encode("utf-8"))
-        return head + base64.urlsafe_b64encode(nonce + body).decode("ascii").rstrip("=")
+        return head + binascii.b2a_base64(nonce + body, newline=False).decode("ascii")
 
     def open(self, text: str, where: str) -> str | None:
         """The JSON text sealed in ``text`` for ``where``; None if this key
@@ -90,9 +91,8 @@ class DataKey:
         if label is None:
             return None
         head = f"{_HEAD}{label}:"
-        b64 = text[len(head) :]
         try:
-            blob = base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4))
+            blob = binascii.a2b_base64(text[len(head) :], strict_mode=True)
             plain = self._aead.decrypt(blob[:_NONCE], blob[_NONCE:], (head + where).encode("utf-8"))
             return plain.decode("utf-8")
         except (InvalidTag, binascii.Error, ValueError):
@@ -122,9 +122,3 @@ class Cipher:
     @staticmethod
     def new_data_key() -> bytes:
         return AESGCM.generate_key(bit_length=256)
-
-
-def require(found: DataKey | None, label: str, where: str) -> DataKey:
-    if found is None:
-        raise EncryptionKeyError(f"{where}: no master key {label!r} is held")
-    return found
