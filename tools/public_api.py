@@ -43,6 +43,7 @@ PUBLIC = (
     "stalwart.pocketjoe",
     "stalwart.schedules",
     "stalwart.stores",
+    "stalwart.stores.encryption",
     "stalwart.testing",
     "stalwart.timetravel",
     "stalwart.web",

@@ -29,7 +29,7 @@ defined here, once, and exported from one public place (shown on the right)::
     │   ├── CorruptedRecord                    stalwart
     │   │   ├── ValueEncrypted                 stalwart
     │   │   └── ValueErased                    stalwart
-    │   ├── EncryptionKeyError                 stalwart
+    │   ├── EncryptionKeyError (ValueError)    stalwart
     │   └── StaleLeaseError                    stalwart
     ├── ForkError (ValueError)                 stalwart.timetravel
     ├── ProviderError                          stalwart.llm
