@@ -37,7 +37,7 @@ from ...core.mail import MAIL, Delivery, envelope
 from ...core.memory import MemoryRecord
 from ...core.sealed import erased_text, sealed_state
 from ...core.tags import decode_tags, encode_tags
-from ..base import Beat, RunDump, ScheduleRecord, SignalRecord, Store
+from ..base import Beat, RunDump, ScheduleRecord, SignalRecord, Store, check_schedule
 from .cipher import Cipher, DataKey, place, sealed_label, subject_of_label
 from .keys import KeyProvider, StaticKeys
 from .subjects import SUBJECTS_NAMESPACE, SubjectKeys, subject_namespace
@@ -536,8 +536,6 @@ class EncryptedStore(Store):
         # Rows are checked once opened: a sealed row's inputs are not JSON yet.
         rows = await self._open_schedules(await self.inner.list_schedules(limit, check=False))
         if check:
-            from ..base import check_schedule
-
             return [check_schedule(r) for r in rows]
         return rows
 
