@@ -136,3 +136,15 @@ async def test_old_keys_still_open_what_they_sealed_and_new_values_take_the_newe
         assert await second.outcome("w") == f"{MARK.upper()} now"
     text = database_text(store_url)
     assert "enc:1:k1:" in text and "enc:1:k2:" in text
+
+
+async def test_a_schedules_inputs_are_sealed_and_read_back(runner: Runner, store_url: str) -> None:
+    from stalwart.schedules import Schedules
+
+    schedules = Schedules(runner)
+    await schedules.define(waiter, every=3600, name="nightly", secret=MARK)
+    (listed,) = await schedules.all()
+    assert MARK in listed.inputs
+    assert MARK in (await schedules.get("nightly")).inputs
+    await runner.close()
+    assert MARK not in database_text(store_url)
