@@ -148,3 +148,20 @@ async def test_a_schedules_inputs_are_sealed_and_read_back(runner: Runner, store
     assert MARK in (await schedules.get("nightly")).inputs
     await runner.close()
     assert MARK not in database_text(store_url)
+
+
+async def test_a_fork_of_an_encrypted_run_replays_its_values_under_its_own_id(
+    store_url: str,
+) -> None:
+    from stalwart.timetravel import fork
+
+    from .app import loud
+
+    async with Runner(encrypted(store_url), policies=POLICIES) as r:
+        assert await r.run(loud, MARK, run_id="orig", tags={"subject": "ada"}) == f"{MARK.upper()}!"
+        (step,) = await r.steps("orig")
+        handle = await fork(r, "orig", at=step.key, new_run_id="copy")
+        assert await handle.result() == f"{MARK.upper()}!"
+        copied = next(s for s in await r.steps("copy") if s.name == "shout")
+        assert copied.output == f'"{MARK.upper()}"'
+    assert MARK not in database_text(store_url)

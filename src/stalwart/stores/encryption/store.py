@@ -64,6 +64,16 @@ def _with(record: _T, changes: Mapping[str, str | None]) -> _T:
     return new
 
 
+def _envelope(text: str) -> dict[str, Any] | None:
+    """The fields of a mail envelope, None for text that is not one (kept as is)."""
+    try:
+        env = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    fields = ("id", "from", "kind", "sent_at", "body")
+    return env if isinstance(env, dict) and all(f in env for f in fields) else None
+
+
 def owners_of(run_id: str) -> tuple[str, ...]:
     """The run ids a value found in ``run_id`` may be bound to: its own, and
     for a generation archived by continue-as-new, the run it was written in."""
@@ -482,18 +492,24 @@ class EncryptedStore(Store):
         steps = [await self._seal_step(run.id, s, key) for s in dump.steps]
         signals = []
         for s in dump.signals:
-            if s.name == MAIL:
-                env = json.loads(s.payload)
-                body = await self.seal(
-                    json.dumps(env["body"], separators=(",", ":")),
-                    key,
-                    place("mail", s.run_id, str(env["id"]), "body"),
+            # Signals land in the imported run: sealed for it, whatever run they came from.
+            env = _envelope(s.payload) if s.name == MAIL else None
+            if env is not None:
+                sealed_body = isinstance(env["body"], str) and sealed_label(env["body"])
+                body = (
+                    env["body"]
+                    if sealed_body
+                    else await self.seal(
+                        json.dumps(env["body"], separators=(",", ":")),
+                        key,
+                        place("mail", run.id, str(env["id"]), "body"),
+                    )
                 )
                 payload = envelope(
                     env["id"], env["from"], env["kind"], env["sent_at"], json.dumps(body)
                 )
             else:
-                where = place("signal", s.run_id, s.name, "payload")
+                where = place("signal", run.id, s.name, "payload")
                 payload = await self.seal(s.payload, key, where) or s.payload
             signals.append(dataclasses.replace(s, payload=payload))
         return await self.inner.import_run(RunDump(run, steps, signals))
