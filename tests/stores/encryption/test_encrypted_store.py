@@ -81,20 +81,24 @@ async def test_a_reader_without_the_key_is_told_each_value_is_encrypted(
         await plain.close()
 
 
-async def test_a_run_resumed_without_its_key_fails_naming_run_step_and_field(
-    store_url: str,
+@pytest.mark.parametrize("subject", [None, "ada"], ids=["master key", "subject key"])
+async def test_a_run_resumed_without_its_key_fails_naming_run_and_field(
+    store_url: str, subject: str | None
 ) -> None:
+    tags = None if subject is None else {"subject": subject}
     async with Runner(encrypted(store_url, KEY_1), policies=POLICIES) as first:
-        await first.start(waiter, MARK, run_id="w")
+        await first.start(waiter, MARK, run_id="w", tags=tags)
         await suspended(first, "w")
-    stranger = ("k1", b"\x33" * 32)  # the right id, the wrong key
+    # The right id, the wrong key: it opens neither the values nor the
+    # subject's key it wrapped.
+    stranger = ("k1", b"\x33" * 32)
     async with Runner(encrypted(store_url, stranger), policies=POLICIES, serving=True) as second:
         await second.signal("w", "go", "now")
-        with pytest.raises(sw.StalwartError) as failed:
+        with pytest.raises(sw.ValueEncrypted, match=r"inputs of run 'w': the value is encrypted"):
             await second.outcome("w")
-        assert "run 'w'" in str(failed.value) and "encrypted" in str(failed.value)
+        assert (await second.get_run("w")).status == "failed"
         # The runner is not crashed: it runs a new run to the end.
-        await second.start(waiter, "fresh", run_id="after")
+        await second.start(waiter, "fresh", run_id="after", tags=tags)
         await second.signal("after", "go", "yes")
         assert await second.outcome("after") == "FRESH yes"
 
