@@ -96,3 +96,26 @@ async def test_a_child_run_takes_its_parents_subject(store_url: str) -> None:
         assert children, "the parent spawned no child run"
         for child in children:
             assert child.tags is not None and '"subject":"alice"' in child.tags
+
+
+async def test_a_live_worker_sees_an_erasure_made_elsewhere_within_a_second(
+    store_url: str,
+) -> None:
+    import asyncio
+
+    from stalwart.stores.encryption.subjects import RECHECK
+
+    async with Runner(encrypted(store_url), policies=POLICIES, serving=True) as worker:
+        await worker.start(waiter, MARK, run_id="a", tags={"subject": "alice"})
+        await suspended(worker, "a")
+        assert MARK in (await worker.get_run("a")).inputs  # its key is held here
+        elsewhere = encrypted(store_url)  # the CLI, another process
+        await elsewhere.open()
+        try:
+            assert await elsewhere.erase_subject("alice") == 1
+        finally:
+            await elsewhere.close()
+        await asyncio.sleep(RECHECK + 0.1)
+        await worker.signal("a", "go", "now")
+        with pytest.raises(sw.ValueErased, match="inputs of run 'a'"):
+            await worker.outcome("a")
