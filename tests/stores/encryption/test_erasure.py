@@ -72,6 +72,9 @@ async def test_an_erased_value_reads_as_erased_and_the_run_still_shows(store_url
         shouted = next(s for s in steps if s.name == "shout")
         with pytest.raises(sw.ValueErased, match="step 1 of run 'a'"):
             codec.loads(shouted.output or "", "step 1 of run 'a': output")
+        after = io.StringIO()  # an export still works, saying what is gone
+        assert write_export(await export_runs(store, "a"), after) == 1
+        assert "enc:erased:alice" in after.getvalue() and MARK not in after.getvalue()
     # The export taken before erasure holds ciphertext only, and its key is gone.
     assert MARK not in before.getvalue() and "enc:1:@" in before.getvalue()
     assert MARK not in database_text(store_url) and MARK.upper() not in database_text(store_url)
