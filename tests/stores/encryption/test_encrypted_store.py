@@ -12,7 +12,7 @@ from stalwart.runner import Runner
 from stalwart.stores import open_store
 from stalwart.stores.encryption import EncryptedStore
 
-from .app import KEY_1, KEY_2, MARK, POLICIES, everything, listener, waiter
+from .app import KEY_1, KEY_2, MARK, POLICIES, everything, listener, shout, waiter
 from .conftest import database_text, encrypted, suspended
 
 
@@ -168,4 +168,23 @@ async def test_a_fork_of_an_encrypted_run_replays_its_values_under_its_own_id(
         assert await handle.result() == f"{MARK.upper()}!"
         copied = next(s for s in await r.steps("copy") if s.name == "shout")
         assert copied.output == f'"{MARK.upper()}"'
+    assert MARK not in database_text(store_url)
+
+
+@sw.policy
+async def generations(ctx: sw.Context, secret: str, generation: int = 1) -> str:
+    """Records a step, then continues as new once: its first generation is archived."""
+    loud = await shout(f"{secret} {generation}")
+    if generation == 1:
+        await ctx.engine.mailbox.continue_as_new((secret,), {"generation": 2})
+    return str(loud)
+
+
+async def test_an_archived_generation_still_reads_back(store_url: str) -> None:
+    async with Runner(encrypted(store_url), policies=[*POLICIES, generations]) as r:
+        assert await r.run(generations, MARK, run_id="g") == f"{MARK.upper()} 2"
+        archived = [x for x in await r.list_runs() if x.id.startswith("g~")]
+        assert archived, "no generation was archived"
+        steps = await r.steps(archived[0].id)
+        assert any(s.output == f'"{MARK.upper()} 1"' for s in steps)
     assert MARK not in database_text(store_url)
