@@ -51,7 +51,8 @@ def store_reencrypt(store: StoreOption = DEFAULT_STORE) -> None:
 
     done = execute(go)
     console().print(
-        f"done: {done.runs} run(s), {done.values} value(s) and {done.schedules} schedule(s) "
+        f"done: {done.runs} run(s), {done.values} value(s), {done.schedules} schedule(s) "
+        f"and {done.memories} memory value(s) "
         f"sealed under key {lit(_newest())}, {done.subjects} subject key(s) wrapped again, "
         f"{done.unopened} value(s) no key opens left as they are"
     )

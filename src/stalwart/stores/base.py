@@ -917,6 +917,12 @@ class Store(abc.ABC):
         first, each with the store's score (higher is better)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no memory")
 
+    async def memory_namespaces(self, after: str, limit: int) -> list[str]:
+        """Namespaces that hold rows (as a store keys them), in order, those
+        after ``after`` ("" for the first), up to ``limit``: what a pass over
+        every memory row pages through (key rotation)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no memory")
+
     async def memory_vectors(self, namespace: str) -> list[MemoryRecord]:
         """The namespace's rows that have a vector, for the caller to score."""
         raise NotImplementedError(f"{type(self).__name__} keeps no memory")

@@ -8,6 +8,7 @@ import re
 
 from tests.crash import kill, spawn, wait_for_line
 
+import stalwart as sw
 from stalwart.runner import Runner
 from stalwart.stores.encryption import reencrypt
 
@@ -29,6 +30,7 @@ async def test_a_pass_beside_a_live_worker_moves_every_value_and_loses_none(
             await old.start(waiter, f"{MARK}-{i}", run_id=run_id, tags=subject)
         for run_id in ids:
             await suspended(old, run_id)
+        await sw.Memory(old.store).put(("notes",), "n1", {"note": MARK})  # type: ignore[arg-type]
     rotated = encrypted(store_url, KEY_1, KEY_2)
     async with Runner(rotated, policies=POLICIES, serving=True) as worker:
         other = encrypted(store_url, KEY_1, KEY_2)  # the command's own store, as another process
@@ -46,7 +48,9 @@ async def test_a_pass_beside_a_live_worker_moves_every_value_and_loses_none(
             await other.close()
         outcomes = [await worker.outcome(run_id) for run_id in ids]
     assert outcomes == [f"{MARK.upper()}-{i} now" for i in range(12)]
-    assert progress.values > 0 and progress.subjects == 1
+    assert (
+        progress.values > 0 and progress.subjects == 1 and progress.memories == 2
+    )  # a value and its text
     assert again.unopened == 0
     labels = _labels(store_url)
     assert "k1" not in labels and "k2" in labels
@@ -55,6 +59,8 @@ async def test_a_pass_beside_a_live_worker_moves_every_value_and_loses_none(
         assert [await new.outcome(run_id) for run_id in ids] == outcomes
         steps = await new.steps("w0")
         assert any(s.output == f'"{MARK.upper()}-0"' for s in steps)
+        note = await sw.Memory(new.store).get(("notes",), "n1")  # type: ignore[arg-type]
+        assert note is not None and note.value == {"note": MARK}
 
 
 async def test_a_pass_killed_midway_is_resumed_and_nothing_is_lost(store_url: str) -> None:

@@ -7,7 +7,8 @@ run's subject's key; values recorded before encryption was on are sealed
 too. Each rewrite is a compare-and-set (:meth:`Store.reseal`): a value a
 worker changed in between is left as that worker wrote it (under the
 newest key already), so the pass runs beside live workers and loses
-nothing. The subjects met are wrapped again under the newest master key.
+nothing. Memory rows are moved too, namespace by namespace. The subjects
+met are wrapped again under the newest master key.
 
 A pass killed at any point (SIGKILL) is resumed by running it again: what
 was rewritten is under the newest key and is skipped; nothing is half
@@ -26,7 +27,7 @@ from ...core.mail import MAIL, envelope
 from ...core.tags import decode_tags
 from ..base import Reseal, RunDump
 from .cipher import place, sealed_label
-from .store import RUN_FIELDS, STEP_FIELDS, SUBJECT_TAG, EncryptedStore, owners_of
+from .store import RUN_FIELDS, STEP_FIELDS, SUBJECT_TAG, SUBJECTS_PREFIX, EncryptedStore, owners_of
 
 __all__ = ["Progress", "reencrypt"]
 
@@ -42,6 +43,7 @@ class Progress:
     unopened: int = 0
     changed_meanwhile: int = 0
     schedules: int = 0
+    memories: int = 0
     subjects: int = 0
     seen_subjects: set[str] = field(default_factory=set)
 
@@ -81,6 +83,7 @@ async def reencrypt(
         )
         if change is not None:
             progress.schedules += await _apply(store, [change], progress)
+    await _memory(store, progress)
     for subject in sorted(progress.seen_subjects):
         progress.subjects += await store.subjects.rewrap(subject)
     if report is not None:
@@ -199,3 +202,35 @@ async def _apply(store: EncryptedStore, changes: list[Reseal], progress: Progres
     if missed > 0:
         progress.changed_meanwhile += missed
     return done
+
+
+async def _memory(store: EncryptedStore, progress: Progress) -> None:
+    """Every memory row's value, text and vector under the newest key."""
+    inner = store.inner
+    target = store.cipher.newest.label
+    after = ""
+    while namespaces := await inner.memory_namespaces(after, _PAGE):
+        for namespace in namespaces:
+            if namespace.startswith(SUBJECTS_PREFIX):
+                continue  # the subjects' keys: wrapped again below
+            changes: list[Reseal] = []
+            for row in await inner.memory_list(namespace, 100_000):
+                for f in ("value", "text", "vector"):
+                    where = place("memory", namespace, row.key, f)
+                    c = await _change(
+                        store,
+                        "memory",
+                        namespace,
+                        row.key,
+                        f,
+                        getattr(row, f),
+                        target,
+                        (where,),
+                        where,
+                        progress,
+                    )
+                    if c is not None:
+                        changes.append(c)
+            if changes:
+                progress.memories += await _apply(store, changes, progress)
+        after = namespaces[-1]

@@ -42,7 +42,14 @@ from .cipher import Cipher, DataKey, place, sealed_label, subject_of_label
 from .keys import KeyProvider, StaticKeys
 from .subjects import SUBJECTS_NAMESPACE, SubjectKeys, subject_namespace
 
-__all__ = ["RUN_FIELDS", "STEP_FIELDS", "SUBJECT_TAG", "EncryptedStore", "owners_of"]
+__all__ = [
+    "RUN_FIELDS",
+    "STEP_FIELDS",
+    "SUBJECTS_PREFIX",
+    "SUBJECT_TAG",
+    "EncryptedStore",
+    "owners_of",
+]
 
 #: The tag that ties a run's values to a subject's own key.
 SUBJECT_TAG = "subject"
@@ -50,7 +57,7 @@ SUBJECT_TAG = "subject"
 RUN_FIELDS = ("inputs", "result", "error")
 STEP_FIELDS = ("args", "output", "error")
 _ARCHIVE = re.compile(rf"^(.*){re.escape(CHILD_MARK)}\d+$")
-_SUBJECTS_PREFIX = json.dumps([SUBJECTS_NAMESPACE])[:-1]
+SUBJECTS_PREFIX = json.dumps([SUBJECTS_NAMESPACE])[:-1]
 
 
 _T = TypeVar("_T")
@@ -576,7 +583,7 @@ class EncryptedStore(Store):
         return place("memory", record.namespace, record.key, field)
 
     async def _seal_memory(self, record: MemoryRecord) -> MemoryRecord:
-        if record.namespace.startswith(_SUBJECTS_PREFIX):
+        if record.namespace.startswith(SUBJECTS_PREFIX):
             raise ValueError(f"the memory namespace {SUBJECTS_NAMESPACE!r} is the store's own")
         key = self.cipher.newest
         value = await self.seal(record.value, key, self._memory_place(record, "value"))
@@ -618,6 +625,9 @@ class EncryptedStore(Store):
         search (vector search, scored in this process, still works)."""
         del namespace, words, limit
         return []
+
+    async def memory_namespaces(self, after: str, limit: int) -> list[str]:
+        return await self.inner.memory_namespaces(after, limit)
 
     async def memory_vectors(self, namespace: str) -> list[MemoryRecord]:
         return await self._open_memories(await self.inner.memory_vectors(namespace))
