@@ -106,6 +106,7 @@ class EncryptedStore(Store):
         self._cipher: Cipher | None = None
         self._subjects: SubjectKeys | None = None
         self._run_subject: dict[str, str | None] = {}
+        self._erased: set[tuple[str, str]] = set()
 
     # -- keys ------------------------------------------------------------------
     @property
@@ -188,10 +189,16 @@ class EncryptedStore(Store):
         if subject is None:
             key = self.cipher.master(label)
         else:
+            if subject in self._erased:
+                return erased_text(subject[0])
             key = await self.subjects.key(*subject)
             if key is None:
                 row = await self.inner.memory_get(subject_namespace(subject[0]), subject[1])
-                return erased_text(subject[0]) if row is None else text
+                if row is not None:
+                    return text  # kept, but no master key held opens it
+                # Key ids are random and never made again: gone is gone for good.
+                self._erased.add(subject)
+                return erased_text(subject[0])
         if key is None:
             return text
         for where in wheres:
