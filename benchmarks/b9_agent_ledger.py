@@ -28,6 +28,7 @@ from typing import Any
 
 from ._util import (
     Result,
+    encrypted_store,
     pg_schema,
     pg_schema_bytes,
     pg_url_with,
@@ -78,7 +79,7 @@ _ROW_BYTES = {
 _PAYLOAD_BYTES = "SELECT coalesce(sum(length(data)), 0) FROM {t}payloads"
 
 
-def _stalwart(url: str, n: int) -> tuple[dict[str, Any], int]:
+def _stalwart(url: str, n: int, encrypt: bool = False) -> tuple[dict[str, Any], int]:
     """Run the loop for ``n`` turns on ``url``: timings and the content's bytes."""
     import stalwart as sw
     from stalwart.testing import ScriptedLLM, call
@@ -114,7 +115,7 @@ def _stalwart(url: str, n: int) -> tuple[dict[str, Any], int]:
                 return actions[-1].text
 
     async def main() -> float:
-        async with sw.Runner(url) as runner:
+        async with sw.Runner(encrypted_store(url) if encrypt else url) as runner:
             start = time.perf_counter()
             assert await runner.run(research, question="read them", run_id="b9") == "done"
             return time.perf_counter() - start
@@ -132,10 +133,10 @@ def _sqlite_row_bytes(path: Path) -> int:
         db.close()
 
 
-def stalwart_sqlite(n: int = 100) -> Result:
+def stalwart_sqlite(n: int = 100, encrypt: bool = False) -> Result:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "b9.db"
-        out, content = _stalwart(f"sqlite:///{db}", n)
+        out, content = _stalwart(f"sqlite:///{db}", n, encrypt)
         ledger = _sqlite_row_bytes(db)
         disk = sqlite_bytes(db)
     return {
@@ -147,12 +148,12 @@ def stalwart_sqlite(n: int = 100) -> Result:
     }
 
 
-def stalwart_postgres(n: int = 100) -> Result:
+def stalwart_postgres(n: int = 100, encrypt: bool = False) -> Result:
     require_postgres()
     import psycopg
 
     with pg_schema("b9") as schema:
-        out, content = _stalwart(pg_url_with(schema=schema), n)
+        out, content = _stalwart(pg_url_with(schema=schema), n, encrypt)
         with psycopg.connect(pg_url_with(), autocommit=True) as conn:
             t = f'"{schema}".'
             ledger = int(conn.execute(_ROW_BYTES["postgres"].format(t=t)).fetchone()[0])
@@ -169,6 +170,16 @@ def stalwart_postgres(n: int = 100) -> Result:
         "ledger_x": ledger / content,
         "db_bytes": disk,
     }
+
+
+def stalwart_sqlite_encrypted(n: int = 100) -> Result:
+    """Every value sealed with AES-256-GCM (stalwart.stores.encryption)."""
+    return stalwart_sqlite(n, encrypt=True)
+
+
+def stalwart_postgres_encrypted(n: int = 100) -> Result:
+    """Every value sealed with AES-256-GCM (stalwart.stores.encryption)."""
+    return stalwart_postgres(n, encrypt=True)
 
 
 def stalwart_sqlite_10(n: int = 10) -> Result:

@@ -117,6 +117,7 @@ SPECS: dict[str, Spec] = {
                 _s("floor: sqlite3 INSERT+COMMIT", "workloads:b2_floor"),
                 _s("floor: sqlite3 INSERT+COMMIT, synchronous=FULL", "workloads:b2_floor_full"),
                 _s("stalwart sqlite", "workloads:b2_stalwart"),
+                _s("stalwart sqlite encrypted", "workloads:b2_stalwart_encrypted"),
                 _s("stalwart sqlite durability=group", "workloads:b2_stalwart_group"),
                 _s(
                     FULL,
@@ -141,6 +142,7 @@ SPECS: dict[str, Spec] = {
                 _s("floor: psycopg INSERT; COMMIT", "workloads:b3_floor_tx"),
                 _s("floor: async psycopg autocommit INSERT", "workloads:b3_floor_async"),
                 _s("stalwart postgres", "workloads:b3_stalwart"),
+                _s("stalwart postgres encrypted", "workloads:b3_stalwart_encrypted"),
                 _s("langgraph PostgresSaver", "peers:b3_langgraph", "stalwart postgres"),
                 _s("dbos postgres", "peers:b3_dbos", "stalwart postgres"),
             ),
@@ -264,9 +266,17 @@ SPECS: dict[str, Spec] = {
             (
                 _s("stalwart sqlite, 10 turns", "b9_agent_ledger:stalwart_sqlite_10"),
                 _s("stalwart sqlite, 100 turns", "b9_agent_ledger:stalwart_sqlite"),
+                _s(
+                    "stalwart sqlite encrypted, 100 turns",
+                    "b9_agent_ledger:stalwart_sqlite_encrypted",
+                ),
                 _s("stalwart sqlite, 1000 turns", "b9_agent_ledger:stalwart_sqlite_1000"),
                 _s("stalwart postgres, 10 turns", "b9_agent_ledger:stalwart_postgres_10"),
                 _s("stalwart postgres, 100 turns", "b9_agent_ledger:stalwart_postgres"),
+                _s(
+                    "stalwart postgres encrypted, 100 turns",
+                    "b9_agent_ledger:stalwart_postgres_encrypted",
+                ),
                 _s("stalwart postgres, 1000 turns", "b9_agent_ledger:stalwart_postgres_1000"),
                 _s(
                     "langgraph sqlite, 10 turns",

@@ -26,6 +26,7 @@ from ._util import (
     PG_URL,
     ROOT,
     Result,
+    encrypted_store,
     pg_schema,
     pg_schema_bytes,
     pg_url_with,
@@ -204,13 +205,13 @@ def b1_stalwart_async_flow(n: int = 10_000) -> Result:
 
 
 # -- B2: sequential durable steps on SQLite ------------------------------------------
-def _b2_stalwart(n: int, query: str = "") -> Result:
+def _b2_stalwart(n: int, query: str = "", encrypt: bool = False) -> Result:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "b2.db"
         url = _sqlite_url(tmp, "b2.db", query)
 
         async def main() -> tuple[float, int, int]:
-            runner = sw.Runner(url)
+            runner = sw.Runner(encrypted_store(url) if encrypt else url)
             await runner.open()
             before = sqlite_bytes(db)
             start = time.perf_counter()
@@ -225,6 +226,11 @@ def _b2_stalwart(n: int, query: str = "") -> Result:
 
 def b2_stalwart(n: int = 1_000) -> Result:
     return _b2_stalwart(n)
+
+
+def b2_stalwart_encrypted(n: int = 1_000) -> Result:
+    """Every value sealed with AES-256-GCM (stalwart.stores.encryption)."""
+    return _b2_stalwart(n, encrypt=True)
 
 
 def b2_stalwart_group(n: int = 1_000) -> Result:
@@ -265,12 +271,21 @@ def _b2_floor(n: int, synchronous: str) -> Result:
 
 # -- B3: sequential durable steps on PostgreSQL --------------------------------------
 def b3_stalwart(n: int = 1_000) -> Result:
+    return _b3_stalwart(n)
+
+
+def b3_stalwart_encrypted(n: int = 1_000) -> Result:
+    """Every value sealed with AES-256-GCM (stalwart.stores.encryption)."""
+    return _b3_stalwart(n, encrypt=True)
+
+
+def _b3_stalwart(n: int, encrypt: bool = False) -> Result:
     require_postgres()
     with pg_schema("sw") as schema:
         url = pg_url_with(schema=schema)
 
         async def main() -> tuple[float, int]:
-            runner = sw.Runner(url)
+            runner = sw.Runner(encrypted_store(url) if encrypt else url)
             await runner.open()
             before = pg_schema_bytes(schema)
             start = time.perf_counter()

@@ -44,6 +44,7 @@ PUBLIC = (
     "stalwart.pocketjoe",
     "stalwart.schedules",
     "stalwart.stores",
+    "stalwart.stores.encryption",
     "stalwart.testing",
     "stalwart.timetravel",
     "stalwart.web",

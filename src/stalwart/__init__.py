@@ -17,6 +17,7 @@ from .core.errors import (
     CancelledRun,
     CorruptedRecord,
     DuplicatePolicy,
+    EncryptionKeyError,
     InputMismatchError,
     MailboxClosed,
     NonDeterminismError,
@@ -32,6 +33,8 @@ from .core.errors import (
     StoreUnavailable,
     TurnFailed,
     UnknownOption,
+    ValueEncrypted,
+    ValueErased,
     Veto,
 )
 from .core.events import (
@@ -84,6 +87,7 @@ __all__ = [
     "CorruptedRecord",
     "DuplicatePolicy",
     "Emitted",
+    "EncryptionKeyError",
     "Event",
     "Hook",
     "InputMismatchError",
@@ -118,6 +122,8 @@ __all__ = [
     "ToolSpec",
     "TurnFailed",
     "UnknownOption",
+    "ValueEncrypted",
+    "ValueErased",
     "Veto",
     "__version__",
     "policy",

@@ -18,6 +18,7 @@ from typing import Any
 from ..core.inputs import inputs_by_name
 from ..core.ledger import RunRecord, StepRecord
 from ..core.policy import Policy
+from ..core.sealed import sealed_state
 from ..core.tags import decode_tags
 from .models import ErrorInfo, Run, Step
 
@@ -34,7 +35,8 @@ def load(text: str | None) -> Any:
     try:
         return json.loads(text, parse_constant=str)  # NaN stays text: responses are JSON
     except (ValueError, RecursionError):
-        return text
+        state = sealed_state(text)  # encrypted at rest, no key held; or erased
+        return text if state is None else f"({state})"
 
 
 def plain(tree: Any, depth: int = 0) -> Any:

@@ -25,6 +25,7 @@ from .datasets import create_dataset, export_dataset, import_dataset, list_datas
 from .ddl import store_ddl
 from .demo import demo
 from .deploy import deploy_check
+from .encryption import store_keygen, store_reencrypt, subjects_erase
 from .evals import counterfactual_runs, run_experiment
 from .export import export_run, import_run
 from .fork import fork_run
@@ -146,6 +147,14 @@ dataset_app.command("create", cls=Command)(create_dataset)
 dataset_app.command("list", cls=Command)(list_datasets)
 dataset_app.command("export", cls=Command)(export_dataset)
 dataset_app.command("import", cls=Command)(import_dataset)
-store_app = _group("Provision a store's tables for operators who run the SQL themselves.")
+store_app = _group(
+    "Provision a store's tables for operators who run the SQL themselves; "
+    "make encryption keys; seal every value under the newest one."
+)
 app.add_typer(store_app, name="store")
 store_app.command("ddl", cls=Command)(store_ddl)
+store_app.command("keygen", cls=Command)(store_keygen)
+store_app.command("reencrypt", cls=Command)(store_reencrypt)
+subjects_app = _group("Erase a subject's values everywhere at once (encrypted stores).")
+app.add_typer(subjects_app, name="subjects")
+subjects_app.command("erase", cls=Command)(subjects_erase)

@@ -211,17 +211,22 @@ def execute(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
         fail(str(exc), 1)
 
 
-def open_store(url: str, *, must_exist: bool = True) -> Store:
-    """The store behind ``url``; a missing SQLite file is an error, not a new ledger."""
+def open_store(url: str, *, must_exist: bool = True, keys: bool = True) -> Store:
+    """The store behind ``url``; a missing SQLite file is an error, not a new ledger.
+
+    Encrypted when the environment names keys (``STALWART_KEYS``,
+    ``STALWART_KEYS_FILE``), unless ``keys`` is False: values as stored.
+    """
     from ..stores import open_store as open_url
     from ..stores.sqlite import SQLiteStore
 
-    store = open_url(url)
+    store = open_url(url, keys=keys)
     if store.ephemeral:
         raise CLIError(f"{mask_url(url)!r} keeps runs in memory only; give a durable store URL")
-    if must_exist and isinstance(store, SQLiteStore) and not Path(store.path).exists():
+    raw = getattr(store, "inner", store)
+    if must_exist and isinstance(raw, SQLiteStore) and not Path(raw.path).exists():
         raise CLIError(
-            f"no store at {store.path!r}: give --store sqlite:///path.db or set STALWART_STORE"
+            f"no store at {raw.path!r}: give --store sqlite:///path.db or set STALWART_STORE"
         )
     return store
 

@@ -56,7 +56,7 @@ def export_run(
 
     async def go() -> list[RunDump]:
         tags = parse_tags(tag)
-        st = open_store(store)
+        st = open_store(store, keys=False)  # values as stored: ciphertext stays so
         await st.open()
         try:
             if tags is not None:
@@ -93,7 +93,7 @@ def import_run(
             raise CLIError(f"cannot read {name!r}: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
             raise CLIError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-        st = open_store(store, must_exist=False)
+        st = open_store(store, must_exist=False, keys=False)
         await st.open()
         try:
             return await import_runs(st, dumps), len(dumps)

@@ -40,6 +40,7 @@ from typing import Any
 
 from .declared import is_declared, lookup, name_of
 from .errors import CorruptedRecord, SerializationError
+from .sealed import sealed_error, sealed_state
 
 __all__ = [
     "check_json",
@@ -589,5 +590,8 @@ def loads(text: str | bytes, where: str = "value") -> Any:
     try:
         tree = json.loads(text)
     except (ValueError, TypeError, RecursionError) as exc:
+        # Only on failure: a value encrypted at rest that no key opened.
+        if isinstance(text, str) and sealed_state(text) is not None:
+            raise sealed_error(text, where) from None
         raise CorruptedRecord(f"{where}: not valid JSON ({type(exc).__name__}: {exc})") from None
     return decode(tree, where)

@@ -27,6 +27,9 @@ defined here, once, and exported from one public place (shown on the right)::
     ├── StoreError                             stalwart
     │   ├── StoreUnavailable                   stalwart
     │   ├── CorruptedRecord                    stalwart
+    │   │   ├── ValueEncrypted                 stalwart
+    │   │   └── ValueErased                    stalwart
+    │   ├── EncryptionKeyError (ValueError)    stalwart
     │   └── StaleLeaseError                    stalwart
     ├── ForkError (ValueError)                 stalwart.timetravel
     ├── ProviderError                          stalwart.llm
@@ -88,6 +91,7 @@ __all__ = [
     "CancelledRun",
     "CorruptedRecord",
     "DuplicatePolicy",
+    "EncryptionKeyError",
     "FallbackExhausted",
     "ForkError",
     "GuardrailTripped",
@@ -122,6 +126,8 @@ __all__ = [
     "ToolError",
     "TurnFailed",
     "UnknownOption",
+    "ValueEncrypted",
+    "ValueErased",
     "Veto",
 ]
 
@@ -307,6 +313,31 @@ class CorruptedRecord(StoreError):
     """A recorded value cannot be read back; the run fails, its steps stay."""
 
     error_code = "corrupted_record"
+
+
+class ValueEncrypted(CorruptedRecord):
+    """A recorded value is encrypted at rest and this process holds no key
+    that opens it (no key of its id, or a key that does not authenticate it:
+    the wrong key, or a value moved or altered). The run fails naming the
+    run, the step and the field; nothing is replayed from it."""
+
+    error_code = "value_encrypted"
+
+
+class ValueErased(CorruptedRecord):
+    """A recorded value belonged to a subject whose key was deleted
+    (crypto-shredding): it can never be read again, by anyone."""
+
+    error_code = "value_erased"
+
+
+class EncryptionKeyError(StoreError, ValueError):
+    """The keys an encrypted store was given cannot be used: none at all, a
+    key that is not 32 bytes, text that is not base64, a key id given twice.
+    The message names the source (the variable, the file) and the key id,
+    never a key."""
+
+    error_code = "encryption_key_error"
 
 
 class StaleLeaseError(StoreError):

@@ -19,6 +19,7 @@ from .errors import (
     StepError,
     StoreUnavailable,
 )
+from .sealed import SEALED_PREFIX, sealed_error
 
 _log = logging.getLogger("stalwart.engine")
 
@@ -120,7 +121,14 @@ def error_from_json(text: str, where: str = "recorded error") -> Exception:
     :class:`StepError` carrying the recorded type name and message. Never a
     run-level error (a store or nondeterminism error), which an edited
     row could otherwise use to make every worker retry the run for ever.
+
+    An error encrypted at rest that no key opened, or erased, raises
+    :class:`~stalwart.core.errors.ValueEncrypted` or
+    :class:`~stalwart.core.errors.ValueErased` naming ``where``: it is not
+    the step's error, and replaying it as one would be garbage.
     """
+    if text.startswith(SEALED_PREFIX):
+        raise sealed_error(text, where)
     try:
         data = json.loads(text)
         type_name = data["type"]

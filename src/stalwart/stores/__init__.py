@@ -3,9 +3,14 @@
 A store is picked by URL: None or "memory" for the in-process
 :class:`~stalwart.stores.memory.MemoryStore`, ``sqlite:///path``,
 ``postgresql://...``; the drivers load only when their URL is used.
+When the environment names encryption keys (``STALWART_KEYS`` or
+``STALWART_KEYS_FILE``), a store opened by URL is encrypted at rest
+(:class:`stalwart.stores.encryption.EncryptedStore`).
 """
 
 from __future__ import annotations
+
+import os
 
 from ..core.errors import StoreError
 from .base import SignalRecord, Store
@@ -14,12 +19,27 @@ from .memory import MemoryStore
 __all__ = ["MemoryStore", "SignalRecord", "Store", "open_store"]
 
 
-def open_store(url: str | Store | None) -> Store:
-    """The store for a URL: None or "memory" (in this process), sqlite:///…, postgresql://…."""
+def open_store(url: str | Store | None, *, keys: bool = True) -> Store:
+    """The store for a URL: None or "memory" (in this process), sqlite:///…, postgresql://….
+
+    A durable store is encrypted when the environment names keys, unless
+    ``keys`` is False (values read and written as stored: an export's bytes).
+    """
     if isinstance(url, Store):
         return url
     if url is None or url in ("memory", "memory://", ":memory:"):
         return MemoryStore()
+    store = _by_url(url)
+    if keys and (os.environ.get("STALWART_KEYS") or os.environ.get("STALWART_KEYS_FILE")):
+        from .encryption import EncryptedStore, keys_from_environment
+
+        provider = keys_from_environment()
+        if provider is not None:
+            return EncryptedStore(store, provider)
+    return store
+
+
+def _by_url(url: str) -> Store:
     if url.startswith("sqlite://"):
         from .sqlite import SQLiteStore
 

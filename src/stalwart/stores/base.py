@@ -39,6 +39,7 @@ from .versions import VersionRecord, WorkerRecord
 __all__ = [
     "SCHEDULE_MISSED",
     "Beat",
+    "Reseal",
     "RunDump",
     "ScheduleRecord",
     "SignalRecord",
@@ -272,6 +273,23 @@ class StepPage:
     def last(self) -> StepPosition | None:
         """The position of the page's last step: ``after`` for the page after."""
         return (self.steps[-1].finished_at, self.steps[-1].key) if self.steps else None
+
+
+@dataclass(frozen=True, slots=True)
+class Reseal:
+    """One recorded value to write again in place (:meth:`Store.reseal`):
+    in ``table`` (``runs``, ``steps``, ``signals``, ``schedules``,
+    ``memory``), the row of ``owner`` (a run id, a schedule's name, a
+    memory namespace) and ``key`` (a step's key, a signal's name, a memory
+    key; "" for a run or a schedule), its ``field``: ``new`` if it still
+    holds ``old``."""
+
+    table: str
+    owner: str
+    key: str
+    field: str
+    old: str
+    new: str
 
 
 @dataclass(slots=True)
@@ -848,6 +866,15 @@ class Store(abc.ABC):
         status, owner and fence."""
         raise NotImplementedError(f"{type(self).__name__} cannot import runs")
 
+    # -- values written again (stalwart.stores.encryption) ---------------------
+    async def reseal(self, changes: Sequence[Reseal]) -> int:
+        """Write each change's ``new`` text over its ``old`` text, in one
+        transaction, only where the field still holds ``old`` (compare and
+        set: a value changed in between is left as it is); how many changed.
+        A spilled step value is rewritten where it lives (``payloads``).
+        Not abstract: a store that cannot rewrite values says so."""
+        raise NotImplementedError(f"{type(self).__name__} cannot rewrite values")
+
     # -- schedules (stalwart.schedules) ---------------------------------
     # Not abstract: a store that keeps no schedules says so instead of
     # breaking every other store subclass.
@@ -917,6 +944,12 @@ class Store(abc.ABC):
         """The namespace's rows whose text holds any of ``words`` (plain
         lower-case words, :func:`~stalwart.core.memory.search_words`), best
         first, each with the store's score (higher is better)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no memory")
+
+    async def memory_namespaces(self, after: str, limit: int) -> list[str]:
+        """Namespaces that hold rows (as a store keys them), in order, those
+        after ``after`` ("" for the first), up to ``limit``: what a pass over
+        every memory row pages through (key rotation)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no memory")
 
     async def memory_vectors(self, namespace: str) -> list[MemoryRecord]:

@@ -41,6 +41,9 @@ class MemoryMemories:
         rows.sort(key=lambda r: r.updated_at, reverse=True)
         return [replace(r) for r in rows[:limit]]
 
+    async def memory_namespaces(self, after: str, limit: int) -> list[str]:
+        return sorted(n for n, rows in self._memory.items() if rows and n > after)[:limit]
+
     async def memory_search_text(
         self, namespace: str, words: Sequence[str], limit: int
     ) -> list[tuple[MemoryRecord, float]]:

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from ..core.ledger import TERMINAL, RunRecord
+from ..core.sealed import sealed_state
 
 __all__ = [
     "EMPTY",
@@ -95,7 +96,8 @@ def _load(text: str) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError):  # a hostile row nested past the parser's depth
-        return text
+        state = sealed_state(text)  # encrypted at rest, no key held; or erased
+        return text if state is None else f"({state})"
 
 
 def pretty(text: str | None) -> str:

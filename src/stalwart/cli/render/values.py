@@ -17,8 +17,10 @@ from rich.text import Text
 from ...core.message import ActionCall, ActionResult, Media, Message
 from ...core.message import Text as TextPart
 from ...core.redact import printable
+from ...core.sealed import sealed_state
 
 __all__ = [
+    "Sealed",
     "Typed",
     "Unreadable",
     "error_text",
@@ -49,6 +51,15 @@ class Unreadable:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class Sealed:
+    """A value encrypted at rest that this process cannot open: ``state``
+    is ``encrypted`` (no key held opens it) or ``erased`` (its subject's
+    key was deleted). Shown as the word, never as its ciphertext."""
+
+    state: str
+
+
 def stored(text: str | None) -> Any:
     """The value a JSON column holds, as data to show (see :func:`plain`)."""
     if text is None:
@@ -56,7 +67,8 @@ def stored(text: str | None) -> Any:
     try:
         return plain(json.loads(text))
     except (ValueError, RecursionError):
-        return Unreadable(text)
+        state = sealed_state(text)
+        return Unreadable(text) if state is None else Sealed(state)
 
 
 def plain(tree: Any) -> Any:
@@ -139,6 +151,9 @@ def short(text: str, limit: int | None) -> str:
 
 def error_text(error_json: str) -> str:
     """``Type: message`` of a recorded error, without importing its type."""
+    state = sealed_state(error_json)
+    if state is not None:
+        return f"({state})"
     try:
         data = json.loads(error_json)
         type_name = str(data.get("type", "Error")).rpartition(".")[2]
@@ -155,6 +170,8 @@ def value_text(value: Any, limit: int | None = 100) -> str:
     """A value in one line: messages as counts, strings as they are."""
     if isinstance(value, Unreadable):
         return short(printable(f"(not JSON) {value.text}"), limit)
+    if isinstance(value, Sealed):
+        return f"({value.state})"
     if isinstance(value, Message):
         return short(_message_plain(value), limit)
     if is_messages(value):
@@ -180,6 +197,8 @@ def _text(value: Any) -> str:
         return "{" + ", ".join(f"{_json(str(k))}: {_text(v)}" for k, v in value.items()) + "}"
     if isinstance(value, Unreadable):
         return printable(value.text)
+    if isinstance(value, Sealed):
+        return f"({value.state})"
     return _json(value)
 
 

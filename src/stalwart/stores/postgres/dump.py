@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from ...core.ledger import StoredStep
-from ..base import RunDump, run_from_row, run_to_row
+from ..base import Reseal, RunDump, run_from_row, run_to_row
 from ..sql import merge_payloads, quoted, step_from_row
 from ..sql.dump import DumpStatements, payload_rows, signal_from_row, step_row
+from ..sql.reseal import ResealStatements
 from .connection import Conn, PostgresBase
 
 __all__ = ["PostgresDump"]
@@ -76,3 +78,19 @@ class PostgresDump(PostgresBase):
             return True
 
         return await self._with_conn(f"importing run {quoted(run_id)}", fn)
+
+    async def reseal(self, changes: Sequence[Reseal]) -> int:
+        built: ResealStatements | None = self.__dict__.get("_reseal_statements")
+        if built is None:
+            built = self.__dict__["_reseal_statements"] = ResealStatements(self._sql.dialect)
+        sql = built
+
+        async def fn(conn: Conn, n: int) -> int:
+            done = 0
+            async with conn.transaction():
+                for change in changes:
+                    for statement, params in sql.updates(change):
+                        done += (await conn.execute(statement, params)).rowcount
+            return done
+
+        return await self._with_conn("rewriting values", fn)

@@ -45,6 +45,11 @@ class PostgresMemory(PostgresBase):
         rows = await self._fetchall("listing memory", self._memory_sql.list, (namespace, limit))
         return [memory_from_row(r) for r in rows]
 
+    async def memory_namespaces(self, after: str, limit: int) -> list[str]:
+        sql = self._memory_sql.namespaces
+        rows = await self._fetchall("listing memory namespaces", sql, (after, limit))
+        return [str(r[0]) for r in rows]
+
     async def memory_search_text(
         self, namespace: str, words: Sequence[str], limit: int
     ) -> list[tuple[MemoryRecord, float]]:

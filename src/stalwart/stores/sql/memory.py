@@ -44,6 +44,10 @@ class MemoryStatements:
             "RETURNING id"
         )
         self.get = q(f"SELECT {MEMORY_COLUMNS} FROM {{t}}memory WHERE namespace = ? AND key = ?")
+        self.namespaces = q(
+            "SELECT DISTINCT namespace FROM {t}memory WHERE namespace > ? "
+            "ORDER BY namespace LIMIT ?"
+        )
         self.list = q(
             f"SELECT {MEMORY_COLUMNS} FROM {{t}}memory WHERE namespace = ? "
             "ORDER BY updated_at DESC, key LIMIT ?"

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from collections.abc import Sequence
 
 from ...core.ledger import StoredStep
-from ..base import RunDump, run_from_row, run_to_row
-from ..sql import merge_payloads, step_from_row
+from ..base import Reseal, RunDump, run_from_row, run_to_row
+from ..sql import SQLITE, merge_payloads, step_from_row
 from ..sql.dump import DumpStatements, payload_rows, signal_from_row, step_row
+from ..sql.reseal import ResealStatements
 from .writer import SQLiteBase
 
 __all__ = ["SQLiteDump"]
+
+_RESEAL = ResealStatements(SQLITE)
+# The full-text index keeps its own copy of a memory row's text.
+_REINDEX = (
+    "DELETE FROM memory_text WHERE rowid = (SELECT id FROM memory WHERE namespace = ? AND key = ?)",
+    "INSERT INTO memory_text (rowid, text) SELECT id, text FROM memory "
+    "WHERE namespace = ? AND key = ?",
+)
 
 
 class SQLiteDump(SQLiteBase):
@@ -62,3 +72,16 @@ class SQLiteDump(SQLiteBase):
             return True
 
         return await self._write(insert)
+
+    async def reseal(self, changes: Sequence[Reseal]) -> int:
+        def rewrite(db: sqlite3.Connection) -> int:
+            done = 0
+            for change in changes:
+                for sql, params in _RESEAL.updates(change):
+                    done += db.execute(sql, params).rowcount
+                if change.table == "memory" and change.field == "text":
+                    for sql in _REINDEX:
+                        db.execute(sql, (change.owner, change.key))
+            return done
+
+        return await self._write(rewrite)

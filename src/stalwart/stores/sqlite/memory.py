@@ -46,6 +46,9 @@ class SQLiteMemory(SQLiteBase):
     async def memory_list(self, namespace: str, limit: int) -> list[MemoryRecord]:
         return [memory_from_row(r) for r in self._read(_SQL.list, (namespace, limit))]
 
+    async def memory_namespaces(self, after: str, limit: int) -> list[str]:
+        return [str(r[0]) for r in self._read(_SQL.namespaces, (after, limit))]
+
     async def memory_search_text(
         self, namespace: str, words: Sequence[str], limit: int
     ) -> list[tuple[MemoryRecord, float]]:
