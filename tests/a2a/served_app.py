@@ -173,3 +173,15 @@ async def broken(question: str) -> str:
         question: Ignored.
     """
     raise LookupError(f"nothing known about {question}")
+
+
+@sw.policy
+async def interviewer(ctx: sw.Context, question: str) -> str:
+    """Asks two questions, each a wait for the same signal.
+
+    Args:
+        question: The topic of the interview.
+    """
+    name = await ctx.ask("Your name?")
+    city = await ctx.ask("Your city?")
+    return f"{question}: {name} from {city}"

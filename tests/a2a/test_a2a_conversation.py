@@ -7,7 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from a2a.types import GetTaskRequest, ListTasksRequest, Message, Part, Role, TaskState
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    TaskState,
+)
+from a2a.utils.errors import TaskNotFoundError
 from tests.a2a.serving import A2AServer, ask, collect, text_message
 
 pytestmark = pytest.mark.slow
@@ -77,3 +86,28 @@ async def test_a_question_of_the_conversation_is_its_turns_input_required(
     assert read.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     assert done.status.state == COMPLETED
     assert done.artifacts[0].parts[0].text == "Booked: yes"
+
+
+async def test_a_turn_of_one_agent_is_no_task_of_another_agent_on_the_same_store(
+    store_url: str,
+) -> None:
+    chatbot = A2AServer("chatbot", store_url, conversation=True)
+    concierge = A2AServer("concierge", store_url, conversation=True)
+    await chatbot.start()
+    await concierge.start()
+    try:
+        client = await chatbot.client()
+        task = await ask(client, in_context("my secret", "private", "m-1"))
+        await client.close()
+        client = await concierge.client()
+        with pytest.raises(TaskNotFoundError):
+            await client.get_task(GetTaskRequest(id=task.id))
+        with pytest.raises(TaskNotFoundError):
+            await client.cancel_task(CancelTaskRequest(id=task.id))
+        listed = await client.list_tasks(ListTasksRequest())
+        await client.close()
+    finally:
+        chatbot.kill()
+        concierge.kill()
+    assert task.artifacts[0].parts[0].text == "you said my secret"
+    assert listed.tasks == []

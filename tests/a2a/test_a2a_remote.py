@@ -5,10 +5,15 @@ replay after a crash that never sends a finished call again."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import subprocess
+import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from tests.a2a.serving import A2AServer
+from tests.conftest import free_port
 from tests.crash import kill, spawn, wait_for_files, wait_for_line
 
 import stalwart as sw
@@ -129,3 +134,77 @@ async def test_an_agent_whose_remote_tool_asks_waits_durably_and_goes_on_once_an
         server.kill()
     assert handle.run_id == "host-1"
     assert result == "They said: Hello, Grace: CAKE"
+
+
+LIAR = Path(__file__).with_name("lying_agent.py")
+
+
+@contextlib.asynccontextmanager
+async def lying_agent(lie: str) -> AsyncIterator[str]:
+    """A real server telling ``lie`` (tests/a2a/lying_agent.py); its URL."""
+    port = free_port()
+    # A server process of its own, started once: not on the hot path.
+    proc = subprocess.Popen([sys.executable, str(LIAR), str(port), lie])  # noqa: ASYNC220
+    try:
+        for _ in range(400):
+            assert proc.poll() is None, "the lying agent exited"
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+async def test_an_answer_about_another_task_fails_the_call_naming_both_tasks() -> None:
+    async with lying_agent("other-task") as url:
+        tool = a2a.remote_agent(url, name="liar", timeout=10)
+
+        @sw.policy
+        async def caller(ctx: sw.Context) -> str:
+            return str(await tool(question="hi"))
+
+        async with sw.Runner(policies=[caller]) as runner:
+            handle = await runner.start(caller, run_id="caller-1")
+            for _ in range(300):
+                if (await runner.get_run("caller-1")).status == "suspended":
+                    break
+                await asyncio.sleep(0.05)
+            await runner.signal("caller-1", "liar.input", "Ada")
+            with pytest.raises(a2a.RemoteTaskFailed) as caught:
+                await handle.result(timeout=30)
+    assert "answered about task 't-other', not the task 't-1'" in str(caught.value)
+
+
+async def test_a_task_read_back_as_another_task_fails_the_call() -> None:
+    async with lying_agent("other-task-on-get") as url:
+        tool = a2a.remote_agent(url, name="liar", timeout=10)
+        with pytest.raises(a2a.RemoteTaskFailed, match="answered about task 't-other'"):
+            await sw.Runner().run(tool, question="hi")
+
+
+async def test_a_task_that_never_settles_fails_the_call_after_its_timeout() -> None:
+    async with lying_agent("forever") as url:
+        tool = a2a.remote_agent(url, name="liar", timeout=1)
+        with pytest.raises(a2a.RemoteTaskFailed, match="did not settle in 1"):
+            await sw.Runner().run(tool, question="hi")
+
+
+async def test_credentials_in_the_agents_url_never_reach_the_recorded_error(
+    store_url: str,
+) -> None:
+    url = f"http://user:hunter2@127.0.0.1:{free_port()}/?token=s3cret"
+    tool = a2a.remote_agent(url, name="nobody", timeout=5)
+    async with sw.Runner(store_url, policies=[tool]) as runner:
+        with pytest.raises(a2a.RemoteTaskFailed) as caught:
+            await runner.run(tool, question="hi", run_id="secret-1")
+        steps = await runner.steps("secret-1")
+        rec = await runner.get_run("secret-1")
+    recorded = " ".join([str(caught.value), rec.error or "", *(s.error or "" for s in steps)])
+    assert "nobody_send" in [s.name for s in steps]
+    assert "remote agent 'nobody'" in recorded
+    assert "hunter2" not in recorded and "s3cret" not in recorded

@@ -135,6 +135,28 @@ async def test_input_required_is_a_durable_wait_answered_by_the_next_message_aft
     assert lines(log) == ["shout tea"]
 
 
+async def test_an_answer_sent_again_is_delivered_once_never_to_the_next_question(
+    store_url: str,
+) -> None:
+    server = A2AServer("interviewer", store_url)
+    await server.start()
+    try:
+        client = await server.client()
+        task = await ask(client, text_message("jobs"))
+        answer = text_message("Ada", task_id=task.id)
+        first = await ask(client, answer)
+        assert first.status.message.parts[0].text == "Your city?"
+        again = await ask(client, answer)  # a client retrying after a lost reply
+        assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert again.status.message.parts[0].text == "Your city?"
+        done = await ask(client, text_message("Paris", task_id=task.id))
+        await client.close()
+    finally:
+        server.kill()
+    assert done.status.state == COMPLETED
+    assert done.artifacts[0].parts[0].text == "jobs: Ada from Paris"
+
+
 @pytest.mark.parametrize("decision", ["approve", "deny"])
 async def test_a_tool_approval_is_asked_as_input_and_the_answer_decides(
     decision: str, tmp_path: Path

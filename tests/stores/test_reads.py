@@ -247,7 +247,7 @@ async def test_runs_waiting_for_a_signal_are_listed_longest_waiting_first(store:
 async def test_a_send_repeated_with_its_uid_is_kept_once(store: Store) -> None:
     await store.create_run(_run("r", 1.0))
     for _ in range(3):  # a caller retrying a send whose reply it lost
-        await store.send_signal("r", "go", '"once"', uid="send-1")  # type: ignore[call-arg]
+        await store.send_signal("r", "go", '"once"', uid="send-1")
     await store.send_signal("r", "go", '"twice"')  # another send: another signal
     assert await store.take_signal("r", "go", "1") == '"once"'
     assert await store.take_signal("r", "go", "2") == '"twice"'
@@ -256,14 +256,14 @@ async def test_a_send_repeated_with_its_uid_is_kept_once(store: Store) -> None:
 
 async def test_a_retried_send_is_not_refused_when_the_run_finished_since(store: Store) -> None:
     await store.create_run(_run("r", 1.0))
-    await store.send_signal("r", "go", "1", uid="send-1")  # type: ignore[call-arg]
+    await store.send_signal("r", "go", "1", uid="send-1")
     claimed = await store.claim("r", A, 60.0)
     assert claimed is not None
     await store.finish_run("r", claimed.fence, "succeeded", "null", None)
-    rec = await store.send_signal("r", "go", "1", uid="send-1")  # type: ignore[call-arg]
+    rec = await store.send_signal("r", "go", "1", uid="send-1")
     assert rec.status == "succeeded"
     with pytest.raises(StoreError, match="takes no signals"):
-        await store.send_signal("r", "go", "1", uid="send-2")  # type: ignore[call-arg]
+        await store.send_signal("r", "go", "1", uid="send-2")
 
 
 # -- set_queue (the same on both stores) ---------------------------------------------

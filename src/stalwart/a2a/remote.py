@@ -83,6 +83,23 @@ def _reply(task: Task) -> dict[str, Any]:
     }
 
 
+def _secrets(url: str) -> list[str]:
+    """The parts of ``url`` that may be credentials: its user info and query."""
+    parsed = httpx.URL(url)
+    found = [parsed.userinfo.decode(), parsed.query.decode()]
+    return sorted((s for s in found if s), key=len, reverse=True)
+
+
+def _checked(task: Task, task_id: str | None, name: str) -> Task:
+    """``task``, if it is the task asked about (``task_id``, when one was)."""
+    if task_id and task.id != task_id:
+        raise RemoteTaskFailed(
+            f"remote agent {name!r} answered about task {task.id[:100]!r}, "
+            f"not the task {task_id!r} it was asked about"
+        )
+    return task
+
+
 def remote_agent(
     url: str,
     *,
@@ -110,6 +127,13 @@ def remote_agent(
         )
     wait = signal or f"{name}.input"
     fixed_headers = dict(headers or {})
+    secrets = _secrets(url)
+
+    def failed(exc: Exception) -> RemoteTaskFailed:
+        text = f"{type(exc).__name__}: {exc}"
+        for secret in secrets:
+            text = text.replace(secret, "***")
+        return RemoteTaskFailed(f"remote agent {name!r}: {text}")
 
     async def send(
         ctx: sw.Context,
@@ -134,17 +158,22 @@ def remote_agent(
                 response: StreamResponse
                 async for response in client.send_message(request, context=call):
                     if response.HasField("task"):
-                        task = response.task
+                        task = _checked(response.task, task_id, name)
                 # A server that answers before the task settles: ask until it does.
                 deadline = time.monotonic() + timeout
                 while task is not None and task.status.state in _GOING:
                     if time.monotonic() > deadline:
                         raise TimeoutError(f"the task did not settle in {timeout}s")
                     await asyncio.sleep(POLL)
-                    task = await client.get_task(GetTaskRequest(id=task.id), context=call)
+                    asked = task.id
+                    task = _checked(
+                        await client.get_task(GetTaskRequest(id=asked), context=call), asked, name
+                    )
                 await client.close()
+        except RemoteTaskFailed:
+            raise
         except Exception as exc:
-            raise RemoteTaskFailed(f"remote agent {name!r}: {type(exc).__name__}: {exc}") from None
+            raise failed(exc) from None
         if task is None:
             raise RemoteTaskFailed(f"remote agent {name!r} answered without a task")
         return _reply(task)

@@ -157,9 +157,13 @@ class ConversationRuns:
         return handle.run_id
 
     def owns(self, rec: RunRecord) -> bool:
-        return (
+        """A turn of this agent's conversation for the turn's context (the
+        turn policy is every agent's: its conversation says whose it is)."""
+        if not (
             rec.id.startswith(CONVERSATION_PREFIX) and _TURN in rec.id and rec.policy == turn.name
-        )
+        ):
+            return False
+        return self.watched(rec) == self._conversation_id(self.context(rec))
 
     async def waiter(self, rec: RunRecord) -> RunRecord:
         if rec.status in TERMINAL:

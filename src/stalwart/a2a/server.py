@@ -81,6 +81,7 @@ from .tasks import (
     RESULT_ARTIFACT,
     TASK_PREFIX,
     agent_message,
+    answer_uid,
     signal_of,
     task_of,
     value_of,
@@ -195,7 +196,9 @@ class TaskHandler(RequestHandler):
         watched = self.runs.watched(rec)
         self.runner.listen(watched, queue)
         try:
-            await self.runner.signal(waiter.id, signal, payload)
+            # The message's id names the answer: the same message again (a
+            # retry) is delivered once, never to the task's next question.
+            await self.runner.signal(waiter.id, signal, payload, uid=answer_uid(rec.id, message))
         except (sw.StalwartError, ValueError) as exc:
             self.runner.unlisten(watched, queue)
             raise InvalidParamsError(f"message.parts: {exc}") from None

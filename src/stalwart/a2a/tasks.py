@@ -35,6 +35,7 @@ __all__ = [
     "RESULT_ARTIFACT",
     "TASK_PREFIX",
     "agent_message",
+    "answer_uid",
     "arguments_of",
     "asked",
     "context_of",
@@ -69,6 +70,16 @@ def task_id_for(agent: str, message_id: str) -> str:
         raise ValueError("message.messageId is required: it names the task for retries")
     digest = hashlib.sha256(f"{agent}\0{message_id}".encode()).hexdigest()[:32]
     return f"{TASK_PREFIX}{digest}"
+
+
+def answer_uid(task_id: str, message: Message) -> str | None:
+    """The signal ``uid`` of a message answering task ``task_id``'s wait:
+    made from its ``messageId``, so the same message sent again is the same
+    answer (delivered once); none without a ``messageId``."""
+    if not message.message_id:
+        return None
+    digest = hashlib.sha256(f"{task_id}\0{message.message_id}".encode()).hexdigest()[:32]
+    return f"{TASK_PREFIX}answer-{digest}"
 
 
 def context_of(rec: RunRecord) -> str:

@@ -165,6 +165,8 @@ class Runner:
         )
         store, registry, settings = self.store, self.registry, self.settings
         self._table = table = RunTable(poll_interval)
+        #: The ``uid`` of each signal delivered to a live run in memory.
+        self._signal_uids: set[str] = set()
         self._outcomes = outcomes = Outcomes(store, table, registry)
         self._driver = driver = Driver(store, table, registry, outcomes, settings)
         self._worker = worker = Worker(
@@ -581,8 +583,14 @@ class Runner:
     # cancels stays a client); they change what the store says and wake
     # whoever executes the run: its own runner, or a worker within a
     # heartbeat (S9).
-    async def signal(self, run_id: str, name: str, payload: Any = None) -> None:
+    async def signal(
+        self, run_id: str, name: str, payload: Any = None, *, uid: str | None = None
+    ) -> None:
         """Deliver ``payload`` to the run's ``wait_for(name)``; queued if not waiting yet.
+
+        ``uid`` names this send: sent again with the same ``uid`` (a retry
+        after an unclear failure), it is delivered once; the retry does
+        nothing, even if the run has gone on to wait for ``name`` again.
 
         Signalling never executes the run here: its own runner, or a worker,
         resumes it. In memory the live run is handed it (waits there are inline).
@@ -601,10 +609,14 @@ class Runner:
                 live = self._table.live.get(run_id)
                 if live is None:
                     raise RunNotFound(f"no live run {run_id!r} in this runner")
+                if uid is not None and uid in self._signal_uids:
+                    return  # delivered already: this is a retry
                 live.engine.waits.deliver(name, payload, once=once)
+                if uid is not None:
+                    self._signal_uids.add(uid)
                 return
             data = codec.dumps(payload, f"signal {name!r}")
-            await self.store.send_signal(run_id, name, data, once=once)
+            await self.store.send_signal(run_id, name, data, uid=uid, once=once)
         except SignalRefused:
             # A wait takes one decision: a second one sent before the run
             # took the first would never be read, so it is refused here,

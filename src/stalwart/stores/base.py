@@ -802,9 +802,20 @@ class Store(abc.ABC):
     # -- signals -----------------------------------------------------------
     @abc.abstractmethod
     async def send_signal(
-        self, run_id: str, name: str, payload: str, *, once: bool = False
+        self,
+        run_id: str,
+        name: str,
+        payload: str,
+        *,
+        uid: str | None = None,
+        once: bool = False,
     ) -> RunRecord:
         """Append to the run's mailbox; wake the run if it waits for ``name``.
+
+        ``uid`` names this send: a send repeated with the same ``uid`` (a
+        caller retrying after an unclear failure) is kept once, and is not
+        refused when the run finished in between. Left out, each call is a
+        new signal.
 
         ``once``: refuse the send, raising
         :class:`~stalwart.core.errors.SignalRefused`, when the run has had a

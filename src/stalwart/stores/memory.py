@@ -58,6 +58,7 @@ class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, MemoryVersions, 
         # id in one look, however much mail the store holds (ids are unique
         # store-wide, as the SQL stores' index makes them).
         self._uids: dict[str, str] = {}
+        self._signal_uids: set[str] = set()
         # queue name -> [concurrency, rate, tokens, updated_at]
         self._queues: dict[str, list[Any]] = {}
         self._workers: dict[str, WorkerRecord] = {}
@@ -364,16 +365,26 @@ class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, MemoryVersions, 
 
     # -- signals -----------------------------------------------------------
     async def send_signal(
-        self, run_id: str, name: str, payload: str, *, once: bool = False
+        self,
+        run_id: str,
+        name: str,
+        payload: str,
+        *,
+        uid: str | None = None,
+        once: bool = False,
     ) -> RunRecord:
         rec = self._runs.get(run_id)
         if rec is None:
             raise RunNotFound(f"no run {run_id!r}")
+        if uid is not None and uid in self._signal_uids:
+            return replace(rec)  # sent already: this is a retry
         if rec.status in TERMINAL:
             raise StoreError(f"run {run_id!r} has finished ({rec.status}); it takes no signals")
         if once and any(sig.name == name for sig in self._signals.get(run_id, [])):
             raise SignalRefused(f"run {run_id!r} has had a signal {name!r} already")
         self._signals.setdefault(run_id, []).append(SignalRecord(run_id, name, payload))
+        if uid is not None:
+            self._signal_uids.add(uid)
         if rec.status == "suspended" and rec.waiting_for == name:
             self._ready(rec, time.time())
         return replace(rec)

@@ -3,6 +3,8 @@ read it back, those without are told "encrypted", never shown garbage."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 import stalwart as sw
@@ -188,3 +190,23 @@ async def test_an_archived_generation_still_reads_back(store_url: str) -> None:
         steps = await r.steps(archived[0].id)
         assert any(s.output == f'"{MARK.upper()} 1"' for s in steps)
     assert MARK not in database_text(store_url)
+
+
+@sw.policy
+async def asks_twice(ctx: sw.Context) -> list[str]:
+    return [await ctx.wait_for("input"), await ctx.wait_for("input")]
+
+
+async def test_a_signal_resent_with_its_uid_is_delivered_once_encrypted(store_url: str) -> None:
+    async with Runner(encrypted(store_url), policies=[asks_twice]) as runner:
+        handle = await runner.start(asks_twice, run_id="uid-twice")
+        await suspended(runner, "uid-twice")
+        await runner.signal("uid-twice", "input", "first", uid="answer-1")
+        for _ in range(1000):  # until it waits for its second answer
+            if len(await runner.steps("uid-twice")) >= 2:
+                break
+            await asyncio.sleep(0.01)
+        await suspended(runner, "uid-twice")
+        await runner.signal("uid-twice", "input", "first", uid="answer-1")  # a retry
+        await runner.signal("uid-twice", "input", "second", uid="answer-2")
+        assert await handle.result(timeout=30) == ["first", "second"]

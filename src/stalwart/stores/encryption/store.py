@@ -430,12 +430,12 @@ class EncryptedStore(Store):
 
     # -- signals and mail ------------------------------------------------------------
     async def send_signal(
-        self, run_id: str, name: str, payload: str, *, once: bool = False
+        self, run_id: str, name: str, payload: str, *, once: bool = False, uid: str | None = None
     ) -> RunRecord:
         key = await self.sealing_key(run_id)
         sealed = await self.seal(payload, key, place("signal", run_id, name, "payload"))
         assert sealed is not None
-        opened = await self._open_run(await self.inner.send_signal(run_id, name, sealed, once=once))
+        opened = await self._open_run(await self.inner.send_signal(run_id, name, sealed, once=once, uid=uid))
         assert opened is not None
         return opened
 
