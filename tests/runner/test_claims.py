@@ -8,6 +8,7 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -207,3 +208,40 @@ async def test_a_run_of_ours_claimed_behind_a_crowd_is_held_in_our_name(store_ur
         HELD["after wake"].set()
         async with asyncio.timeout(BOUND):
             assert await handle.result() == "got 3"
+
+
+async def test_a_pass_reads_no_waiting_run_of_ours_by_id_while_the_ready_list_has_room(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runner's own waiting runs are looked up by id only when runs it may
+    not take fill a claim's batch: with fewer of them than the batch, a pass
+    costs its claim query, not a read of every run of ours that waits."""
+    async with sw.Runner(
+        store_url, policies=[waits, other], poll_interval=0.02, concurrency=4
+    ) as runner:
+        ours = [await runner.start(waits, run_id=f"ours-{i}") for i in range(2)]
+        for h in ours:
+            await _until_suspended(runner, h.run_id)
+        async with sw.Runner(store_url) as producer:  # three not ours to take: batch of 4
+            await producer.enqueue_many([sw.RunCall(other, i) for i in range(3)])
+        store = runner.store
+        read_by_id: list[str] = []
+        passes = 0
+        get_runs, claim_due = store.get_runs, store.claim_due
+
+        async def counted_get_runs(run_ids: Any) -> Any:
+            read_by_id.extend(run_ids)
+            return await get_runs(run_ids)
+
+        async def counted_claim_due(*args: Any, **kwargs: Any) -> Any:
+            nonlocal passes
+            passes += 1
+            return await claim_due(*args, **kwargs)
+
+        monkeypatch.setattr(store, "get_runs", counted_get_runs)
+        monkeypatch.setattr(store, "claim_due", counted_claim_due)
+        async with asyncio.timeout(BOUND):
+            while passes < 10:
+                await asyncio.sleep(0.01)
+        assert not {h.run_id for h in ours} & set(read_by_id)
+        assert len(await runner.list_runs(status="pending")) == 3  # refused, every pass
