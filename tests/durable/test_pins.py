@@ -8,13 +8,15 @@ fake one the test moves, and a store wrapper counts the runner's calls.
 * S8: a runner renews its leases every third of the lease, no later (the
   lease would lapse) and no sooner (a write per run per loop turn).
 * S8: a heartbeat that reports a run lost stops that run's execution there
-  and then; one that reports a cancel request cancels it (S9).
+  and then, with a warning naming the run; one that reports a cancel
+  request cancels it (S9).
 * S14: where an error belongs decides what the runner does with the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -165,6 +167,31 @@ async def test_a_run_reported_lost_stops_at_once_and_writes_nothing(
         rec = await runner.get_run("lost")
         assert (rec.status, rec.owner) == ("running", "elsewhere:1:x")  # nothing written
         assert await runner.steps("lost") == []
+
+
+async def test_a_run_reported_lost_is_a_warning_naming_the_run_and_its_old_holder(
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What an operator reads when a worker stops a run another took over."""
+    caplog.set_level(logging.INFO, logger="stalwart")
+    store = CountingStore(tmp_path / "ledger.db")
+    async with sw.Runner(store, lease=30.0, poll_interval=0.005, policies=[holder]) as runner:
+        await runner.start(holder, "gone", run_id="gone")
+        while EVENTS != ["start gone"]:
+            await asyncio.sleep(0.002)
+        _take_over(tmp_path / "ledger.db", "gone")
+        clock.now += 10.0
+        async with asyncio.timeout(30):  # a loop stopped by a broken log call fails here
+            while EVENTS != ["start gone", "cancelled gone"]:
+                await _turns(store, 1)
+    warned = [r for r in caplog.records if getattr(r, "event", None) == "run.lease_lost"]
+    assert len(warned) == 1
+    (w,) = warned
+    assert (w.name, w.levelno) == ("stalwart.runner", logging.WARNING)
+    assert (w.run_id, w.owner) == ("gone", runner.owner)  # type: ignore[attr-defined]
+    assert w.getMessage() == (
+        "run 'gone': its lease was lost, another worker took it over; stopping here"
+    )
 
 
 async def test_a_cancel_request_reaches_the_holder_through_its_heartbeat(
