@@ -210,14 +210,17 @@ async def test_a_run_of_ours_claimed_behind_a_crowd_is_held_in_our_name(store_ur
             assert await handle.result() == "got 3"
 
 
+@pytest.mark.parametrize("queues", [None, ["default"]], ids=["any-queue", "given-queues"])
 async def test_a_pass_reads_no_waiting_run_of_ours_by_id_while_the_ready_list_has_room(
-    store_url: str, monkeypatch: pytest.MonkeyPatch
+    store_url: str, monkeypatch: pytest.MonkeyPatch, queues: list[str] | None
 ) -> None:
     """A runner's own waiting runs are looked up by id only when runs it may
-    not take fill a claim's batch: with fewer of them than the batch, a pass
-    costs its claim query, not a read of every run of ours that waits."""
+    not take fill a claim's batch (or, serving, it skips queues where they may
+    wait): with fewer of them than the batch, a pass costs its claim query,
+    not a read of every run of ours that waits. Queues given to a runner that
+    does not serve change nothing here."""
     async with sw.Runner(
-        store_url, policies=[waits, other], poll_interval=0.02, concurrency=4
+        store_url, policies=[waits, other], poll_interval=0.02, concurrency=4, queues=queues
     ) as runner:
         ours = [await runner.start(waits, run_id=f"ours-{i}") for i in range(2)]
         for h in ours:
