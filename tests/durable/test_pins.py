@@ -69,12 +69,21 @@ class CountingStore(SQLiteStore):
         self.turns = 0
         self.beats: list[Beat] = []
         self.fail_finish: list[Exception] = []
+        #: When set, the next heartbeat naming runs waits for it to open
+        #: before it reaches the store (a reply still in flight).
+        self.gate: asyncio.Event | None = None
+        self.held = False
 
     async def next_wake(self) -> float | None:
         self.turns += 1  # once per turn of the runner's background loop
         return await super().next_wake()
 
     async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> Beat:
+        gate = self.gate
+        if gate is not None and run_ids:
+            self.gate = None
+            self.held = True
+            await gate.wait()
         beat = await super().heartbeat(owner, lease, run_ids)
         self.beats.append(beat)
         return beat
@@ -192,6 +201,34 @@ async def test_a_run_reported_lost_is_a_warning_naming_the_run_and_its_old_holde
     assert w.getMessage() == (
         "run 'gone': its lease was lost, another worker took it over; stopping here"
     )
+
+
+async def test_a_run_that_finishes_while_its_heartbeat_is_in_flight_is_left_alone(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """A heartbeat sent while a run executes is answered after the run has
+    finished, so the store reports it lost (no longer running in our name):
+    there is nothing left to stop, and the loop carries on."""
+    store = CountingStore(tmp_path / "ledger.db")
+    async with sw.Runner(
+        store, lease=30.0, poll_interval=0.005, policies=[holder, quick_root]
+    ) as runner:
+        handle = await runner.start(holder, "r", run_id="r")
+        while EVENTS != ["start r"]:
+            await asyncio.sleep(0.002)
+        gate = store.gate = asyncio.Event()
+        clock.now += 10.0  # the next heartbeat is due; its reply waits at the gate
+        async with asyncio.timeout(30):
+            while not store.held:
+                await asyncio.sleep(0.002)
+            RELEASE["r"].set()
+            assert await handle.result() == "r"
+            gate.set()
+            while not store.beats or store.beats[-1].lost != ["r"]:
+                await asyncio.sleep(0.002)
+            await _turns(store)  # the loop still turns
+            assert await runner.run(quick_root, 1) == 2
+        assert EVENTS == ["start r", "done r", "quick 1"]
 
 
 async def test_a_cancel_request_reaches_the_holder_through_its_heartbeat(
