@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import stalwart as sw
+from stalwart.runner.worker import CLAIM_BATCH
 
 from .claim_app import left_behind
 
@@ -248,3 +249,36 @@ async def test_a_pass_reads_no_waiting_run_of_ours_by_id_while_the_ready_list_ha
                 await asyncio.sleep(0.01)
         assert not {h.run_id for h in ours} & set(read_by_id)
         assert len(await runner.list_runs(status="pending")) == 3  # refused, every pass
+
+
+async def test_a_backlog_larger_than_a_claim_batch_is_claimed_in_one_pass(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A serving runner with room claims batch after batch in one pass of
+    its loop: a backlog does not wait a poll interval for each batch."""
+    backlog = CLAIM_BATCH + 36
+    async with sw.Runner(store_url) as producer:
+        await producer.enqueue_many([sw.RunCall(other, i) for i in range(backlog)])
+    runner = sw.Runner(store_url, policies=[other], serving=True, poll_interval=60)
+    store = runner.store
+    claimed = 0
+    claimed_by_pass: list[int] = []  # runs claimed so far, at the end of each pass
+    claim_due, next_wake = store.claim_due, store.next_wake
+
+    async def counted_claim_due(*args: Any, **kwargs: Any) -> Any:
+        nonlocal claimed
+        got = await claim_due(*args, **kwargs)
+        claimed += len(got)
+        return got
+
+    async def counted_next_wake() -> float | None:
+        claimed_by_pass.append(claimed)
+        return await next_wake()
+
+    monkeypatch.setattr(store, "claim_due", counted_claim_due)
+    monkeypatch.setattr(store, "next_wake", counted_next_wake)
+    async with runner:
+        async with asyncio.timeout(BOUND):
+            while not claimed_by_pass:
+                await asyncio.sleep(0.01)
+    assert claimed_by_pass[0] == backlog
