@@ -178,10 +178,12 @@ async def test_a_run_reported_lost_stops_at_once_and_writes_nothing(
         assert await runner.steps("lost") == []
 
 
-async def test_a_run_reported_lost_is_a_warning_naming_the_run_and_its_old_holder(
+async def test_a_run_reported_lost_is_logged_as_taken_over_and_stopped_not_handed_back(
     tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """What an operator reads when a worker stops a run another took over."""
+    """What an operator reads when a worker stops a run another took over: a
+    warning naming the run and this runner, then the run's end as stopped
+    here (its new holder writes it), never as handed back."""
     caplog.set_level(logging.INFO, logger="stalwart")
     store = CountingStore(tmp_path / "ledger.db")
     async with sw.Runner(store, lease=30.0, poll_interval=0.005, policies=[holder]) as runner:
@@ -201,6 +203,12 @@ async def test_a_run_reported_lost_is_a_warning_naming_the_run_and_its_old_holde
     assert w.getMessage() == (
         "run 'gone': its lease was lost, another worker took it over; stopping here"
     )
+    ends = [
+        (r.event, r.status)  # type: ignore[attr-defined]
+        for r in caplog.records
+        if getattr(r, "run_id", None) == "gone" and r.event in ("run.stopped", "run.released")  # type: ignore[attr-defined]
+    ]
+    assert ends == [("run.stopped", "lost")]
 
 
 async def test_a_run_that_finishes_while_its_heartbeat_is_in_flight_is_left_alone(
