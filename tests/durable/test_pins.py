@@ -16,6 +16,7 @@ fake one the test moves, and a store wrapper counts the runner's calls.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 from collections.abc import Sequence
@@ -72,6 +73,8 @@ class CountingStore(SQLiteStore):
         #: When set, the next heartbeat naming runs waits for it to open
         #: before it reaches the store (a reply still in flight).
         self.gate: asyncio.Event | None = None
+        #: The same, for the store's reply to the next heartbeat naming runs.
+        self.reply_gate: asyncio.Event | None = None
         self.held = False
 
     async def next_wake(self) -> float | None:
@@ -85,6 +88,11 @@ class CountingStore(SQLiteStore):
             self.held = True
             await gate.wait()
         beat = await super().heartbeat(owner, lease, run_ids)
+        reply_gate = self.reply_gate
+        if reply_gate is not None and run_ids:
+            self.reply_gate = None
+            self.held = True
+            await reply_gate.wait()
         self.beats.append(beat)
         return beat
 
@@ -237,6 +245,36 @@ async def test_a_run_that_finishes_while_its_heartbeat_is_in_flight_is_left_alon
             await _turns(store)  # the loop still turns
             assert await runner.run(quick_root, 1) == 2
         assert EVENTS == ["start r", "done r", "quick 1"]
+
+
+async def test_a_run_that_finishes_while_the_reply_asking_its_cancel_is_in_flight_is_left_alone(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """The store's reply to a heartbeat says a run was asked to cancel, but
+    the run finishes before the reply is read: there is nothing left to
+    cancel, and the loop carries on."""
+    store = CountingStore(tmp_path / "ledger.db")
+    async with sw.Runner(
+        store, lease=30.0, poll_interval=0.005, policies=[holder, quick_root]
+    ) as runner:
+        handle = await runner.start(holder, "c", run_id="c")
+        while EVENTS != ["start c"]:
+            await asyncio.sleep(0.002)
+        await store.request_cancel("c")  # from another process: only the store knows
+        gate = store.reply_gate = asyncio.Event()
+        clock.now += 10.0  # the next heartbeat is due; the store's reply waits at the gate
+        async with asyncio.timeout(30):
+            while not store.held:
+                await asyncio.sleep(0.002)
+            RELEASE["c"].set()
+            with contextlib.suppress(sw.CancelledRun):  # it ends, whichever way
+                await handle.result()
+            gate.set()
+            while not store.beats or store.beats[-1].cancel != ["c"]:
+                await asyncio.sleep(0.002)
+            await _turns(store)  # the loop still turns
+            assert await runner.run(quick_root, 1) == 2
+        assert EVENTS == ["start c", "done c", "quick 1"]
 
 
 async def test_a_cancel_request_reaches_the_holder_through_its_heartbeat(
