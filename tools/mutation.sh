@@ -72,7 +72,7 @@ worker)
     files="src/stalwart/runner/worker.py"
     # Not tests/schedules/test_cli.py nor test_example.py: their subprocesses
     # drop PYTHONPATH, so they import the work tree, not the mutants.
-    tests="$D/test_durable.py;$D/test_hostile_rows.py;$D/test_workers.py;$D/test_queues.py;$D/test_pins.py;tests/stores/test_claim_policy_filter.py;tests/schedules/test_ticking.py;tests/schedules/test_workers.py;tests/schedules/test_define.py;tests/runner;-k;not postgres"
+    tests="$D/test_durable.py;$D/test_hostile_rows.py;$D/test_workers.py;$D/test_queues.py;$D/test_pins.py;$D/test_logging.py;$D/test_edge_cases.py;tests/stores/test_claim_policy_filter.py;tests/schedules/test_ticking.py;tests/schedules/test_workers.py;tests/schedules/test_define.py;tests/runner;-k;not postgres"
     globs=(
         "stalwart.runner.worker.xǁWorkerǁ_claim_own__mutmut_*"
         "stalwart.runner.worker.xǁWorkerǁ_claim_due__mutmut_*"

@@ -8,13 +8,16 @@ fake one the test moves, and a store wrapper counts the runner's calls.
 * S8: a runner renews its leases every third of the lease, no later (the
   lease would lapse) and no sooner (a write per run per loop turn).
 * S8: a heartbeat that reports a run lost stops that run's execution there
-  and then; one that reports a cancel request cancels it (S9).
+  and then, with a warning naming the run; one that reports a cancel
+  request cancels it (S9).
 * S14: where an error belongs decides what the runner does with the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -67,13 +70,29 @@ class CountingStore(SQLiteStore):
         self.turns = 0
         self.beats: list[Beat] = []
         self.fail_finish: list[Exception] = []
+        #: When set, the next heartbeat naming runs waits for it to open
+        #: before it reaches the store (a reply still in flight).
+        self.gate: asyncio.Event | None = None
+        #: The same, for the store's reply to the next heartbeat naming runs.
+        self.reply_gate: asyncio.Event | None = None
+        self.held = False
 
     async def next_wake(self) -> float | None:
         self.turns += 1  # once per turn of the runner's background loop
         return await super().next_wake()
 
     async def heartbeat(self, owner: str, lease: float, run_ids: Sequence[str]) -> Beat:
+        gate = self.gate
+        if gate is not None and run_ids:
+            self.gate = None
+            self.held = True
+            await gate.wait()
         beat = await super().heartbeat(owner, lease, run_ids)
+        reply_gate = self.reply_gate
+        if reply_gate is not None and run_ids:
+            self.reply_gate = None
+            self.held = True
+            await reply_gate.wait()
         self.beats.append(beat)
         return beat
 
@@ -165,6 +184,97 @@ async def test_a_run_reported_lost_stops_at_once_and_writes_nothing(
         rec = await runner.get_run("lost")
         assert (rec.status, rec.owner) == ("running", "elsewhere:1:x")  # nothing written
         assert await runner.steps("lost") == []
+
+
+async def test_a_run_reported_lost_is_logged_as_taken_over_and_stopped_not_handed_back(
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What an operator reads when a worker stops a run another took over: a
+    warning naming the run and this runner, then the run's end as stopped
+    here (its new holder writes it), never as handed back."""
+    caplog.set_level(logging.INFO, logger="stalwart")
+    store = CountingStore(tmp_path / "ledger.db")
+    async with sw.Runner(store, lease=30.0, poll_interval=0.005, policies=[holder]) as runner:
+        await runner.start(holder, "gone", run_id="gone")
+        while EVENTS != ["start gone"]:
+            await asyncio.sleep(0.002)
+        _take_over(tmp_path / "ledger.db", "gone")
+        clock.now += 10.0
+        async with asyncio.timeout(30):  # a loop stopped by a broken log call fails here
+            while EVENTS != ["start gone", "cancelled gone"]:
+                await _turns(store, 1)
+    warned = [r for r in caplog.records if getattr(r, "event", None) == "run.lease_lost"]
+    assert len(warned) == 1
+    (w,) = warned
+    assert (w.name, w.levelno) == ("stalwart.runner", logging.WARNING)
+    assert (w.run_id, w.owner) == ("gone", runner.owner)  # type: ignore[attr-defined]
+    assert w.getMessage() == (
+        "run 'gone': its lease was lost, another worker took it over; stopping here"
+    )
+    ends = [
+        (r.event, r.status)  # type: ignore[attr-defined]
+        for r in caplog.records
+        if getattr(r, "run_id", None) == "gone" and r.event in ("run.stopped", "run.released")  # type: ignore[attr-defined]
+    ]
+    assert ends == [("run.stopped", "lost")]
+
+
+async def test_a_run_that_finishes_while_its_heartbeat_is_in_flight_is_left_alone(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """A heartbeat sent while a run executes is answered after the run has
+    finished, so the store reports it lost (no longer running in our name):
+    there is nothing left to stop, and the loop carries on."""
+    store = CountingStore(tmp_path / "ledger.db")
+    async with sw.Runner(
+        store, lease=30.0, poll_interval=0.005, policies=[holder, quick_root]
+    ) as runner:
+        handle = await runner.start(holder, "r", run_id="r")
+        while EVENTS != ["start r"]:
+            await asyncio.sleep(0.002)
+        gate = store.gate = asyncio.Event()
+        clock.now += 10.0  # the next heartbeat is due; its reply waits at the gate
+        async with asyncio.timeout(30):
+            while not store.held:
+                await asyncio.sleep(0.002)
+            RELEASE["r"].set()
+            assert await handle.result() == "r"
+            gate.set()
+            while not store.beats or store.beats[-1].lost != ["r"]:
+                await asyncio.sleep(0.002)
+            await _turns(store)  # the loop still turns
+            assert await runner.run(quick_root, 1) == 2
+        assert EVENTS == ["start r", "done r", "quick 1"]
+
+
+async def test_a_run_that_finishes_while_the_reply_asking_its_cancel_is_in_flight_is_left_alone(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """The store's reply to a heartbeat says a run was asked to cancel, but
+    the run finishes before the reply is read: there is nothing left to
+    cancel, and the loop carries on."""
+    store = CountingStore(tmp_path / "ledger.db")
+    async with sw.Runner(
+        store, lease=30.0, poll_interval=0.005, policies=[holder, quick_root]
+    ) as runner:
+        handle = await runner.start(holder, "c", run_id="c")
+        while EVENTS != ["start c"]:
+            await asyncio.sleep(0.002)
+        await store.request_cancel("c")  # from another process: only the store knows
+        gate = store.reply_gate = asyncio.Event()
+        clock.now += 10.0  # the next heartbeat is due; the store's reply waits at the gate
+        async with asyncio.timeout(30):
+            while not store.held:
+                await asyncio.sleep(0.002)
+            RELEASE["c"].set()
+            with contextlib.suppress(sw.CancelledRun):  # it ends, whichever way
+                await handle.result()
+            gate.set()
+            while not store.beats or store.beats[-1].cancel != ["c"]:
+                await asyncio.sleep(0.002)
+            await _turns(store)  # the loop still turns
+            assert await runner.run(quick_root, 1) == 2
+        assert EVENTS == ["start c", "done c", "quick 1"]
 
 
 async def test_a_cancel_request_reaches_the_holder_through_its_heartbeat(

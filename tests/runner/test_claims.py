@@ -8,10 +8,12 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import stalwart as sw
+from stalwart.runner.worker import CLAIM_BATCH
 
 from .claim_app import left_behind
 
@@ -207,3 +209,76 @@ async def test_a_run_of_ours_claimed_behind_a_crowd_is_held_in_our_name(store_ur
         HELD["after wake"].set()
         async with asyncio.timeout(BOUND):
             assert await handle.result() == "got 3"
+
+
+@pytest.mark.parametrize("queues", [None, ["default"]], ids=["any-queue", "given-queues"])
+async def test_a_pass_reads_no_waiting_run_of_ours_by_id_while_the_ready_list_has_room(
+    store_url: str, monkeypatch: pytest.MonkeyPatch, queues: list[str] | None
+) -> None:
+    """A runner's own waiting runs are looked up by id only when runs it may
+    not take fill a claim's batch (or, serving, it skips queues where they may
+    wait): with fewer of them than the batch, a pass costs its claim query,
+    not a read of every run of ours that waits. Queues given to a runner that
+    does not serve change nothing here."""
+    async with sw.Runner(
+        store_url, policies=[waits, other], poll_interval=0.02, concurrency=4, queues=queues
+    ) as runner:
+        ours = [await runner.start(waits, run_id=f"ours-{i}") for i in range(2)]
+        for h in ours:
+            await _until_suspended(runner, h.run_id)
+        async with sw.Runner(store_url) as producer:  # three not ours to take: batch of 4
+            await producer.enqueue_many([sw.RunCall(other, i) for i in range(3)])
+        store = runner.store
+        read_by_id: list[str] = []
+        passes = 0
+        get_runs, claim_due = store.get_runs, store.claim_due
+
+        async def counted_get_runs(run_ids: Any) -> Any:
+            read_by_id.extend(run_ids)
+            return await get_runs(run_ids)
+
+        async def counted_claim_due(*args: Any, **kwargs: Any) -> Any:
+            nonlocal passes
+            passes += 1
+            return await claim_due(*args, **kwargs)
+
+        monkeypatch.setattr(store, "get_runs", counted_get_runs)
+        monkeypatch.setattr(store, "claim_due", counted_claim_due)
+        async with asyncio.timeout(BOUND):
+            while passes < 10:
+                await asyncio.sleep(0.01)
+        assert not {h.run_id for h in ours} & set(read_by_id)
+        assert len(await runner.list_runs(status="pending")) == 3  # refused, every pass
+
+
+async def test_a_backlog_larger_than_a_claim_batch_is_claimed_in_one_pass(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A serving runner with room claims batch after batch in one pass of
+    its loop: a backlog does not wait a poll interval for each batch."""
+    backlog = CLAIM_BATCH + 36
+    async with sw.Runner(store_url) as producer:
+        await producer.enqueue_many([sw.RunCall(other, i) for i in range(backlog)])
+    runner = sw.Runner(store_url, policies=[other], serving=True, poll_interval=60)
+    store = runner.store
+    claimed = 0
+    claimed_by_pass: list[int] = []  # runs claimed so far, at the end of each pass
+    claim_due, next_wake = store.claim_due, store.next_wake
+
+    async def counted_claim_due(*args: Any, **kwargs: Any) -> Any:
+        nonlocal claimed
+        got = await claim_due(*args, **kwargs)
+        claimed += len(got)
+        return got
+
+    async def counted_next_wake() -> float | None:
+        claimed_by_pass.append(claimed)
+        return await next_wake()
+
+    monkeypatch.setattr(store, "claim_due", counted_claim_due)
+    monkeypatch.setattr(store, "next_wake", counted_next_wake)
+    async with runner:
+        async with asyncio.timeout(BOUND):
+            while not claimed_by_pass:
+                await asyncio.sleep(0.01)
+    assert claimed_by_pass[0] == backlog
