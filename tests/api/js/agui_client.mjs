@@ -1,0 +1,35 @@
+// AG-UI's own client, HttpAgent from @ag-ui/client, running an agent that
+// Stalwart serves: it posts RunAgentInput, verifies and applies the events.
+//
+//   node agui_client.mjs URL THREAD_ID RUN_ID < {"messages": [...], "resume": [...]}
+//
+// Prints one JSON line per event ({"event": ...}), then {"result": ...}:
+// the messages as the client holds them and the run's outcome.
+import { HttpAgent } from "@ag-ui/client";
+
+const [url, threadId, runId] = process.argv.slice(2);
+const input = JSON.parse(await new Promise((done) => {
+  let text = "";
+  process.stdin.on("data", (d) => (text += d));
+  process.stdin.on("end", () => done(text || "{}"));
+}));
+const agent = new HttpAgent({ url, threadId, initialMessages: input.messages ?? [] });
+let outcome = null;
+let failed = null;
+const subscriber = {
+  onEvent({ event }) {
+    console.log(JSON.stringify({ event }));
+  },
+  onRunFinishedEvent({ event }) {
+    outcome = event.outcome ?? null;
+  },
+  onRunErrorEvent({ event }) {
+    failed = event.message;
+  },
+};
+try {
+  await agent.runAgent({ runId, resume: input.resume }, subscriber);
+} catch (e) {
+  failed = failed ?? String(e);
+}
+console.log(JSON.stringify({ result: { messages: agent.messages, state: agent.state, outcome, failed } }));
