@@ -102,6 +102,8 @@ async def events(
             if isinstance(ev, ApprovalAsked):
                 skipping.discard(ev.signal)
             continue
+        if isinstance(ev, ApprovalAsked) and ev.answered:
+            continue
         if isinstance(ev, TextStarted):
             yield TextMessageStartEvent(message_id=ev.message_id, role="assistant")
         elif isinstance(ev, TextDelta):

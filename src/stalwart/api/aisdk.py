@@ -97,6 +97,8 @@ async def chunks(
             if isinstance(ev, ApprovalAsked):
                 skipping.discard(ev.signal)
             continue
+        if isinstance(ev, ApprovalAsked) and ev.answered:
+            continue
         out: list[dict[str, Any]] = []
         if isinstance(ev, TextStarted):
             out = [*step_of(ev.message_id), {"type": "text-start", "id": ev.message_id}]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.approval import APPROVAL_PREFIX
@@ -105,11 +105,14 @@ class ToolDenied:
 @dataclass(frozen=True, slots=True)
 class ApprovalAsked:
     """Tool calls wait for a person's decision, sent as the signal ``signal``
-    (see docs/approvals.md): ``calls`` are ``(call id, tool, arguments)``."""
+    (see docs/approvals.md): ``calls`` are ``(call id, tool, arguments)``.
+    ``answered``: the decision came already (a stream served again shows
+    what was asked on the way); else the run waits for it now."""
 
     signal: str
     prompt: str | None
     calls: tuple[tuple[str, str, Any], ...]
+    answered: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +184,7 @@ class _Reader:
     pending: dict[str, list[str]] = field(default_factory=dict)  # live text held back
     unanswered: set[str] = field(default_factory=set)  # calls shown without a result
     calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # model key -> calls
-    asked: set[str] = field(default_factory=set)
+    asking: dict[str, ApprovalAsked] = field(default_factory=dict)  # by signal, unanswered
 
     def message_id(self, key: str) -> str:
         return f"{self.run_id}:{key}"
@@ -235,6 +238,9 @@ class _Reader:
             return self._call(key, step, output), None
         if kind == "ask" and isinstance(output, dict):
             return self._ask(output), None
+        if isinstance(kind, str) and kind.startswith("signal:") and kind[7:] in self.asking:
+            answered = self.asking.pop(kind[7:])
+            return [replace(answered, answered=True)], None
         if kind == "approvals" and isinstance(output, dict):
             denied = [
                 ToolDenied(str(cid), str(d.get("reason") or "denied"))
@@ -293,16 +299,25 @@ class _Reader:
         about = note.get("about")
         if not isinstance(signal, str) or not signal.startswith(APPROVAL_PREFIX):
             return []
-        if signal in self.asked or not isinstance(about, dict):
+        if signal in self.asking or not isinstance(about, dict):
             return []
-        self.asked.add(signal)
         calls = tuple(
             (str(c.get("id")), str(c.get("tool")), c.get("arguments"))
             for c in about.get("calls") or ()
             if isinstance(c, dict)
         )
         prompt = note.get("prompt")
-        return [ApprovalAsked(signal, prompt if isinstance(prompt, str) else None, calls)]
+        # Shown when the run is seen waiting for it, or answered on the way.
+        self.asking[signal] = ApprovalAsked(
+            signal, prompt if isinstance(prompt, str) else None, calls
+        )
+        return []
+
+    def status(self, status: str, waiting_for: str | None) -> list[UIEvent]:
+        """What the run's state shows: the approval it waits for, if any."""
+        if status == "suspended" and waiting_for in self.asking:
+            return [self.asking.pop(waiting_for)]
+        return []
 
 
 async def ui_events(
@@ -343,6 +358,8 @@ async def ui_events(
             if state != shown:
                 shown = state
                 yield Status(*state)
+            for ui in reader.status(*state):
+                yield ui
         elif ev.event == "end":
             data = ev.data
             error = data.get("error")
