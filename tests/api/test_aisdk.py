@@ -155,4 +155,4 @@ def test_a_request_the_sdk_would_not_send_is_refused_naming_the_field(tmp_path: 
         assert r.status_code == 404
         empty = {"id": "m", "role": "user", "parts": []}
         r = c.post("/agents/weather/aisdk", json={"id": "c", "messages": [empty]})
-        assert r.status_code == 422 and r.json()["fields"][0]["field"] == "messages[0].parts"
+        assert r.status_code == 422 and r.json()["fields"][0]["field"] == "messages[0]"

@@ -33,12 +33,15 @@ SEED = 20261128
 STREAM_EVENTS = 4
 STREAM_SECONDS = 2
 
-CONFIG = f"""
+CONFIG = "".join(
+    f"""
 [[operations]]
-include-operation-id = "stream_events"
+include-operation-id = "{operation}"
 request-timeout = {STREAM_SECONDS}
 max-stream-events = {STREAM_EVENTS}
 """
+    for operation in ("stream_events", "stream_aisdk", "stream_agui", "resume_aisdk")
+)
 
 
 # CPython 3.11 up to 3.11.7 can raise "SystemError: AST constructor recursion

@@ -54,13 +54,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..core.approval import APPROVAL_PREFIX
 from ..core.errors import ApprovalError, StoreError
 from ..http.access import LOOPBACK_NAMES
 from ..stores import Store
 from .models import FieldProblem
 from .routes import Api, CountedStream, problem, read_body, take_stream
-from .turns import agent_of, check_ids, put_turn, turn_events
+from .turns import agent_of, approval_id, check_ids, put_turn, read_approval_id, turn_events
 from .uievents import (
     ApprovalAsked,
     Finished,
@@ -75,14 +74,9 @@ from .uievents import (
     ui_events,
 )
 
-__all__ = ["agui_app", "events", "interrupt_id", "run_agent", "run_events"]
+__all__ = ["agui_app", "events", "run_agent", "run_events"]
 
 _HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-
-
-def interrupt_id(signal: str, call_id: str) -> str:
-    """The AG-UI interrupt id of one call in the approval wait ``signal``."""
-    return f"{signal}/{call_id}"
 
 
 async def events(
@@ -140,7 +134,7 @@ async def events(
         elif isinstance(ev, ApprovalAsked):
             interrupts = [
                 Interrupt(
-                    id=interrupt_id(ev.signal, call_id),
+                    id=approval_id(ev.signal, call_id),
                     reason="tool_approval",
                     message=ev.prompt,
                     tool_call_id=call_id,
@@ -192,9 +186,10 @@ def _decisions(run: RunAgentInput) -> dict[str, dict[str, Any]]:
     """The approval answers ``resume`` carries, by signal: call id -> decision."""
     out: dict[str, dict[str, Any]] = {}
     for entry in run.resume or ():
-        signal, _, call_id = entry.interrupt_id.partition("/")
-        if not signal.startswith(APPROVAL_PREFIX) or not call_id:
-            continue
+        named = read_approval_id(entry.interrupt_id)
+        if named is None:
+            continue  # not an approval's: this server asked for nothing else
+        signal, call_id = named
         payload = entry.payload if isinstance(entry.payload, dict) else {}
         if entry.status == "resolved" and payload.get("approved") is True:
             decision: dict[str, Any] = {"decision": "approve"}

@@ -35,11 +35,19 @@ from urllib.parse import unquote
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..core.approval import APPROVAL_PREFIX
 from ..core.errors import ApprovalError, StoreError
 from .models import FieldProblem
 from .routes import Api, CountedStream, problem, read_body, take_stream
-from .turns import agent_of, check_ids, latest_turn, put_turn, turn_events, turn_id
+from .turns import (
+    agent_of,
+    approval_id,
+    check_ids,
+    latest_turn,
+    put_turn,
+    read_approval_id,
+    turn_events,
+    turn_id,
+)
 from .uievents import (
     ApprovalAsked,
     Finished,
@@ -54,7 +62,14 @@ from .uievents import (
     ui_events,
 )
 
-__all__ = ["HEADERS", "approval_id", "chunks", "continue_chat", "resume_chat", "run_chunks"]
+__all__ = [
+    "HEADERS",
+    "chunks",
+    "continue_chat",
+    "reply_id",
+    "resume_chat",
+    "run_chunks",
+]
 
 #: What the SDK reads a UI message stream by.
 HEADERS = {
@@ -64,9 +79,7 @@ HEADERS = {
 }
 
 
-def approval_id(signal: str, call_id: str) -> str:
-    """The SDK's approval id of one call in the approval wait ``signal``."""
-    return f"{signal}/{call_id}"
+_REPLY = ":reply"
 
 
 def _sse(chunk: dict[str, Any]) -> str:
@@ -174,7 +187,9 @@ def _text(message: dict[str, Any]) -> str:
     if not isinstance(parts, list):
         return ""
     return "".join(
-        str(p.get("text", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text"
+        p["text"]
+        for p in parts
+        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
     )
 
 
@@ -185,11 +200,10 @@ def _answers(message: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if not isinstance(part, dict) or part.get("state") != "approval-responded":
             continue
         approval = part.get("approval")
-        if not isinstance(approval, dict) or not isinstance(approval.get("id"), str):
+        named = read_approval_id(approval.get("id")) if isinstance(approval, dict) else None
+        if named is None or not isinstance(approval, dict):
             continue
-        signal, _, call_id = approval["id"].partition("/")
-        if not signal.startswith(APPROVAL_PREFIX) or not call_id:
-            continue
+        signal, call_id = named
         if approval.get("approved") is True:
             decision: dict[str, Any] = {"decision": "approve"}
         else:
@@ -198,6 +212,22 @@ def _answers(message: dict[str, Any]) -> dict[str, dict[str, Any]]:
                 decision["reason"] = approval["reason"]
         out.setdefault(signal, {})[call_id] = decision
     return out
+
+
+def _message_problem(message: Any) -> str | None:
+    """Why ``message`` is not one the SDK sends (the document's schema), or None."""
+    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+        return "an object whose role is user or assistant"
+    if not isinstance(message.get("id"), str) or not isinstance(message.get("parts"), list):
+        return "an id (a string) and parts (a list)"
+    if not all(isinstance(p, dict) for p in message["parts"]):
+        return "parts are objects"
+    if message["role"] == "user":
+        if check_ids(message["id"], message["id"], ("id", "id")):
+            return "a user message's id names its turn: a run id a user may choose"
+        if not _text(message):
+            return "a user message has a text part"
+    return None
 
 
 def _refused(message: str, field: str) -> Response:
@@ -216,56 +246,66 @@ async def continue_chat(request: Request) -> Response:
     except OverflowError as exc:
         return problem(413, str(exc))
     except ValueError as exc:
-        return problem(422, str(exc), [FieldProblem(field="(body)", message=str(exc))])
-    problems: list[FieldProblem] = []
+        return _refused(str(exc), "(body)")
     messages = body.get("messages") if isinstance(body, dict) else None
     if not isinstance(body, dict) or not isinstance(messages, list) or not messages:
-        message = "an object with id and messages (a non-empty list), as the AI SDK sends"
-        return problem(
-            422, f"invalid chat request: {message}", [FieldProblem(field="(body)", message=message)]
-        )
-    last = messages[-1]
-    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-    if not isinstance(last, dict) or last.get("role") not in ("user", "assistant") or not users:
-        message = "the last message is the user's or the assistant's, after one of the user's"
-        return problem(
-            422,
-            f"invalid chat request: {message}",
-            [FieldProblem(field="messages", message=message)],
-        )
-    asked = users[-1]
+        return _refused("an object with id and messages (a non-empty list)", "(body)")
+    if "trigger" in body and not isinstance(body["trigger"], str):
+        return _refused("a string, as the SDK sends (submit-message)", "trigger")
+    for i, m in enumerate(messages):
+        why = _message_problem(m)
+        if why is not None:
+            return _refused(why, f"messages[{i}]")
     at = len(messages) - 1
-    problems += check_ids(
-        body.get("id"), asked.get("id"), ("id", f"messages[{messages.index(asked)}].id")
-    )
-    if last["role"] == "user" and not _text(last):
-        problems.append(FieldProblem(field=f"messages[{at}].parts", message="no text part"))
-    if problems:
-        summary = "; ".join(f"{p.field}: {p.message}" for p in problems)
-        return problem(422, f"invalid chat request: {summary}", problems)
-    conversation_id: str = body["id"]
+    last = messages[at]
     if last["role"] == "user":
-        turn = await put_turn(api, found, conversation_id, last["id"], _text(last), "id")
-        if isinstance(turn, Response):
-            return turn
-        assistant = f"{turn}:reply"
-        after: frozenset[str] = frozenset()
-    else:
-        turn = turn_id(conversation_id, asked["id"])
-        await api.runner.get_run(turn)  # RunNotFound: 404
-        answers = _answers(last)
-        for signal, decisions in answers.items():
-            try:
-                await api.runner.signal(conversation_id, signal, decisions)
-            except ApprovalError as exc:
-                fields = [FieldProblem(field=f"messages[{at}].parts", message=str(exc))]
-                return problem(422, str(exc), fields, code=exc.error_code)
-            except StoreError:
-                return problem(409, f"conversation {conversation_id!r} takes no signals now")
-        assistant = str(last.get("id") or f"{turn}:reply")
-        after = frozenset(answers)
-    frames = chunks(turn_events(api, conversation_id, turn), assistant, after=after)
+        problems = check_ids(body.get("id"), last.get("id"), ("id", f"messages[{at}].id"))
+        if problems:
+            summary = "; ".join(f"{p.field}: {p.message}" for p in problems)
+            return problem(422, f"invalid chat request: {summary}", problems)
+        started = await put_turn(api, found, body["id"], last["id"], _text(last), "id")
+        if isinstance(started, Response):
+            return started
+        frames = chunks(turn_events(api, body["id"], started), reply_id(started))
+        return await take_stream(api, _ready(api, frames))
+    # The assistant's message carries answers: to the turn it is the reply of.
+    turn = _turn_of(body.get("id"), last.get("id"))
+    if turn is None:
+        message = "the assistant's message is not the reply to a turn of this conversation"
+        return problem(404, message, [FieldProblem(field=f"messages[{at}].id", message=message)])
+    conversation_id: str = body["id"]
+    await api.runner.get_run(turn)  # RunNotFound: 404
+    answers = _answers(last)
+    for signal, decisions in answers.items():
+        try:
+            await api.runner.signal(conversation_id, signal, decisions)
+        except ApprovalError as exc:
+            fields = [FieldProblem(field=f"messages[{at}].parts", message=str(exc))]
+            return problem(422, str(exc), fields, code=exc.error_code)
+        except StoreError:
+            return problem(409, f"conversation {conversation_id!r} takes no signals now")
+    frames = chunks(
+        turn_events(api, conversation_id, turn), reply_id(turn), after=frozenset(answers)
+    )
     return await take_stream(api, _ready(api, frames))
+
+
+def reply_id(turn: str) -> str:
+    """The id of the assistant's message that answers the turn ``turn``."""
+    return f"{turn}{_REPLY}"
+
+
+def _turn_of(conversation_id: Any, message_id: Any) -> str | None:
+    """The turn whose reply ``message_id`` is, in the conversation; None if it is not one."""
+    if not isinstance(conversation_id, str) or not isinstance(message_id, str):
+        return None
+    turn = message_id.removesuffix(_REPLY)
+    prefix = turn_id(conversation_id, "")
+    if turn == message_id or not turn.startswith(prefix):
+        return None
+    if check_ids(conversation_id, turn[len(prefix) :], ("id", "id")):
+        return None
+    return turn
 
 
 def _ready(api: Api, frames: AsyncIterator[str]) -> Any:
@@ -283,10 +323,13 @@ async def resume_chat(request: Request) -> Response:
     if isinstance(found, Response):
         return found
     conversation_id = unquote(request.path_params["conversation_id"])
+    problems = check_ids(conversation_id, "m", ("conversation_id", "conversation_id"))
+    if problems:
+        return problem(422, f"invalid conversation id: {problems[0].message}", problems)
     turn = await latest_turn(api, conversation_id)
     if turn is None:
         return Response(status_code=204)
-    frames = chunks(turn_events(api, conversation_id, turn), f"{turn}:reply")
+    frames = chunks(turn_events(api, conversation_id, turn), reply_id(turn))
     return await take_stream(api, _ready(api, frames))
 
 
@@ -300,6 +343,6 @@ async def run_chunks(request: Request) -> Response:
         events = ui_events(
             api.runner, first, poll=api.poll, live=api.execute, find_policy=api.policies.get
         )
-        return _stream(api, chunks(events, f"{run_id}:reply"))
+        return _stream(api, chunks(events, reply_id(run_id)))
 
     return await take_stream(api, opening)

@@ -14,6 +14,7 @@ from typing import Any
 from starlette.responses import Response
 
 from ..conversations import Conversation
+from ..core.approval import wait_key
 from ..core.errors import InputMismatchError, SerializationError
 from ..core.ledger import CHILD_MARK, TERMINAL, check_run_id
 from ..core.policy import Policy
@@ -21,7 +22,38 @@ from .models import FieldProblem
 from .routes import Api, problem
 from .uievents import UIEvent, ui_events
 
-__all__ = ["agent_of", "check_ids", "latest_turn", "put_turn", "turn_events", "turn_id"]
+__all__ = [
+    "agent_of",
+    "approval_id",
+    "check_ids",
+    "latest_turn",
+    "put_turn",
+    "read_approval_id",
+    "turn_events",
+    "turn_id",
+]
+
+#: Longest signal name an approval id may carry (the API's signal names' limit).
+_MAX_SIGNAL = 200
+
+
+def approval_id(signal: str, call_id: str) -> str:
+    """The protocols' id of one call in the approval wait ``signal`` (an
+    AI SDK approval id, an AG-UI interrupt id)."""
+    return f"{signal}/{call_id}"
+
+
+def read_approval_id(text: object) -> tuple[str, str] | None:
+    """The approval wait's signal and the call's id an approval id names;
+    None unless it is one this server could have sent."""
+    if not isinstance(text, str):
+        return None
+    signal, _, call_id = text.partition("/")
+    if wait_key(signal) is None or not call_id or len(signal) > _MAX_SIGNAL:
+        return None
+    if not signal.isprintable():
+        return None
+    return signal, call_id
 
 
 def agent_of(api: Api, name: str) -> Policy[Any, Any] | Response:
