@@ -159,3 +159,44 @@ def test_a_run_streams_as_agui_events(tmp_path: Path) -> None:
         finished = RunFinishedEvent.model_validate(done[-1])
         assert finished.type == EventType.RUN_FINISHED and finished.result == REPLY
         assert events.validate_python(done)
+
+
+async def test_a_mounted_agui_app_answers_at_its_root(tmp_path: Path) -> None:
+    """``agui_app`` mounted in a site (its lifespan run by the site's): a
+    RunAgentInput posted to the mount's root is a turn, streamed as AG-UI."""
+    from ag_ui.core import RunAgentInput, UserMessage
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from stalwart.api.mounts import agui_app
+    from stalwart.llm import Agent
+    from stalwart.testing import ScriptedLLM
+
+    agent = Agent(ScriptedLLM(["Hello from the mount."]), name="greeter")
+    copilot = agui_app(f"sqlite:///{tmp_path / 'mount.db'}", agent, execute=True, poll=0.05)
+    site = Starlette(
+        routes=[Mount("/copilot", copilot)],
+        lifespan=lambda _: copilot.router.lifespan_context(copilot),
+    )
+    run = RunAgentInput(
+        thread_id="t-1",
+        run_id="r-1",
+        messages=[UserMessage(id="m-1", content="hi")],
+        state=None,
+        tools=[],
+        context=[],
+        forwarded_props=None,
+    )
+    async with site.router.lifespan_context(site):
+        transport = httpx.ASGITransport(app=site)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            body = run.model_dump_json(by_alias=True)
+            r = await c.post(
+                "/copilot/", content=body, headers={"content-type": "application/json"}
+            )
+    assert r.status_code == 200, r.text
+    lines = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
+    kinds = [e["type"] for e in lines]
+    assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
+    said = "".join(e["delta"] for e in lines if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert said == "Hello from the mount." == lines[-1]["result"]

@@ -11,8 +11,8 @@ package's types and encoder.
   denies it (``reason`` is what the model reads); the stream then goes on
   from there.
 - ``GET /runs/{run_id}/agui``: any durable run's stream, as AG-UI events.
-- :func:`agui_app`: a Starlette app serving one agent at its root, to
-  mount where a front end expects an AG-UI endpoint.
+- :func:`~.mounts.agui_app`: a Starlette app serving one agent at its
+  root, to mount where a front end expects an AG-UI endpoint.
 
 Events: ``RUN_STARTED``; ``TEXT_MESSAGE_START``/``CONTENT``/``END`` from
 the model's live token stream (whole from the ledger when served again);
@@ -25,7 +25,7 @@ run waiting durably meanwhile) or ``RUN_ERROR``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -49,14 +49,10 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 from pydantic import ValidationError
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from ..core.errors import ApprovalError, StoreError
-from ..http.access import LOOPBACK_NAMES
-from ..stores import Store
 from .models import FieldProblem
 from .routes import Api, CountedStream, problem, read_body, take_stream
 from .turns import agent_of, approval_id, check_ids, put_turn, read_approval_id, turn_events
@@ -74,7 +70,7 @@ from .uievents import (
     ui_events,
 )
 
-__all__ = ["agui_app", "events", "run_agent", "run_events"]
+__all__ = ["events", "run_agent", "run_events"]
 
 _HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
@@ -273,38 +269,3 @@ async def run_events(request: Request) -> Response:
         return _stream(api, events(source, run_id, run_id))
 
     return await take_stream(api, opening)
-
-
-def agui_app(
-    store: str | Store,
-    agent: Any,
-    *,
-    tokens: Sequence[str] = (),
-    hosts: Collection[str] | None = tuple(sorted(LOOPBACK_NAMES)),
-    execute: bool = False,
-    poll: float = 0.5,
-) -> Starlette:
-    """An app that answers AG-UI's ``RunAgentInput`` at ``POST /`` with
-    conversations with ``agent`` (an ``llm.Agent``, or any policy taking
-    ``question``), beside the whole API (:func:`~stalwart.api.create_app`):
-    mount it where a front end expects an AG-UI endpoint
-    (``Mount("/agent", agui_app(...))``)."""
-    from ..conversations import conversation_policies
-    from ..core.policy import as_policy
-    from .app import create_app
-
-    name = as_policy(agent).name
-    app = create_app(
-        store,
-        [agent, *conversation_policies(agent)],
-        tokens=tokens,
-        hosts=hosts,
-        execute=execute,
-        poll=poll,
-    )
-
-    async def root(request: Request) -> Response:
-        return await run_agent(request, name)
-
-    app.router.routes.insert(0, Route("/", root, methods=["POST"]))
-    return app
