@@ -200,3 +200,27 @@ async def test_a_mounted_agui_app_answers_at_its_root(tmp_path: Path) -> None:
     assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
     said = "".join(e["delta"] for e in lines if e["type"] == "TEXT_MESSAGE_CONTENT")
     assert said == "Hello from the mount." == lines[-1]["result"]
+
+
+def test_a_waiting_run_shows_what_it_asks_as_its_state(tmp_path: Path) -> None:
+    """A run waiting for a person (``ctx.wait_for(prompt=, about=)``, as a
+    journey's steps do): its state snapshot says what it waits for and asks;
+    the answer sent, the same stream goes on to the run's end."""
+    with served(tmp_path) as s, httpx.Client(base_url=s.base, timeout=30) as c:
+        run_id = c.post("/policies/survey/runs", json={"inputs": {}}).json()["id"]
+        wait_status(c, run_id, "suspended")
+        seen: list[dict[str, Any]] = []
+        with c.stream("GET", f"/runs/{run_id}/agui") as r:
+            for line in r.iter_lines():
+                if not line.startswith("data: "):
+                    continue
+                seen.append(json.loads(line[6:]))
+                state = seen[-1].get("snapshot") or {}
+                if state.get("waiting_for") == "answer":
+                    assert state["asked"] == {"prompt": "Which city?", "about": {"step": "city"}}
+                    sent = c.post(f"/runs/{run_id}/signals/answer", json="Lyon")
+                    assert sent.status_code == 202
+                if seen[-1]["type"] == "RUN_FINISHED":
+                    break
+        assert seen[-1]["result"] == "noted Lyon"
+        assert any((e.get("snapshot") or {}).get("waiting_for") == "answer" for e in seen)

@@ -78,5 +78,14 @@ def _client() -> openai.AsyncOpenAI:
 model = llm.openai("gpt-4o", client=_client(), stream=True)
 weather = llm.Agent(model, instructions="Be brief.", tools=[get_weather, get_time], name="weather")
 
+
+@sw.policy
+async def survey(ctx: sw.Context) -> str:
+    """Ask a person for a city, step by step, as a journey does."""
+    ctx.emit({"survey": "started"})
+    city = await ctx.wait_for("answer", prompt="Which city?", about={"step": "city"})
+    return f"noted {city}"
+
+
 #: What ``stalwart serve --execute`` serves: the agent, and its conversations.
-policies = [weather, *conversation_policies(weather)]
+policies = [weather, *conversation_policies(weather), survey]

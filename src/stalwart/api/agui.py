@@ -126,7 +126,12 @@ async def events(
                 role="tool",
             )
         elif isinstance(ev, Status):
-            yield StateSnapshotEvent(snapshot={"status": ev.status, "waiting_for": ev.waiting_for})
+            snapshot: dict[str, Any] = {"status": ev.status, "waiting_for": ev.waiting_for}
+            if ev.asked is not None:
+                snapshot["asked"] = ev.asked
+            if ev.emitted is not None:
+                snapshot["emitted"] = ev.emitted
+            yield StateSnapshotEvent(snapshot=snapshot)
         elif isinstance(ev, ApprovalAsked):
             interrupts = [
                 Interrupt(

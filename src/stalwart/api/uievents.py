@@ -117,10 +117,15 @@ class ApprovalAsked:
 
 @dataclass(frozen=True, slots=True)
 class Status:
-    """Where the run stands (a state snapshot): its status, what it waits for."""
+    """Where the run stands (a state snapshot): its status, what it waits
+    for, what that wait asks (``{"prompt", "about"}`` of ``ctx.wait_for``:
+    a journey's step is in ``about``), and the value the run emitted last
+    (``ctx.emit``, live only)."""
 
     status: str
     waiting_for: str | None
+    asked: Any = None
+    emitted: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +190,7 @@ class _Reader:
     unanswered: set[str] = field(default_factory=set)  # calls shown without a result
     calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # model key -> calls
     asking: dict[str, ApprovalAsked] = field(default_factory=dict)  # by signal, unanswered
+    questions: dict[str, Any] = field(default_factory=dict)  # other waits' notes, by signal
 
     def message_id(self, key: str) -> str:
         return f"{self.run_id}:{key}"
@@ -297,7 +303,10 @@ class _Reader:
     def _ask(self, note: dict[str, Any]) -> list[UIEvent]:
         signal = note.get("signal")
         about = note.get("about")
-        if not isinstance(signal, str) or not signal.startswith(APPROVAL_PREFIX):
+        if isinstance(signal, str) and not signal.startswith(APPROVAL_PREFIX):
+            self.questions[signal] = {"prompt": note.get("prompt"), "about": note.get("about")}
+            return []
+        if not isinstance(signal, str):
             return []
         if signal in self.asking or not isinstance(about, dict):
             return []
@@ -339,6 +348,7 @@ async def ui_events(
     """
     reader = _Reader(first.id, turn, inside=turn is None)
     shown: tuple[str, str | None] | None = None
+    emitted: Any = None
     stream: AsyncIterator[StreamEvent] = run_stream(
         runner, first, Cursor(), poll=poll, live=live, find_policy=find_policy
     )
@@ -353,11 +363,14 @@ async def ui_events(
             if end is not None:
                 yield end
                 return
+        elif ev.event == "emit" and reader.inside and shown is not None:
+            emitted = ev.data.get("value")
+            yield Status(*shown, reader.questions.get(shown[1] or ""), emitted)
         elif ev.event == "status" and reader.inside:
             state = (str(ev.data["status"]), ev.data.get("waiting_for"))
             if state != shown:
                 shown = state
-                yield Status(*state)
+                yield Status(*state, reader.questions.get(state[1] or ""), emitted)
             for ui in reader.status(*state):
                 yield ui
         elif ev.event == "end":
