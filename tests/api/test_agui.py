@@ -18,7 +18,7 @@ from ag_ui.core import EventType, RunFinishedEvent
 from pydantic import TypeAdapter
 
 from .conftest import wait_status
-from .ui_clients import node, served
+from .ui_clients import node, ui_server
 
 REPLY = "It is 18 °C and partly cloudy in Paris."
 QUESTION = [{"id": "m1", "role": "user", "content": "Weather and time in Paris?"}]
@@ -43,7 +43,7 @@ def _approve(outcome: dict[str, Any], approved: bool = True) -> list[dict[str, A
 
 
 def test_a_turn_is_interrupted_for_approval_and_resumed(js: Path, tmp_path: Path) -> None:
-    with served(tmp_path) as s:
+    with ui_server(tmp_path) as s:
         events, held = _run(js, s.base, "thread-1", "run-1", QUESTION)
         kinds = [e["type"] for e in events]
         assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
@@ -76,7 +76,7 @@ def test_a_turn_is_interrupted_for_approval_and_resumed(js: Path, tmp_path: Path
 
 
 def test_a_denied_call_reads_as_its_result(js: Path, tmp_path: Path) -> None:
-    with served(tmp_path) as s:
+    with ui_server(tmp_path) as s:
         _, held = _run(js, s.base, "thread-2", "run-1", QUESTION)
         resume = _approve(held["outcome"], approved=False)
         resume[0]["payload"]["reason"] = "not now"
@@ -95,7 +95,7 @@ def test_a_client_gone_mid_stream_posts_again_and_gets_the_same_turn(
 ) -> None:
     """A client that lost its stream posts its input again: the same turn
     (never a second one), its events rebuilt from the ledger."""
-    with served(tmp_path) as s:
+    with ui_server(tmp_path) as s:
         url = f"{s.base}/agents/weather/agui"
         stdin = {"messages": QUESTION}
         cut = node(js, "agui_client.mjs", url, "thread-3", "run-1", "3", stdin=stdin)
@@ -119,7 +119,7 @@ def test_a_client_gone_mid_stream_posts_again_and_gets_the_same_turn(
 
 @pytest.mark.slow
 def test_a_turn_survives_a_server_killed_while_it_waits(js: Path, tmp_path: Path) -> None:
-    with served(tmp_path) as s:
+    with ui_server(tmp_path) as s:
         _, held = _run(js, s.base, "thread-4", "run-1", QUESTION)
         s.kill()
         s.start()
@@ -138,7 +138,7 @@ def test_a_run_streams_as_agui_events(tmp_path: Path) -> None:
     """``GET /runs/{run_id}/agui``: any durable run, each event one AG-UI's
     own types accept."""
     events = TypeAdapter(list[Any])
-    with served(tmp_path) as s, httpx.Client(base_url=s.base, timeout=30) as c:
+    with ui_server(tmp_path) as s, httpx.Client(base_url=s.base, timeout=30) as c:
         started = c.post("/policies/weather/runs", json={"inputs": {"question": "Paris?"}}).json()
         run_id = started["id"]
 
@@ -206,7 +206,7 @@ def test_a_waiting_run_shows_what_it_asks_as_its_state(tmp_path: Path) -> None:
     """A run waiting for a person (``ctx.wait_for(prompt=, about=)``, as a
     journey's steps do): its state snapshot says what it waits for and asks;
     the answer sent, the same stream goes on to the run's end."""
-    with served(tmp_path) as s, httpx.Client(base_url=s.base, timeout=30) as c:
+    with ui_server(tmp_path) as s, httpx.Client(base_url=s.base, timeout=30) as c:
         run_id = c.post("/policies/survey/runs", json={"inputs": {}}).json()["id"]
         wait_status(c, run_id, "suspended")
         seen: list[dict[str, Any]] = []

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .ui_clients import node, served
+from .ui_clients import node, ui_server
 
 REPLY = "It is 18 °C and partly cloudy in Paris."
 WEATHER = {"temperature": 18, "unit": "celsius", "sky": "partly cloudy"}
@@ -57,7 +57,7 @@ def _ask(js: Path, base: str, chat: str, *messages: dict[str, Any]) -> list[dict
 def test_a_turn_streams_its_tool_calls_waits_for_approval_and_answers(
     js: Path, tmp_path: Path
 ) -> None:
-    with served(tmp_path) as s:
+    with ui_server(tmp_path) as s:
         question = _user("m1", "Weather and time in Paris?")
         first = _ask(js, s.base, "chat-1", question)
         kinds = [c["type"] for c in _chunks(first)]
@@ -88,7 +88,7 @@ def test_a_turn_streams_its_tool_calls_waits_for_approval_and_answers(
 
 
 def test_a_denied_call_is_shown_denied_and_the_model_reads_why(js: Path, tmp_path: Path) -> None:
-    with served(tmp_path) as s:
+    with ui_server(tmp_path) as s:
         question = _user("m1", "Weather and time in Paris?")
         asked = _message(_ask(js, s.base, "chat-2", question))
         denied = _answered(asked, approved=False, reason="not now")
@@ -107,7 +107,7 @@ def test_a_denied_call_is_shown_denied_and_the_model_reads_why(js: Path, tmp_pat
 
 
 def test_a_client_gone_mid_stream_resumes_the_turn_whole(js: Path, tmp_path: Path) -> None:
-    with served(tmp_path) as s:
+    with ui_server(tmp_path) as s:
         question = _user("m1", "Weather and time in Paris?")
         cut = _ask_cut(js, s.base, "chat-3", question, after=3)
         assert cut[-1]["aborted"] is True
@@ -133,7 +133,7 @@ def _ask_cut(
 
 @pytest.mark.slow
 def test_a_turn_survives_a_server_killed_while_it_waits(js: Path, tmp_path: Path) -> None:
-    with served(tmp_path) as s:
+    with ui_server(tmp_path) as s:
         question = _user("m1", "Weather and time in Paris?")
         asked = _message(_ask(js, s.base, "chat-4", question))
         s.kill()
@@ -146,7 +146,7 @@ def test_a_turn_survives_a_server_killed_while_it_waits(js: Path, tmp_path: Path
 
 
 def test_a_request_the_sdk_would_not_send_is_refused_naming_the_field(tmp_path: Path) -> None:
-    with served(tmp_path) as s, httpx.Client(base_url=s.base) as c:
+    with ui_server(tmp_path) as s, httpx.Client(base_url=s.base) as c:
         r = c.post("/agents/weather/aisdk", json={"id": "c", "messages": []})
         assert r.status_code == 422 and r.json()["fields"][0]["field"] == "(body)"
         r = c.post("/agents/weather/aisdk", json={"id": "a~b", "messages": [_user("m", "hi")]})

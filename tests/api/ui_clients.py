@@ -64,7 +64,7 @@ class Served:
 
 
 @contextlib.contextmanager
-def served(tmp_path: Path) -> Iterator[Served]:
+def ui_server(tmp_path: Path) -> Iterator[Served]:
     s = Served(f"sqlite:///{tmp_path / 'ui.db'}", free_port())
     s.start()
     try:

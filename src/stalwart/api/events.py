@@ -243,6 +243,8 @@ async def run_stream(
                 async for text in _wait(wake, poll, later):
                     yield text
                 continue
+            while later:  # live frames that came after what this read found
+                yield later.popleft()
             state = (rec.status, rec.waiting_for, rec.wake_at)
             if (fresh or state != shown) and rec.status not in TERMINAL:
                 # After new steps too: a run that resumed and suspended again
