@@ -156,6 +156,7 @@ def sqlite_url(tmp_path: Path) -> str:
 SLOW_MODULES = (
     "tests/chaos/",
     "tests/test_benchmarks_smoke.py",
+    "tests/api/test_aisdk_chat_example.py",
     "tests/api/test_chat_example.py",
     "tests/api/test_openapi_contract.py",
     "tests/conversations/test_workers.py",
@@ -173,7 +174,7 @@ SLOW_MODULES = (
     "tests/web/test_live_browser.py",
     "tests/web/test_run_shapes_browser.py",
 )
-SLOW_FIXTURES = frozenset({"worker"})
+SLOW_FIXTURES = frozenset({"worker", "js"})
 SLOW_CODE = (
     "subprocess.",
     "spawn(",
@@ -184,6 +185,7 @@ SLOW_CODE = (
     "served_mcp(",
     "run_cli(",
     "serving_ui(",
+    "ui_server(",
     "multiprocessing.",
 )
 ROOT = Path(__file__).resolve().parent.parent

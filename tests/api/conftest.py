@@ -196,3 +196,12 @@ def wait_status(c: httpx.Client, run_id: str, status: str, timeout: float = 30.0
         if time.monotonic() > deadline:
             raise AssertionError(f"run {run_id} is {run['status']}, never {status}")
         time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def js() -> Path:
+    """``js/``: the UI protocols' official clients (the AI SDK, AG-UI's
+    HttpAgent) installed, by ``npm ci`` on first use."""
+    from tests.npm import npm_dir
+
+    return npm_dir(Path(__file__).with_name("js"))

@@ -32,13 +32,17 @@ EXAMPLES = 8
 SEED = 20261128
 STREAM_EVENTS = 4
 STREAM_SECONDS = 2
+UI_TAG = "ui protocols"
 
-CONFIG = f"""
+CONFIG = "".join(
+    f"""
 [[operations]]
-include-operation-id = "stream_events"
+include-operation-id = "{operation}"
 request-timeout = {STREAM_SECONDS}
 max-stream-events = {STREAM_EVENTS}
 """
+    for operation in ("stream_events", "stream_aisdk", "stream_agui", "resume_aisdk")
+)
 
 
 # CPython 3.11 up to 3.11.7 can raise "SystemError: AST constructor recursion
@@ -80,6 +84,17 @@ def schemathesis(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_server_does_what_its_openapi_document_says(
     auth: str, sqlite_url: str, tmp_path: Path
 ) -> None:
+    _check_contract(sqlite_url, tmp_path, auth, "--exclude-tag", UI_TAG)
+
+
+@pytest.mark.timeout(330)
+def test_the_ui_protocol_routes_do_what_the_document_says(sqlite_url: str, tmp_path: Path) -> None:
+    """The AI SDK's and AG-UI's routes (each request a conversation's turn,
+    streamed to its end): a run of their own, so each run keeps to its time."""
+    _check_contract(sqlite_url, tmp_path, "token", "--include-tag", UI_TAG)
+
+
+def _check_contract(sqlite_url: str, tmp_path: Path, auth: str, *which: str) -> None:
     config = tmp_path / "schemathesis.toml"
     config.write_text(CONFIG)
     extra = ["--execute"] if auth == "token" else ["--execute", "--no-auth"]
@@ -107,6 +122,7 @@ def test_the_server_does_what_its_openapi_document_says(
             "--no-color",
             "--suppress-health-check",
             "too_slow",
+            *which,
             *headers,
         )
     report = f"{done.stdout[-20000:]}\n{done.stderr[-5000:]}"

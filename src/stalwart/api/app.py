@@ -67,6 +67,27 @@ def _policies(given: Sequence[Any]) -> dict[str, Policy[Any, Any]]:
     return out
 
 
+def _ui_routes() -> list[BaseRoute]:
+    """The UI protocols' routes (:mod:`.aisdk`; :mod:`.agui` when the
+    ``agui`` extra is installed)."""
+    from . import aisdk
+
+    out: list[BaseRoute] = [
+        Route("/agents/{agent}/aisdk", aisdk.continue_chat, methods=["POST"]),
+        Route("/agents/{agent}/aisdk/{conversation_id}/stream", aisdk.resume_chat),
+        Route("/runs/{run_id}/aisdk", aisdk.run_chunks),
+    ]
+    try:
+        from . import agui
+    except ImportError:  # without ag-ui-protocol: no AG-UI routes
+        return out
+    return [
+        *out,
+        Route("/agents/{agent}/agui", agui.run_agent, methods=["POST"]),
+        Route("/runs/{run_id}/agui", agui.run_events),
+    ]
+
+
 def create_app(
     store: str | Store,
     policies: Sequence[Any],
@@ -143,6 +164,7 @@ def create_app(
         Route("/versions/{version}/latest", routes.set_latest_version, methods=["POST"]),
         Route("/versions/{version}/retire", routes.retire_version, methods=["POST"]),
         Route("/conversations/{conversation_id}/messages", routes.send_message, methods=["POST"]),
+        *_ui_routes(),
     ]
     if static is not None:
         folder = Path(static)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import contextlib
 import json
 import math
@@ -54,7 +55,7 @@ from ..runner import Runner
 from ..stores.base import StepPosition, Store
 from .values import finite, plain, run_json, step_json
 
-__all__ = ["CURSOR_PATTERN", "LIVE_BUFFER", "Cursor", "run_events"]
+__all__ = ["CURSOR_PATTERN", "LIVE_BUFFER", "Cursor", "StreamEvent", "run_events", "run_stream"]
 
 #: Seconds before the newest step read that the next read covers again: a
 #: step committed a little after a newer one is found without reading every
@@ -122,14 +123,35 @@ def frame(event: str, data: Any, event_id: str | None = None) -> str:
     return f"{head}event: {event}\ndata: {text}\n\n"
 
 
-def _live_frame(ev: Event) -> str | None:
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """One event of a run's stream, before it is framed: its type (empty
+    for a keepalive), its data as JSON data, and the cursor it carries
+    (None for live-only events). What another protocol's stream
+    (:mod:`.uievents`) reads."""
+
+    event: str
+    data: Any = None
+    id: str | None = None
+
+    def sse(self) -> str:
+        """The event as this API's SSE frame."""
+        if not self.event:
+            return ": keepalive\n\n"
+        return frame(self.event, self.data, self.id)
+
+
+_KEEPALIVE = StreamEvent("")
+
+
+def _live_frame(ev: Event) -> StreamEvent | None:
     """A live event worth a frame: text deltas, emitted values, calls starting."""
     if isinstance(ev, TextDelta):
-        return frame("delta", {"key": ev.key, "text": ev.text})
+        return StreamEvent("delta", {"key": ev.key, "text": ev.text})
     if isinstance(ev, Emitted):
-        return frame("emit", {"key": ev.key, "value": plain(_jsonable(ev.value))})
+        return StreamEvent("emit", {"key": ev.key, "value": plain(_jsonable(ev.value))})
     if isinstance(ev, CallStarted) and ev.key:  # a call inside the run, not the run itself
-        return frame("call", {"key": ev.key, "name": ev.name})
+        return StreamEvent("call", {"key": ev.key, "name": ev.name})
     return None
 
 
@@ -153,7 +175,23 @@ async def run_events(
     live: bool,
     find_policy: Callable[[str], Any],
 ) -> AsyncIterator[str]:
-    """The SSE frames of a run from ``after`` on, ending with ``end``.
+    """The SSE frames of a run from ``after`` on, ending with ``end``: the
+    events of :func:`run_stream`, framed."""
+    stream = run_stream(runner, first, after, poll=poll, live=live, find_policy=find_policy)
+    async for ev in stream:
+        yield ev.sse()
+
+
+async def run_stream(
+    runner: Runner,
+    first: RunRecord,
+    after: Cursor,
+    *,
+    poll: float,
+    live: bool,
+    find_policy: Callable[[str], Any],
+) -> AsyncIterator[StreamEvent]:
+    """The events of a run from ``after`` on, ending with ``end``.
 
     ``first``: the run's record, read by the caller (which answered 404 for a
     run that does not exist). ``live``: also listen to the runner's own
@@ -163,6 +201,7 @@ async def run_events(
     wake: asyncio.Queue[Event | None] = asyncio.Queue()
     listener = asyncio.create_task(_listen(runner, first.id, wake)) if live else None
     held = _Held(first.id)
+    later: collections.deque[StreamEvent] = collections.deque()
     have: int | None = None  # how many steps the client has; None until the first read
     cursor = after
     shown: tuple[str, str | None, float | None] | None = None
@@ -171,12 +210,12 @@ async def run_events(
     try:
         while True:
             if rec is None:  # pruned while streaming: nothing more will come
-                yield frame("end", {"run_id": first.id, "status": "pruned"}, cursor.encode())
+                yield StreamEvent("end", {"run_id": first.id, "status": "pruned"}, cursor.encode())
                 return
             try:
                 todo = await held.read(store)
             except StoreUnavailable:  # waited out, as a worker would: read again later
-                async for text in _wait(wake, poll):
+                async for text in _wait(wake, poll, later):
                     yield text
                 continue
             if have is None or held.restarted:
@@ -198,28 +237,30 @@ async def run_events(
                             else _order(step)
                         )
                         cursor = Cursor(have, last)
-                        yield frame("step", held.shown(step), cursor.encode())
+                        yield StreamEvent("step", held.shown(step), cursor.encode())
                         quiet_since, fresh = time.monotonic(), True
             except StoreUnavailable:  # the rest is read again at the next poll
-                async for text in _wait(wake, poll):
+                async for text in _wait(wake, poll, later):
                     yield text
                 continue
+            while later:  # live frames that came after what this read found
+                yield later.popleft()
             state = (rec.status, rec.waiting_for, rec.wake_at)
             if (fresh or state != shown) and rec.status not in TERMINAL:
                 # After new steps too: a run that resumed and suspended again
                 # between two reads is waiting anew, though its state reads the same.
                 shown = state
-                yield frame("status", _status(rec), cursor.encode())
+                yield StreamEvent("status", _status(rec), cursor.encode())
             if rec.status in TERMINAL:
                 pol = find_policy(rec.policy)
                 done = run_json(rec, pol).model_dump(mode="json")
-                yield frame("end", done, cursor.encode())
+                yield StreamEvent("end", done, cursor.encode())
                 return
-            async for text in _wait(wake, poll):
+            async for text in _wait(wake, poll, later):
                 yield text
                 quiet_since = time.monotonic()
             if time.monotonic() - quiet_since > KEEPALIVE:
-                yield ": keepalive\n\n"
+                yield _KEEPALIVE
                 quiet_since = time.monotonic()
             with contextlib.suppress(StoreUnavailable):  # else the same row, read again later
                 rec = await store.get_run(first.id)  # the row first, then its steps: none missed
@@ -333,9 +374,14 @@ def _status(rec: RunRecord) -> dict[str, Any]:
     }
 
 
-async def _wait(wake: asyncio.Queue[Event | None], poll: float) -> AsyncIterator[str]:
-    """Wait up to ``poll`` seconds; yield the live frames that arrive, and
-    return early when a live event says the ledger changed."""
+async def _wait(
+    wake: asyncio.Queue[Event | None], poll: float, later: collections.deque[StreamEvent]
+) -> AsyncIterator[StreamEvent]:
+    """Wait up to ``poll`` seconds; yield the live frames that arrive (first
+    those the last wait left ``later``), and return early when a live event
+    says the ledger changed."""
+    while later:
+        yield later.popleft()
     deadline = asyncio.get_running_loop().time() + poll
     while True:
         left = deadline - asyncio.get_running_loop().time()
@@ -352,12 +398,17 @@ async def _wait(wake: asyncio.Queue[Event | None], poll: float) -> AsyncIterator
             yield text
             continue
         # A call finished or failed, or the run ended: read the store now,
-        # after what is already queued (so a call's start precedes its step).
+        # after the calls already queued as starting (so a call's start
+        # precedes its step); text and emitted values queued after it come
+        # after that read (``later``), so a model's next text never comes
+        # before the results it was given.
         while not wake.empty():
             queued = wake.get_nowait()
             text = None if queued is None else _live_frame(queued)
-            if text is not None:
+            if text is not None and text.event == "call":
                 yield text
+            elif text is not None:
+                later.append(text)
         return
 
 

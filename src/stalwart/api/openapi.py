@@ -12,6 +12,7 @@ name for different shapes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from importlib.util import find_spec
 from typing import Any
 from urllib.parse import quote
 
@@ -45,6 +46,7 @@ from .routes import (
     NUMBER_PATTERN,
     STATUSES,
 )
+from .uidocument import ui_paths
 
 __all__ = ["openapi_document"]
 
@@ -337,6 +339,7 @@ def openapi_document(
     agents = _agents(policies)
     if agents:  # else no message can be sent: no operation to document
         paths["/conversations/{conversation_id}/messages"] = _messages(agents, too_large)
+    paths.update(ui_paths(agents, agui=find_spec("ag_ui") is not None))
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": title, "version": version},

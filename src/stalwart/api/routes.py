@@ -14,6 +14,7 @@ import base64
 import json
 import math
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
@@ -63,7 +64,10 @@ __all__ = [
     "STEP_PARAMETERS",
     "STREAM_RETRY",
     "Api",
+    "CountedStream",
     "problem",
+    "read_body",
+    "take_stream",
 ]
 
 STATUSES = ("pending", "running", "suspended", "succeeded", "failed", "cancelled")
@@ -168,7 +172,7 @@ def _fields(exc: ValidationError, prefix: str = "") -> list[FieldProblem]:
     return out
 
 
-async def _body(request: Request, limit: int) -> tuple[bool, Any]:
+async def read_body(request: Request, limit: int) -> tuple[bool, Any]:
     """The request's JSON body (``(False, None)`` when empty); ValueError if
     it is not JSON or larger than ``limit`` bytes."""
     chunks: list[bytes] = []
@@ -220,7 +224,7 @@ async def start_run(request: Request) -> Response:
         shown = ", ".join(sorted(api.policies)[:20])
         return problem(404, f"no policy {name[:200]!r} here (this API starts: {shown})")
     try:
-        present, body = await _body(request, api.max_body)
+        present, body = await read_body(request, api.max_body)
     except OverflowError as exc:
         return problem(413, str(exc))
     except ValueError as exc:
@@ -483,6 +487,13 @@ async def stream_events(request: Request) -> Response:
     """Server-Sent Events of the run, from ``Last-Event-ID`` on when given;
     503 with ``Retry-After`` while this process serves ``max_streams``."""
     api = _api(request)
+    return await take_stream(api, lambda: _open_stream(api, request))
+
+
+async def take_stream(api: Api, opening: Callable[[], Awaitable[Response]]) -> Response:
+    """The response ``opening()`` gives, holding one of this process's
+    ``max_streams`` places while it streams (:class:`CountedStream`); 503
+    with ``Retry-After`` when none is free."""
     # The place is taken in the same step as the check, before any await: a
     # burst of opens (every client reconnecting after a restart) cannot all
     # pass the check while the first ones wait on the store.
@@ -497,8 +508,8 @@ async def stream_events(request: Request) -> Response:
     api.streams += 1
     handed_over = False
     try:
-        response = await _open_stream(api, request)
-        if isinstance(response, _CountedStream):
+        response = await opening()
+        if isinstance(response, CountedStream):
             handed_over = True  # the stream gives the place back when it ends
         return response
     finally:
@@ -530,7 +541,7 @@ async def _open_stream(api: Api, request: Request) -> Response:
         live=api.execute,
         find_policy=api.policies.get,
     )
-    return _CountedStream(
+    return CountedStream(
         frames,
         release=api,
         media_type="text/event-stream",
@@ -538,7 +549,7 @@ async def _open_stream(api: Api, request: Request) -> Response:
     )
 
 
-class _CountedStream(StreamingResponse):
+class CountedStream(StreamingResponse):
     """A stream that gives its place back to ``release.streams`` when it
     ends, however it ends (the run's end, the client gone, an error)."""
 
@@ -564,7 +575,7 @@ async def send_signal(request: Request) -> Response:
         message = f"a signal name is 1 to {MAX_SIGNAL_NAME} printable characters"
         return problem(422, message, [FieldProblem(field="name", message=message)])
     try:
-        _, payload = await _body(request, api.max_body)
+        _, payload = await read_body(request, api.max_body)
     except OverflowError as exc:
         return problem(413, str(exc))
     except ValueError as exc:
@@ -671,7 +682,7 @@ async def send_message(request: Request) -> Response:
     api = _api(request)
     conversation_id = unquote(request.path_params["conversation_id"])
     try:
-        present, body = await _body(request, api.max_body)
+        present, body = await read_body(request, api.max_body)
     except OverflowError as exc:
         return problem(413, str(exc))
     except ValueError as exc:
