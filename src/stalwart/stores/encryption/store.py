@@ -435,7 +435,8 @@ class EncryptedStore(Store):
         key = await self.sealing_key(run_id)
         sealed = await self.seal(payload, key, place("signal", run_id, name, "payload"))
         assert sealed is not None
-        opened = await self._open_run(await self.inner.send_signal(run_id, name, sealed, once=once, uid=uid))
+        sent = await self.inner.send_signal(run_id, name, sealed, once=once, uid=uid)
+        opened = await self._open_run(sent)
         assert opened is not None
         return opened
 
