@@ -22,6 +22,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ..runner.routing import fleet_of
+
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
@@ -166,8 +168,9 @@ class MetricsServer:
 
 
 #: What a scrape reads: run counts by status and queue, the oldest due
-#: pending run's age per queue, runs waiting for a signal per queue.
-_Read = tuple[dict[str, dict[str, int]], dict[str, float], dict[str, int]]
+#: pending run's age per queue, runs waiting for a signal per queue, runs no
+#: live worker can continue per queue.
+_Read = tuple[dict[str, dict[str, int]], dict[str, float], dict[str, int], dict[str, int]]
 
 
 class _StoreCollector(Collector):
@@ -215,12 +218,19 @@ class _StoreCollector(Collector):
             "event), per queue, at most PENDING_SCAN counted",
             labels=["queue"],
         )
-        families = [up, runs, oldest, waiting]
+        stuck = GaugeMetricFamily(
+            "stalwart_runs_stranded",
+            "Unfinished runs no live worker can continue (their version retired, or no "
+            "worker of it), per queue, at most PENDING_SCAN of each status counted; "
+            "only where serving workers are recorded",
+            labels=["queue"],
+        )
+        families = [up, runs, oldest, waiting, stuck]
         if read is None:
             up.add_metric([], 0.0)
             return families
         up.add_metric([], 1.0)
-        counts, ages, waits = read
+        counts, ages, waits, stranded = read
         for status, by_queue in sorted(counts.items()):
             for queue, n in sorted(by_queue.items()):
                 runs.add_metric([status, queue], float(n))
@@ -228,19 +238,37 @@ class _StoreCollector(Collector):
             oldest.add_metric([queue], age)
         for queue, n in sorted(waits.items()):
             waiting.add_metric([queue], float(n))
+        for queue, n in sorted(stranded.items()):
+            stuck.add_metric([queue], float(n))
         return families
 
     async def _read(self) -> _Read:
         counts = await self.store.count_runs()
         now = time.time()
+        # Stranded runs are counted only where serving workers are recorded
+        # (runs.routing): without any, runs execute in the process that made them.
+        fleet = await fleet_of(self.store)
+        if fleet is not None and not fleet.workers:
+            fleet = None
+        stranded: dict[str, int] = {}
         # Every queue with pending runs has an age, 0 while none is due yet.
         ages = dict.fromkeys(counts.get("pending", {}), 0.0)
-        async for rec in self.store.iter_runs("pending", most=PENDING_SCAN, page=_PAGE):
-            due = rec.created_at if rec.wake_at is None else max(rec.created_at, rec.wake_at)
-            if due <= now:
-                ages[rec.queue] = max(ages.get(rec.queue, 0.0), now - due)
+        for status in ("pending", "suspended", "running"):
+            if status != "pending" and fleet is None:
+                break
+            async for rec in self.store.iter_runs(status, most=PENDING_SCAN, page=_PAGE):
+                if status == "pending":
+                    due = (
+                        rec.created_at if rec.wake_at is None else max(rec.created_at, rec.wake_at)
+                    )
+                    if due <= now:
+                        ages[rec.queue] = max(ages.get(rec.queue, 0.0), now - due)
+                if fleet is not None:
+                    stranded.setdefault(rec.queue, 0)
+                    if fleet.stranded(rec) is not None:
+                        stranded[rec.queue] += 1
         # Every queue with suspended runs shows, 0 when none waits for a signal.
         waits = dict.fromkeys(counts.get("suspended", {}), 0)
         for rec in await self.store.waiting_for_signals(PENDING_SCAN):
             waits[rec.queue] = waits.get(rec.queue, 0) + 1
-        return counts, ages, waits
+        return counts, ages, waits, stranded
