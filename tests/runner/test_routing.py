@@ -10,6 +10,7 @@ import time
 import pytest
 
 import stalwart as sw
+from stalwart.deploy import check_deploy
 from stalwart.runner.routing import fleet_of
 from stalwart.stores import open_store
 
@@ -126,3 +127,56 @@ async def test_a_clearance_refuses_a_version_that_would_not_read_back(
         await runner.enqueue(job_v1, 1, run_id="r")
         with pytest.raises(ValueError, match="without spaces"):
             await runner.store.clear_run("r", [bad])
+
+
+@sw.policy(name="twice")
+async def twice_v1(ctx: sw.Context, x: int) -> int:
+    await ctx.wait_for("go")
+    a = await double(x)
+    await ctx.wait_for("again")
+    return a
+
+
+@sw.policy(name="twice")
+async def twice_v2(ctx: sw.Context, x: int) -> int:
+    await ctx.wait_for("go")
+    a = await double(x + 1)  # the new code leaves the record only after "go"
+    await ctx.wait_for("again")
+    return a
+
+
+async def test_a_clearance_ends_when_the_runs_own_version_continues_it(store_url: str) -> None:
+    async with _serving(store_url, twice_v1, "v1") as v1:
+        await v1.enqueue(twice_v1, 1, run_id="c")
+        await _until(v1, "c", "suspended")
+        report = await check_deploy(v1.store, [twice_v2], clear=True, version="v2")
+        assert [r.cleared_for for r in report.runs if r.run_id == "c"] == ["v2"]
+        await v1.signal("c", "go", 1)  # v1 goes on: a step the gate never saw
+        deadline = time.monotonic() + 20
+        while len(await v1.store.load_steps("c")) < 2:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        rec = await _until(v1, "c", "suspended")
+        assert (rec.code_version, rec.cleared) == ("v1", None)
+    async with _serving(store_url, twice_v2, "v2") as v2:
+        await v2.signal("c", "again", 1)
+        await v2.recover()  # v2 would diverge at double(2): it leaves the run
+        rec = await v2.get_run("c")
+        assert (rec.status, rec.code_version) == ("pending", "v1")
+
+
+async def test_a_run_pinned_to_a_digest_version_goes_to_that_versions_workers(
+    store_url: str,
+) -> None:
+    def digested(job: object) -> sw.Runner:
+        return sw.Runner(store_url, policies=[job], serving=True, poll_interval=0.02, lease=2)
+
+    async with digested(job_v1) as v1:
+        await v1.enqueue(job_v1, 1, run_id="d")
+        await _until(v1, "d", "suspended")
+    async with digested(job_v2) as v2:
+        await v2.recover()  # its first beat: the store knows its version
+        version = v2.app_version  # what `stalwart versions list` shows
+        assert await v2.store.pin_run("d", version) is not None
+        await v2.signal("d", "go", "yes")
+        assert await sw.RunHandle(v2, "d").result(timeout=20) == "v2:2:yes"

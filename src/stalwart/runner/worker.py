@@ -427,6 +427,9 @@ class Worker:
             assert pol is not None  # _acceptable asked the registry, which forgets no policy
             got = await self.store.claim(run_id, self.owner, self.lease)
             if got is not None:
+                mine_now = self.settings.version_of(pol)
+                if got.code_version != mine_now or got.cleared is not None:
+                    got = await self._pin(got, mine_now)  # as in _claim_due
                 self.driver.launch(got, pol, prior=rec)
                 claimed.append(run_id)
         return claimed
@@ -464,7 +467,10 @@ class Worker:
                 pol = self.registry.find(rec.policy)
                 assert pol is not None
                 mine_now = self.settings.version_of(pol)
-                if rec.code_version != mine_now:  # started elsewhere, or cleared for us
+                # Started elsewhere, or cleared: the steps recorded from now on
+                # are this code's, which no clearance (a verdict on the steps
+                # recorded so far) covers. A single version never writes this.
+                if rec.code_version != mine_now or rec.cleared is not None:
                     rec = await self._pin(rec, mine_now)
                 self.driver.launch(rec, pol, prior=prior.get(rec.id))
                 claimed.append(rec.id)
@@ -475,9 +481,10 @@ class Worker:
         return claimed, crowded
 
     async def _pin(self, rec: RunRecord, code_version: str) -> RunRecord:
-        """Record that ``rec``, just claimed, continues under ``code_version``:
-        a later claim then pins it to the code that recorded its new steps.
-        Only when a run crosses versions; a single version never writes this."""
+        """Record that ``rec``, just claimed, continues under ``code_version``
+        and drop its clearances: a later claim then pins it to the code that
+        recorded its new steps. Only when a run crosses versions or was
+        cleared; a single version never writes this."""
         if not self.routing.kept:
             return rec
         try:
