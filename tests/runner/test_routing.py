@@ -180,3 +180,60 @@ async def test_a_run_pinned_to_a_digest_version_goes_to_that_versions_workers(
         assert await v2.store.pin_run("d", version) is not None
         await v2.signal("d", "go", "yes")
         assert await sw.RunHandle(v2, "d").result(timeout=20) == "v2:2:yes"
+
+
+_step_may_end = asyncio.Event()
+
+
+@sw.policy
+async def slow() -> int:
+    await _step_may_end.wait()
+    return 1
+
+
+@sw.policy(name="held")
+async def held_v1(ctx: sw.Context, x: int) -> int:
+    await slow()
+    a = await double(x)
+    await ctx.wait_for("go")
+    return a
+
+
+@sw.policy(name="held")
+async def held_v2(ctx: sw.Context, x: int) -> int:
+    await slow()
+    a = await double(x + 1)  # leaves the record only after the step in flight
+    await ctx.wait_for("go")
+    return a
+
+
+async def test_the_gate_clears_no_run_a_live_worker_is_executing(store_url: str) -> None:
+    global _step_may_end
+    _step_may_end = asyncio.Event()  # one per event loop
+    async with _serving(store_url, held_v1, "v1") as v1:
+        await v1.enqueue(held_v1, 1, run_id="h")
+        await _until(v1, "h", "running")
+        report = await check_deploy(v1.store, [held_v2], clear=True, version="v2")
+        (found,) = [r for r in report.runs if r.run_id == "h"]
+        assert (found.verdict, found.cleared_for) == ("compatible", None)
+        assert "executing" in found.why
+        _step_may_end.set()  # v1 records slow() and double(1): steps the gate never saw
+        rec = await _until(v1, "h", "suspended")
+        assert rec.cleared is None
+
+
+async def test_a_clearance_for_a_run_a_worker_took_since_it_was_read_is_refused(
+    store_url: str,
+) -> None:
+    async with _serving(store_url, twice_v1, "v1") as v1:
+        await v1.enqueue(twice_v1, 1, run_id="f")
+        read = await _until(v1, "f", "suspended")
+        await v1.signal("f", "go", 1)  # taken again: it records double(1)
+        deadline = time.monotonic() + 20
+        while (now := await v1.get_run("f")).fence == read.fence or now.status != "suspended":
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        assert await v1.store.clear_run("f", ["v2"], fence=read.fence) is None
+        assert (await v1.get_run("f")).cleared is None
+        took = await v1.store.clear_run("f", ["v2"], fence=now.fence)
+        assert took is not None and took.cleared == "v2"  # untouched since its read

@@ -143,6 +143,14 @@ def pin_run(
     async def go() -> dict[str, Any]:
         policies = app_policies(app)
         async with reading(store) as ledger:
+            read_at = time.time()
+            run = await ledger.get_run(run_id)
+            if run is not None and run.status == "running" and (run.lease_expires_at or 0) >= read_at:
+                raise CLIError(
+                    f"run {run_id!r} is executing on worker {run.owner!r}: pin it once it "
+                    "waits or ends (its worker records steps the check would not see)",
+                    code=1,
+                )
             found = await check_run(ledger, run_id, policies, timeout=timeout)
             if found.verdict != "compatible":
                 raise CLIError(
@@ -153,9 +161,14 @@ def pin_run(
                     + (f"\n    now:      {found.now}" if found.now is not None else ""),
                     code=1,
                 )
-            pinned = await ledger.pin_run(run_id, version)
+            assert run is not None  # check_run raised RunNotFound otherwise
+            pinned = await ledger.pin_run(run_id, version, fence=run.fence)
             if pinned is None:
-                raise CLIError(f"run {run_id!r} is finished: there is nothing to pin", code=1)
+                raise CLIError(
+                    f"run {run_id!r} is finished, or a worker took it while it was "
+                    "checked: nothing was pinned (check it again)",
+                    code=1,
+                )
             return {"run_id": run_id, "version": version, "status": pinned.status}
 
     done = execute(go)

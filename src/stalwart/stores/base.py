@@ -965,9 +965,13 @@ class Store(abc.ABC):
         """``version`` serves no more (added if unknown; no longer the latest)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no versions")
 
-    async def clear_run(self, run_id: str, versions: Sequence[str]) -> RunRecord | None:
+    async def clear_run(
+        self, run_id: str, versions: Sequence[str], fence: int | None = None
+    ) -> RunRecord | None:
         """Add ``versions`` (code versions) to those the run is cleared for;
-        the run as it now stands, None if there is no such run."""
+        the run as it now stands, None if there is no such run (or, with
+        ``fence``, if it no longer has that fence: a worker took it since
+        the caller read it, so steps the caller did not see may follow)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no versions")
 
     async def pin_run(
