@@ -237,3 +237,27 @@ async def test_a_clearance_for_a_run_a_worker_took_since_it_was_read_is_refused(
         assert (await v1.get_run("f")).cleared is None
         took = await v1.store.clear_run("f", ["v2"], fence=now.fence)
         assert took is not None and took.cleared == "v2"  # untouched since its read
+
+
+async def test_a_backlog_another_version_cannot_continue_never_starves_a_worker(
+    store_url: str,
+) -> None:
+    store = open_store(store_url)
+    await store.open()
+    try:
+        old = time.time() - 60
+        backlog = [  # woken runs of v1, queued ahead, more than a claim pass reads
+            sw.RunRecord(
+                f"old{i}", "double", '{"x": 1}', fence=1, code_version="v1", created_at=old
+            )
+            for i in range(300)
+        ]
+        await store.create_runs(backlog)
+    finally:
+        await store.close()
+    async with sw.Runner(
+        store_url, policies=[double], code_version="v2", serving=True, poll_interval=0.02
+    ) as v2:
+        handle = await v2.enqueue(double, 21, run_id="new")
+        assert await handle.result(timeout=20) == 42
+        assert (await v2.get_run("old0")).status == "pending"  # v1's, left for v1

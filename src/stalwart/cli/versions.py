@@ -145,7 +145,8 @@ def pin_run(
         async with reading(store) as ledger:
             read_at = time.time()
             run = await ledger.get_run(run_id)
-            if run is not None and run.status == "running" and (run.lease_expires_at or 0) >= read_at:
+            held = run is not None and run.status == "running"
+            if held and run is not None and (run.lease_expires_at or 0) >= read_at:
                 raise CLIError(
                     f"run {run_id!r} is executing on worker {run.owner!r}: pin it once it "
                     "waits or ends (its worker records steps the check would not see)",

@@ -102,8 +102,16 @@ class Routing:
         self.retired = False
         #: The store keeps versions (a custom store may not).
         self.kept = True
+        #: The code versions it continues: its policies' and its own
+        #: (which a run pinned by hand names); what its claims ask for.
+        self.codes: frozenset[str] = frozenset()
         self._said: set[str] = set()
         self._state: tuple[tuple[str, bool, bool], ...] = ()
+
+    def know(self, explicit: str | None, policies: Mapping[str, Policy[Any, Any]], of: Any) -> None:
+        """Its own version and code versions, from its policies now."""
+        self.version = app_version(explicit, policies, of)
+        self.codes = frozenset({*(of(p) for p in policies.values()), self.version})
 
     def learn(self, versions: Sequence[VersionRecord]) -> bool:
         """What the store said at this heartbeat; whether it changed."""

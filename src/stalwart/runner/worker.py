@@ -33,7 +33,7 @@ from ..stores.versions import WorkerRecord
 from . import observe
 from .driver import Driver
 from .registry import Registry
-from .routing import Routing, app_version, fleet_of
+from .routing import Routing, fleet_of
 from .table import RunTable, Settings
 
 __all__ = ["Ticker", "Worker"]
@@ -340,9 +340,7 @@ class Worker:
         ahead of the first beat, or a runner that does not serve): learn the
         versions, writing nothing."""
         policies = self._policies()
-        self.routing.version = app_version(
-            self.settings.code_version, policies, self.settings.version_of
-        )
+        self.routing.know(self.settings.code_version, policies, self.settings.version_of)
         try:
             self.routing.learn(await self.store.list_versions())
         except NotImplementedError:
@@ -354,7 +352,7 @@ class Worker:
         whether they changed since the last beat."""
         policies = self._policies()
         of = self.settings.version_of
-        self.routing.version = app_version(self.settings.code_version, policies, of)
+        self.routing.know(self.settings.code_version, policies, of)
         me = WorkerRecord(
             self.owner,
             self.routing.version,
@@ -454,11 +452,19 @@ class Worker:
 
         claimed: list[str] = []
         queues = self.queues if everyone else None
+        versions, fresh = self._routes() if everyone else (None, True)
         crowded = False
         while (room := self._room()) > 0:
             refused = 0
             batch = await self.store.claim_due(
-                self.owner, self.lease, room, accept, queues, policies=self.registry.names
+                self.owner,
+                self.lease,
+                room,
+                accept,
+                queues,
+                policies=self.registry.names,
+                versions=versions,
+                fresh=fresh,
             )
             crowded = crowded or refused >= room
             for rec in batch:
@@ -479,6 +485,15 @@ class Worker:
         if everyone and self.queues is not None:
             crowded = True  # our own runs may sit in queues we do not serve
         return claimed, crowded
+
+    def _routes(self) -> tuple[frozenset[str] | None, bool]:
+        """The code versions this worker continues and whether it starts new
+        runs, for the claim to leave the others out before it reads its few
+        (accept() still decides): None while it routes by none."""
+        routing = self.routing
+        if not routing.version:
+            return None, True
+        return routing.codes, routing.latest is None or routing.latest == routing.version
 
     async def _pin(self, rec: RunRecord, code_version: str) -> RunRecord:
         """Record that ``rec``, just claimed, continues under ``code_version``

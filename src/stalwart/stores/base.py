@@ -541,6 +541,8 @@ class Store(abc.ABC):
         queues: Sequence[str] | None = None,
         *,
         policies: Collection[str] | None = None,
+        versions: Collection[str] | None = None,
+        fresh: bool = True,
     ) -> list[RunRecord]:
         """Claim up to ``limit`` ready runs that ``accept`` approves: pending
         (and past their delayed start), woken (timer due or awaited signal
@@ -552,6 +554,13 @@ class Store(abc.ABC):
         run: the store leaves other runs out before it reads its best few
         (``accept`` is asked only about those), so a backlog of runs of a
         policy the caller lacks never hides the runs it has. None: any.
+
+        ``versions``, when given, are the code versions the caller can
+        continue (:mod:`stalwart.runner.routing`): a run that has started is
+        left out the same way unless its ``code_version`` is one of them
+        (or empty) or it has clearances (``accept`` decides those); and a
+        run that never started (pending, fence 0) only if ``fresh``. So a
+        backlog of another version's runs never starves a worker.
 
         An abandoned run asked to cancel is not claimed: it ends
         ``cancelled``, whatever its policy and whatever ``accept`` says,
