@@ -261,3 +261,17 @@ async def test_a_backlog_another_version_cannot_continue_never_starves_a_worker(
         handle = await v2.enqueue(double, 21, run_id="new")
         assert await handle.result(timeout=20) == 42
         assert (await v2.get_run("old0")).status == "pending"  # v1's, left for v1
+
+
+async def test_starting_a_run_of_another_version_again_leaves_it_to_that_version(
+    store_url: str,
+) -> None:
+    async with _serving(store_url, job_v1, "v1") as v1:
+        await v1.start(job_v1, 1, run_id="s")
+        await _until(v1, "s", "suspended")
+    async with _serving(store_url, job_v2, "v2") as v2:
+        await v2.signal("s", "go", "yes")  # woken, with no v1 worker left to take it
+        await v2.start(job_v2, 1, run_id="s")  # the same run id: the same run, v1's
+        await asyncio.sleep(0.3)
+        rec = await v2.get_run("s")
+        assert (rec.status, rec.code_version) == ("pending", "v1")

@@ -561,6 +561,23 @@ class Worker:
             if not serving:
                 await self.stopped()  # a Runner(serving=True) says so when it closes
 
+    async def may_continue(self, rec: RunRecord) -> bool:
+        """Whether routing lets this runner continue ``rec``, a run it did not
+        create (started again by id): a serving runner learns the versions
+        first if it has not beat yet; one that does not serve routes by none."""
+        if self.serving and self.routing.kept and not self.routing.version:
+            await self._know_versions()
+        return self.routes_here(rec)
+
+    def routes_here(self, rec: RunRecord) -> bool:
+        """Whether routing lets this worker continue ``rec`` (always, while
+        it routes by no version: it has not registered as a serving worker)."""
+        routing = self.routing
+        if not routing.version:
+            return True
+        pol = self.registry.find(rec.policy)
+        return pol is not None and routing.can_take(rec, self.settings.version_of(pol))
+
     def _acceptable(self, rec: RunRecord) -> bool:
         if rec.id in self.table.live or rec.id in self.table.claiming:
             return False
@@ -569,13 +586,9 @@ class Worker:
             return False
         if not self.registry.can_run(rec):
             return False
-        routing = self.routing
-        if not routing.version:
-            return True  # not a registered worker: no versions to route by
-        if routing.retired:
-            return False  # its held runs finish; it takes nothing, its own included
-        pol = self.registry.find(rec.policy)
-        return pol is not None and routing.can_take(rec, self.settings.version_of(pol))
+        # Not a registered worker: no versions to route by. A retired one
+        # takes nothing, its own runs included (those it holds finish).
+        return self.routes_here(rec)
 
 
 def _slow(what: str, seconds: float) -> None:
