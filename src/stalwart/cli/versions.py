@@ -19,6 +19,7 @@ from rich.table import Table
 from ..core.errors import CLIError
 from ..core.redact import mask_url
 from ..runner.routing import Fleet, fleet_of
+from ..stores.versions import check_version
 from .apps import AppOption, app_policies
 from .command import (
     DEFAULT_STORE,
@@ -26,15 +27,24 @@ from .command import (
     StoreOption,
     console,
     execute,
+    fail,
     lit,
     print_document,
     print_table,
     reading,
 )
 
-__all__ = ["list_versions", "pin_run", "retire_version", "set_latest"]
+__all__ = ["checked", "list_versions", "pin_run", "retire_version", "set_latest"]
 
 VersionArgument = Annotated[str, typer.Argument(help="The application version.", metavar="VERSION")]
+
+
+def checked(version: str, where: str) -> str:
+    """``version`` if an operator may name it; else a usage error naming ``where``."""
+    try:
+        return check_version(version, where)
+    except ValueError as exc:
+        fail(str(exc), 2)
 
 
 async def _fleet(store: Any) -> Fleet:
@@ -85,6 +95,7 @@ def list_versions(as_json: JsonOption = False, store: StoreOption = DEFAULT_STOR
 
 def set_latest(version: VersionArgument, store: StoreOption = DEFAULT_STORE) -> None:
     """Send new runs to VERSION's workers (runs already started stay pinned)."""
+    version = checked(version, "VERSION")
 
     async def go() -> None:
         async with reading(store) as ledger:
@@ -97,6 +108,7 @@ def set_latest(version: VersionArgument, store: StoreOption = DEFAULT_STORE) -> 
 def retire_version(version: VersionArgument, store: StoreOption = DEFAULT_STORE) -> None:
     """Retire VERSION: its workers take no more runs; runs only it could
     continue are listed as stranded (clear or pin them to another version)."""
+    version = checked(version, "VERSION")
 
     async def go() -> int:
         async with reading(store) as ledger:
@@ -139,6 +151,8 @@ def pin_run(
     """Move RUN to VERSION by hand: replay it against --app (VERSION's code)
     first, and refuse if that code would not continue it the same way."""
     from ..deploy import check_run
+
+    version = checked(version, "--version")
 
     async def go() -> dict[str, Any]:
         policies = app_policies(app)
