@@ -72,8 +72,14 @@ class PostgresVersions(PostgresBase):
     async def set_latest(self, version: str) -> None:
         sql = self._version_sql
 
+        lock = f"LOCK TABLE {self._sql.s}.versions IN EXCLUSIVE MODE"
+
         async def fn(conn: Conn, n: int) -> None:
             async with conn.transaction():
+                # One at a time: two operators naming the latest at once would
+                # each clear the old one, and the second insert break the
+                # index's one latest (reads and beats' reads go on meanwhile).
+                await conn.execute(lock)
                 await conn.execute(sql.unlatest, (version,))
                 await conn.execute(sql.latest, (version, time.time()))
 
