@@ -5,12 +5,14 @@ real SQLite file, real PostgreSQL (its one-read pass and its full pass)."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 
 import pytest
 
 from stalwart.core.ledger import RunRecord
 from stalwart.stores.base import Store
+from stalwart.stores.sqlite import SQLiteStore
 
 BACKLOG = 100
 
@@ -67,3 +69,27 @@ async def test_a_worker_that_may_not_start_new_runs_reads_past_them(store: Store
     await store.create_runs([RunRecord("woken", "p", "{}", fence=1, code_version="v1")])
     got = await store.claim_due("w:1:x", 60, 1, _any, versions=["v1"], fresh=False)
     assert [r.id for r in got] == ["woken"]
+
+
+async def test_a_run_taken_and_repinned_after_it_was_read_is_not_claimed(
+    sqlite_store: SQLiteStore,
+) -> None:
+    """Between a claim pass's read and its claim, another worker (here, another
+    connection to the file) takes the run, records its version and suspends it
+    due again: the pass accepted what it read, not what the run is now."""
+    await sqlite_store.create_runs([RunRecord("r", "p", "{}", fence=1, code_version="v1")])
+
+    def accept(rec: RunRecord) -> bool:
+        other = sqlite3.connect(sqlite_store.path)
+        other.execute(
+            "UPDATE runs SET fence = fence + 1, code_version = 'v2', status = 'suspended', "
+            "wake_at = ? WHERE id = 'r'",
+            (time.time() - 1,),
+        )
+        other.commit()
+        other.close()
+        return rec.code_version == "v1"  # a v1 worker's verdict on what it read
+
+    assert await sqlite_store.claim_due("w:1:v1", 60, 1, accept) == []
+    rec = await sqlite_store.get_run("r")
+    assert rec is not None and (rec.status, rec.code_version) == ("suspended", "v2")

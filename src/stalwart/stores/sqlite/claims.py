@@ -24,7 +24,7 @@ __all__ = ["SQLiteClaims"]
 
 _CLAIM = f"""UPDATE runs SET owner = ?, lease_expires_at = ?, fence = fence + 1,
         status = 'running', wake_at = NULL, waiting_for = NULL, updated_at = ?
-    WHERE id = ? AND NOT cancel_requested AND (
+    WHERE id = ? AND (? IS NULL OR fence = ?) AND NOT cancel_requested AND (
         (status = 'pending' AND (wake_at IS NULL OR wake_at <= ?))
         OR (status = 'suspended' AND wake_at IS NOT NULL AND wake_at <= ?)
         OR (status = 'running' AND (lease_expires_at < ? OR owner = ? OR owner = ?))
@@ -54,10 +54,24 @@ class SQLiteClaims(SQLiteBase):
         lease: float,
         now: float,
         dead_owner: str | None,
+        fence: int | None = None,
     ) -> RunRecord | None:
+        """Claim the run; with ``fence``, only if it still has that fence."""
         row = db.execute(
             _CLAIM,
-            (owner, now + lease, now, run_id, now, now, now, dead_owner or "\x00", owner),
+            (
+                owner,
+                now + lease,
+                now,
+                run_id,
+                fence,
+                fence,
+                now,
+                now,
+                now,
+                dead_owner or "\x00",
+                owner,
+            ),
         ).fetchone()
         return run_from_row(row) if row else None
 
@@ -164,7 +178,10 @@ class SQLiteClaims(SQLiteBase):
     ) -> RunRecord | None:
         if rec.status != "running" and not self._within_limits(db, rec, now):
             return None
-        return self._claim(db, rec.id, owner, lease, now, dead)
+        # Claimed only as it was read (its fence): another worker may have
+        # taken it since, recorded another code version and suspended it
+        # again, and accept() approved the run it read, not that one.
+        return self._claim(db, rec.id, owner, lease, now, dead, fence=rec.fence)
 
     def _end_cancelled(
         self, db: sqlite3.Connection, rec: RunRecord, owner: str, now: float, dead: str | None
