@@ -31,6 +31,7 @@ under the policy of the new code that has its recorded name (S13).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
@@ -186,12 +187,12 @@ async def check_deploy(
         await st.open()
     try:
         report = DeployReport(st.url, strict=strict)
+        read_at = time.time()
         for run in await _unfinished(st):
             found = await _check(st, run, by_name, timeout)
             if clear and found.verdict == "compatible":
                 to = version if version is not None else code_version(by_name[run.policy])
-                if await st.clear_run(run.id, [to]) is not None:
-                    found = replace(found, cleared_for=to)
+                found = await _clear(st, run, to, found, read_at)
             report.runs.append(found)
         if finished:
             for name in by_name:
@@ -201,6 +202,26 @@ async def check_deploy(
     finally:
         if opened:
             await st.close()
+
+
+async def _clear(
+    store: Store, run: RunRecord, to: str, found: RunCheck, read_at: float
+) -> RunCheck:
+    """Clear ``run`` for ``to`` if the replay saw every step it will have
+    before its next claim: not while a live worker held it (that worker
+    records more steps under the same fence), and not once a worker has
+    taken it since it was read (its fence moved on)."""
+    if run.status == "running" and (run.lease_expires_at or 0) >= read_at:
+        return replace(
+            found,
+            why=f"not cleared: worker {run.owner!r} was executing it; "
+            "check it again once it waits or ends",
+        )
+    if await store.clear_run(run.id, [to], fence=run.fence) is None:
+        return replace(
+            found, why="not cleared: a worker took it while it was checked; check it again"
+        )
+    return replace(found, cleared_for=to)
 
 
 async def check_run(

@@ -108,6 +108,19 @@ async def _until(client: sw.Runner, run_id: str, status: str, timeout: float = 3
         await asyncio.sleep(0.05)
 
 
+async def _learned(client: sw.Runner, since: float, timeout: float = 30) -> None:
+    """Until every live worker has beat since ``since``: each learns the
+    versions at its beats (a third of its lease), in the beat that records it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = time.time()
+        live = [w for w in await client.store.list_workers() if w.live(now)]
+        if live and all(w.beat_at > since for w in live):
+            return
+        assert time.monotonic() < deadline, f"workers not beating since {since}: {live}"
+        await asyncio.sleep(0.05)
+
+
 def test_a_rolling_deploy_keeps_each_run_on_code_that_can_continue_it(
     store_url: str, apps: tuple[Path, Path]
 ) -> None:
@@ -129,10 +142,12 @@ def test_a_rolling_deploy_keeps_each_run_on_code_that_can_continue_it(
 
         asyncio.run(before_the_deploy())
         new = _worker(url, v2_app, "v2")
+        named_at = time.time()
         assert _cli("versions", "set-latest", "v2", "--store", url).returncode == 0
 
         async def during_the_deploy() -> None:
             async with sw.Runner(url, serving=False) as client:
+                await _learned(client, named_at)
                 # New runs go to the latest version's workers.
                 await client.enqueue(rollapp.job, 3, run_id="fresh")
                 rec = await _until(client, "fresh", "suspended")

@@ -10,6 +10,7 @@ import time
 import pytest
 
 import stalwart as sw
+from stalwart.deploy import check_deploy
 from stalwart.runner.routing import fleet_of
 from stalwart.stores import open_store
 
@@ -126,3 +127,151 @@ async def test_a_clearance_refuses_a_version_that_would_not_read_back(
         await runner.enqueue(job_v1, 1, run_id="r")
         with pytest.raises(ValueError, match="without spaces"):
             await runner.store.clear_run("r", [bad])
+
+
+@sw.policy(name="twice")
+async def twice_v1(ctx: sw.Context, x: int) -> int:
+    await ctx.wait_for("go")
+    a = await double(x)
+    await ctx.wait_for("again")
+    return a
+
+
+@sw.policy(name="twice")
+async def twice_v2(ctx: sw.Context, x: int) -> int:
+    await ctx.wait_for("go")
+    a = await double(x + 1)  # the new code leaves the record only after "go"
+    await ctx.wait_for("again")
+    return a
+
+
+async def test_a_clearance_ends_when_the_runs_own_version_continues_it(store_url: str) -> None:
+    async with _serving(store_url, twice_v1, "v1") as v1:
+        await v1.enqueue(twice_v1, 1, run_id="c")
+        await _until(v1, "c", "suspended")
+        report = await check_deploy(v1.store, [twice_v2], clear=True, version="v2")
+        assert [r.cleared_for for r in report.runs if r.run_id == "c"] == ["v2"]
+        await v1.signal("c", "go", 1)  # v1 goes on: a step the gate never saw
+        deadline = time.monotonic() + 20
+        while len(await v1.store.load_steps("c")) < 2:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        rec = await _until(v1, "c", "suspended")
+        assert (rec.code_version, rec.cleared) == ("v1", None)
+    async with _serving(store_url, twice_v2, "v2") as v2:
+        await v2.signal("c", "again", 1)
+        await v2.recover()  # v2 would diverge at double(2): it leaves the run
+        rec = await v2.get_run("c")
+        assert (rec.status, rec.code_version) == ("pending", "v1")
+
+
+async def test_a_run_pinned_to_a_digest_version_goes_to_that_versions_workers(
+    store_url: str,
+) -> None:
+    def digested(job: object) -> sw.Runner:
+        return sw.Runner(store_url, policies=[job], serving=True, poll_interval=0.02, lease=2)
+
+    async with digested(job_v1) as v1:
+        await v1.enqueue(job_v1, 1, run_id="d")
+        await _until(v1, "d", "suspended")
+    async with digested(job_v2) as v2:
+        await v2.recover()  # its first beat: the store knows its version
+        version = v2.app_version  # what `stalwart versions list` shows
+        assert await v2.store.pin_run("d", version) is not None
+        await v2.signal("d", "go", "yes")
+        assert await sw.RunHandle(v2, "d").result(timeout=20) == "v2:2:yes"
+
+
+_step_may_end = asyncio.Event()
+
+
+@sw.policy
+async def slow() -> int:
+    await _step_may_end.wait()
+    return 1
+
+
+@sw.policy(name="held")
+async def held_v1(ctx: sw.Context, x: int) -> int:
+    await slow()
+    a = await double(x)
+    await ctx.wait_for("go")
+    return a
+
+
+@sw.policy(name="held")
+async def held_v2(ctx: sw.Context, x: int) -> int:
+    await slow()
+    a = await double(x + 1)  # leaves the record only after the step in flight
+    await ctx.wait_for("go")
+    return a
+
+
+async def test_the_gate_clears_no_run_a_live_worker_is_executing(store_url: str) -> None:
+    global _step_may_end
+    _step_may_end = asyncio.Event()  # one per event loop
+    async with _serving(store_url, held_v1, "v1") as v1:
+        await v1.enqueue(held_v1, 1, run_id="h")
+        await _until(v1, "h", "running")
+        report = await check_deploy(v1.store, [held_v2], clear=True, version="v2")
+        (found,) = [r for r in report.runs if r.run_id == "h"]
+        assert (found.verdict, found.cleared_for) == ("compatible", None)
+        assert "executing" in found.why
+        _step_may_end.set()  # v1 records slow() and double(1): steps the gate never saw
+        rec = await _until(v1, "h", "suspended")
+        assert rec.cleared is None
+
+
+async def test_a_clearance_for_a_run_a_worker_took_since_it_was_read_is_refused(
+    store_url: str,
+) -> None:
+    async with _serving(store_url, twice_v1, "v1") as v1:
+        await v1.enqueue(twice_v1, 1, run_id="f")
+        read = await _until(v1, "f", "suspended")
+        await v1.signal("f", "go", 1)  # taken again: it records double(1)
+        deadline = time.monotonic() + 20
+        while (now := await v1.get_run("f")).fence == read.fence or now.status != "suspended":
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        assert await v1.store.clear_run("f", ["v2"], fence=read.fence) is None
+        assert (await v1.get_run("f")).cleared is None
+        took = await v1.store.clear_run("f", ["v2"], fence=now.fence)
+        assert took is not None and took.cleared == "v2"  # untouched since its read
+
+
+async def test_a_backlog_another_version_cannot_continue_never_starves_a_worker(
+    store_url: str,
+) -> None:
+    store = open_store(store_url)
+    await store.open()
+    try:
+        old = time.time() - 60
+        backlog = [  # woken runs of v1, queued ahead, more than a claim pass reads
+            sw.RunRecord(
+                f"old{i}", "double", '{"x": 1}', fence=1, code_version="v1", created_at=old
+            )
+            for i in range(300)
+        ]
+        await store.create_runs(backlog)
+    finally:
+        await store.close()
+    async with sw.Runner(
+        store_url, policies=[double], code_version="v2", serving=True, poll_interval=0.02
+    ) as v2:
+        handle = await v2.enqueue(double, 21, run_id="new")
+        assert await handle.result(timeout=20) == 42
+        assert (await v2.get_run("old0")).status == "pending"  # v1's, left for v1
+
+
+async def test_starting_a_run_of_another_version_again_leaves_it_to_that_version(
+    store_url: str,
+) -> None:
+    async with _serving(store_url, job_v1, "v1") as v1:
+        await v1.start(job_v1, 1, run_id="s")
+        await _until(v1, "s", "suspended")
+    async with _serving(store_url, job_v2, "v2") as v2:
+        await v2.signal("s", "go", "yes")  # woken, with no v1 worker left to take it
+        await v2.start(job_v2, 1, run_id="s")  # the same run id: the same run, v1's
+        await asyncio.sleep(0.3)
+        rec = await v2.get_run("s")
+        assert (rec.status, rec.code_version) == ("pending", "v1")

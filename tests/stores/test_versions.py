@@ -4,6 +4,7 @@ and pin (fenced for its holder)."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 
@@ -84,3 +85,21 @@ async def test_a_worker_row_edited_into_another_shape_names_the_worker(
     db.close()
     with pytest.raises(CorruptedRecord, match="worker 'h:1:a': field 'policies'"):
         await sqlite_store.list_workers()
+
+
+async def test_operators_naming_the_latest_at_once_both_succeed_and_one_wins(
+    store_url: str,
+) -> None:
+    from stalwart.stores import open_store
+
+    a, b = open_store(store_url), open_store(store_url)
+    await a.open()
+    await b.open()
+    try:
+        for i in range(20):
+            await asyncio.gather(a.set_latest(f"x{i}"), b.set_latest(f"y{i}"))
+            latest = [v.version for v in await a.list_versions() if v.latest]
+            assert latest in ([f"x{i}"], [f"y{i}"])
+    finally:
+        await a.close()
+        await b.close()

@@ -38,6 +38,7 @@ from ..core.policy import Policy
 from ..core.tags import MAX_TAGS, check_tags, parse_tag
 from ..runner import Runner
 from ..runner.routing import fleet_of
+from ..stores.versions import MAX_VERSION, check_version
 from .events import Cursor, run_events
 from .models import (
     FieldProblem,
@@ -614,8 +615,6 @@ async def cancel_run(request: Request) -> Response:
 
 
 # -- versions ---------------------------------------------------------------
-#: Longest application version a path may name.
-MAX_VERSION = 200
 
 
 async def list_versions(request: Request) -> Response:
@@ -645,12 +644,13 @@ async def _versions(api: Api) -> dict[str, Any]:
 
 def _version(request: Request) -> str | FieldProblem:
     text = unquote(request.path_params["version"])
-    if not 0 < len(text) <= MAX_VERSION or not text.isprintable() or any(c.isspace() for c in text):
+    try:
+        return check_version(text, "version")
+    except ValueError:
         return FieldProblem(
             field="version",
             message=f"1 to {MAX_VERSION} printable characters without spaces",
         )
-    return text
 
 
 async def set_latest_version(request: Request) -> Response:

@@ -19,6 +19,7 @@ from rich.table import Table
 from ..core.errors import CLIError
 from ..core.redact import mask_url
 from ..runner.routing import Fleet, fleet_of
+from ..stores.versions import check_version
 from .apps import AppOption, app_policies
 from .command import (
     DEFAULT_STORE,
@@ -26,15 +27,24 @@ from .command import (
     StoreOption,
     console,
     execute,
+    fail,
     lit,
     print_document,
     print_table,
     reading,
 )
 
-__all__ = ["list_versions", "pin_run", "retire_version", "set_latest"]
+__all__ = ["checked", "list_versions", "pin_run", "retire_version", "set_latest"]
 
 VersionArgument = Annotated[str, typer.Argument(help="The application version.", metavar="VERSION")]
+
+
+def checked(version: str, where: str) -> str:
+    """``version`` if an operator may name it; else a usage error naming ``where``."""
+    try:
+        return check_version(version, where)
+    except ValueError as exc:
+        fail(str(exc), 2)
 
 
 async def _fleet(store: Any) -> Fleet:
@@ -85,6 +95,7 @@ def list_versions(as_json: JsonOption = False, store: StoreOption = DEFAULT_STOR
 
 def set_latest(version: VersionArgument, store: StoreOption = DEFAULT_STORE) -> None:
     """Send new runs to VERSION's workers (runs already started stay pinned)."""
+    version = checked(version, "VERSION")
 
     async def go() -> None:
         async with reading(store) as ledger:
@@ -97,6 +108,7 @@ def set_latest(version: VersionArgument, store: StoreOption = DEFAULT_STORE) -> 
 def retire_version(version: VersionArgument, store: StoreOption = DEFAULT_STORE) -> None:
     """Retire VERSION: its workers take no more runs; runs only it could
     continue are listed as stranded (clear or pin them to another version)."""
+    version = checked(version, "VERSION")
 
     async def go() -> int:
         async with reading(store) as ledger:
@@ -140,9 +152,20 @@ def pin_run(
     first, and refuse if that code would not continue it the same way."""
     from ..deploy import check_run
 
+    version = checked(version, "--version")
+
     async def go() -> dict[str, Any]:
         policies = app_policies(app)
         async with reading(store) as ledger:
+            read_at = time.time()
+            run = await ledger.get_run(run_id)
+            held = run is not None and run.status == "running"
+            if held and run is not None and (run.lease_expires_at or 0) >= read_at:
+                raise CLIError(
+                    f"run {run_id!r} is executing on worker {run.owner!r}: pin it once it "
+                    "waits or ends (its worker records steps the check would not see)",
+                    code=1,
+                )
             found = await check_run(ledger, run_id, policies, timeout=timeout)
             if found.verdict != "compatible":
                 raise CLIError(
@@ -153,9 +176,14 @@ def pin_run(
                     + (f"\n    now:      {found.now}" if found.now is not None else ""),
                     code=1,
                 )
-            pinned = await ledger.pin_run(run_id, version)
+            assert run is not None  # check_run raised RunNotFound otherwise
+            pinned = await ledger.pin_run(run_id, version, fence=run.fence)
             if pinned is None:
-                raise CLIError(f"run {run_id!r} is finished: there is nothing to pin", code=1)
+                raise CLIError(
+                    f"run {run_id!r} is finished, or a worker took it while it was "
+                    "checked: nothing was pinned (check it again)",
+                    code=1,
+                )
             return {"run_id": run_id, "version": version, "status": pinned.status}
 
     done = execute(go)

@@ -26,6 +26,7 @@ from .command import (
     store_url,
 )
 from .logs import LogFormat, LogLevel, configure_logging
+from .versions import checked
 
 if TYPE_CHECKING:
     from ..llm import Price
@@ -123,6 +124,8 @@ def worker(
         )
     if prices is not None and metrics_port is None:
         fail("--prices prices the metrics; it needs --metrics-port PORT", 2)
+    if version is not None:
+        version = checked(version, "--version")
     configure_logging(log_level, log_format)
     log = logging.getLogger("stalwart.worker")
     human = log_format is LogFormat.text

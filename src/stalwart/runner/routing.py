@@ -15,15 +15,18 @@ continue it:
 * a run that has never started (pending, never claimed) goes to a worker
   of the latest version (to any, while none is latest): it has no steps,
   so any code can start it;
-* any other run, when the worker's code version of the run's policy is the
+* any other run, when the worker's code version of the run's policy (or
+  its application version, which a run pinned by hand names) is the
   run's ``code_version``, or the run is *cleared* for the worker's version
   (the deploy gate replayed it against that code and found it compatible:
   ``stalwart deploy check --clear``);
 * a worker of a retired version takes nothing new (its held runs finish).
 
-A worker that takes a run recorded under another code version records its
-own (:meth:`Store.pin_run` under the claim's fence), so the run stays with
-the code that continues it. A single-version deployment pays one string
+A worker that takes a run recorded under another code version, or a
+cleared one, records its own and drops the clearances
+(:meth:`Store.pin_run` under the claim's fence), so the run stays with
+the code that continues it: a clearance vouches for the steps the gate
+replayed, not for those a worker records after it. A single-version deployment pays one string
 comparison per claimed run: every run's version is the worker's own.
 
 A run that no live worker can continue is **stranded**: its version is
@@ -81,8 +84,10 @@ def fresh(rec: RunRecord) -> bool:
 
 def continues(rec: RunRecord, version: str, code_version: str) -> bool:
     """Whether code at ``code_version`` of the run's policy (application
-    ``version``) can continue ``rec``, a run that has started."""
-    if rec.code_version in ("", code_version):
+    ``version``) can continue ``rec``, a run that has started. A run pinned
+    by hand names an application version (``stalwart runs pin --version``,
+    as ``versions list`` shows it): a digest, when workers are given none."""
+    if rec.code_version in ("", code_version, version):
         return True
     cleared = cleared_versions(rec.cleared)
     return code_version in cleared or version in cleared
@@ -97,8 +102,16 @@ class Routing:
         self.retired = False
         #: The store keeps versions (a custom store may not).
         self.kept = True
+        #: The code versions it continues: its policies' and its own
+        #: (which a run pinned by hand names); what its claims ask for.
+        self.codes: frozenset[str] = frozenset()
         self._said: set[str] = set()
         self._state: tuple[tuple[str, bool, bool], ...] = ()
+
+    def know(self, explicit: str | None, policies: Mapping[str, Policy[Any, Any]], of: Any) -> None:
+        """Its own version and code versions, from its policies now."""
+        self.version = app_version(explicit, policies, of)
+        self.codes = frozenset({*(of(p) for p in policies.values()), self.version})
 
     def learn(self, versions: Sequence[VersionRecord]) -> bool:
         """What the store said at this heartbeat; whether it changed."""

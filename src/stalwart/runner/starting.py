@@ -91,6 +91,8 @@ class Starter:
         self.table.mine.add(run_id)
         if not created and not memory:
             await self._adopt_children(stored)
+            if not await self.worker.may_continue(stored):
+                return  # another version's run: its workers continue it, we await it
         await self.driver.claim_here(stored, pol, (args, kwargs) if memory else None)
         if settle:
             # Let the run reach its first await: starting many runs in a loop

@@ -33,7 +33,7 @@ from ..stores.versions import WorkerRecord
 from . import observe
 from .driver import Driver
 from .registry import Registry
-from .routing import Routing, app_version, fleet_of
+from .routing import Routing, fleet_of
 from .table import RunTable, Settings
 
 __all__ = ["Ticker", "Worker"]
@@ -340,9 +340,7 @@ class Worker:
         ahead of the first beat, or a runner that does not serve): learn the
         versions, writing nothing."""
         policies = self._policies()
-        self.routing.version = app_version(
-            self.settings.code_version, policies, self.settings.version_of
-        )
+        self.routing.know(self.settings.code_version, policies, self.settings.version_of)
         try:
             self.routing.learn(await self.store.list_versions())
         except NotImplementedError:
@@ -354,7 +352,7 @@ class Worker:
         whether they changed since the last beat."""
         policies = self._policies()
         of = self.settings.version_of
-        self.routing.version = app_version(self.settings.code_version, policies, of)
+        self.routing.know(self.settings.code_version, policies, of)
         me = WorkerRecord(
             self.owner,
             self.routing.version,
@@ -427,6 +425,9 @@ class Worker:
             assert pol is not None  # _acceptable asked the registry, which forgets no policy
             got = await self.store.claim(run_id, self.owner, self.lease)
             if got is not None:
+                mine_now = self.settings.version_of(pol)
+                if got.code_version != mine_now or got.cleared is not None:
+                    got = await self._pin(got, mine_now)  # as in _claim_due
                 self.driver.launch(got, pol, prior=rec)
                 claimed.append(run_id)
         return claimed
@@ -451,11 +452,19 @@ class Worker:
 
         claimed: list[str] = []
         queues = self.queues if everyone else None
+        versions, fresh = self._routes() if everyone else (None, True)
         crowded = False
         while (room := self._room()) > 0:
             refused = 0
             batch = await self.store.claim_due(
-                self.owner, self.lease, room, accept, queues, policies=self.registry.names
+                self.owner,
+                self.lease,
+                room,
+                accept,
+                queues,
+                policies=self.registry.names,
+                versions=versions,
+                fresh=fresh,
             )
             crowded = crowded or refused >= room
             for rec in batch:
@@ -464,7 +473,10 @@ class Worker:
                 pol = self.registry.find(rec.policy)
                 assert pol is not None
                 mine_now = self.settings.version_of(pol)
-                if rec.code_version != mine_now:  # started elsewhere, or cleared for us
+                # Started elsewhere, or cleared: the steps recorded from now on
+                # are this code's, which no clearance (a verdict on the steps
+                # recorded so far) covers. A single version never writes this.
+                if rec.code_version != mine_now or rec.cleared is not None:
                     rec = await self._pin(rec, mine_now)
                 self.driver.launch(rec, pol, prior=prior.get(rec.id))
                 claimed.append(rec.id)
@@ -474,10 +486,20 @@ class Worker:
             crowded = True  # our own runs may sit in queues we do not serve
         return claimed, crowded
 
+    def _routes(self) -> tuple[frozenset[str] | None, bool]:
+        """The code versions this worker continues and whether it starts new
+        runs, for the claim to leave the others out before it reads its few
+        (accept() still decides): None while it routes by none."""
+        routing = self.routing
+        if not routing.version:
+            return None, True
+        return routing.codes, routing.latest is None or routing.latest == routing.version
+
     async def _pin(self, rec: RunRecord, code_version: str) -> RunRecord:
-        """Record that ``rec``, just claimed, continues under ``code_version``:
-        a later claim then pins it to the code that recorded its new steps.
-        Only when a run crosses versions; a single version never writes this."""
+        """Record that ``rec``, just claimed, continues under ``code_version``
+        and drop its clearances: a later claim then pins it to the code that
+        recorded its new steps. Only when a run crosses versions or was
+        cleared; a single version never writes this."""
         if not self.routing.kept:
             return rec
         try:
@@ -539,6 +561,23 @@ class Worker:
             if not serving:
                 await self.stopped()  # a Runner(serving=True) says so when it closes
 
+    async def may_continue(self, rec: RunRecord) -> bool:
+        """Whether routing lets this runner continue ``rec``, a run it did not
+        create (started again by id): a serving runner learns the versions
+        first if it has not beat yet; one that does not serve routes by none."""
+        if self.serving and self.routing.kept and not self.routing.version:
+            await self._know_versions()
+        return self.routes_here(rec)
+
+    def routes_here(self, rec: RunRecord) -> bool:
+        """Whether routing lets this worker continue ``rec`` (always, while
+        it routes by no version: it has not registered as a serving worker)."""
+        routing = self.routing
+        if not routing.version:
+            return True
+        pol = self.registry.find(rec.policy)
+        return pol is not None and routing.can_take(rec, self.settings.version_of(pol))
+
     def _acceptable(self, rec: RunRecord) -> bool:
         if rec.id in self.table.live or rec.id in self.table.claiming:
             return False
@@ -547,13 +586,9 @@ class Worker:
             return False
         if not self.registry.can_run(rec):
             return False
-        routing = self.routing
-        if not routing.version:
-            return True  # not a registered worker: no versions to route by
-        if routing.retired:
-            return False  # its held runs finish; it takes nothing, its own included
-        pol = self.registry.find(rec.policy)
-        return pol is not None and routing.can_take(rec, self.settings.version_of(pol))
+        # Not a registered worker: no versions to route by. A retired one
+        # takes nothing, its own runs included (those it holds finish).
+        return self.routes_here(rec)
 
 
 def _slow(what: str, seconds: float) -> None:

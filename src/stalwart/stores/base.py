@@ -559,6 +559,8 @@ class Store(abc.ABC):
         queues: Sequence[str] | None = None,
         *,
         policies: Collection[str] | None = None,
+        versions: Collection[str] | None = None,
+        fresh: bool = True,
     ) -> list[RunRecord]:
         """Claim up to ``limit`` ready runs that ``accept`` approves: pending
         (and past their delayed start), woken (timer due or awaited signal
@@ -570,6 +572,13 @@ class Store(abc.ABC):
         run: the store leaves other runs out before it reads its best few
         (``accept`` is asked only about those), so a backlog of runs of a
         policy the caller lacks never hides the runs it has. None: any.
+
+        ``versions``, when given, are the code versions the caller can
+        continue (:mod:`stalwart.runner.routing`): a run that has started is
+        left out the same way unless its ``code_version`` is one of them
+        (or empty) or it has clearances (``accept`` decides those); and a
+        run that never started (pending, fence 0) only if ``fresh``. So a
+        backlog of another version's runs never starves a worker.
 
         An abandoned run asked to cancel is not claimed: it ends
         ``cancelled``, whatever its policy and whatever ``accept`` says,
@@ -1009,9 +1018,13 @@ class Store(abc.ABC):
         """``version`` serves no more (added if unknown; no longer the latest)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no versions")
 
-    async def clear_run(self, run_id: str, versions: Sequence[str]) -> RunRecord | None:
+    async def clear_run(
+        self, run_id: str, versions: Sequence[str], fence: int | None = None
+    ) -> RunRecord | None:
         """Add ``versions`` (code versions) to those the run is cleared for;
-        the run as it now stands, None if there is no such run."""
+        the run as it now stands, None if there is no such run (or, with
+        ``fence``, if it no longer has that fence: a worker took it since
+        the caller read it, so steps the caller did not see may follow)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no versions")
 
     async def pin_run(

@@ -119,17 +119,28 @@ class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, MemoryVersions, 
         queues: Sequence[str] | None = None,
         *,
         policies: Collection[str] | None = None,
+        versions: Collection[str] | None = None,
+        fresh: bool = True,
     ) -> list[RunRecord]:
         now = time.time()
         wanted = None if queues is None else set(queues)
         known = None if policies is None else set(policies)
+        routes = None if versions is None else {"", *versions}
+
+        def routed(r: RunRecord) -> bool:
+            if routes is None:
+                return True
+            if r.status == "pending" and r.fence == 0:
+                return fresh
+            return r.code_version in routes or r.cleared is not None
+
         candidates = [
             r
             for r in self._runs.values()
             if (wanted is None or r.queue in wanted)
             and r.status not in TERMINAL
             # Abandoned runs asked to cancel are settled whatever their policy.
-            and (known is None or r.policy in known or r.cancel_requested)
+            and (((known is None or r.policy in known) and routed(r)) or r.cancel_requested)
         ]
         # Abandoned runs first, then ready ones by priority, oldest first.
         candidates.sort(key=lambda r: (r.status != "running", -r.priority, r.created_at))

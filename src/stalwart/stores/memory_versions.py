@@ -63,9 +63,14 @@ class MemoryVersions:
             else replace(known, latest=False, retired_at=known.retired_at or now)
         )
 
-    async def clear_run(self, run_id: str, versions: Sequence[str]) -> RunRecord | None:
+    async def clear_run(
+        self, run_id: str, versions: Sequence[str], fence: int | None = None
+    ) -> RunRecord | None:
         rec = self._runs.get(run_id)
         if rec is None:
+            return None
+        if fence is not None and rec.fence != fence:
+            with_cleared(None, versions)  # the same error for a bad version
             return None
         rec.cleared = with_cleared(rec.cleared, versions)
         return replace(rec)

@@ -26,10 +26,12 @@ from ..core.errors import CorruptedRecord
 
 __all__ = [
     "FORGET_AFTER",
+    "MAX_VERSION",
     "VERSION_COLUMNS",
     "WORKER_COLUMNS",
     "VersionRecord",
     "WorkerRecord",
+    "check_version",
     "cleared_versions",
     "version_from_row",
     "with_cleared",
@@ -42,6 +44,26 @@ VERSION_COLUMNS = "version, latest, retired_at, first_seen"
 
 #: How long a worker's row outlives its last heartbeat before a beat prunes it.
 FORGET_AFTER = 86400.0
+#: The longest version an operator may name.
+MAX_VERSION = 200
+
+
+def check_version(version: str, where: str) -> str:
+    """``version`` if an operator may name it (1 to :data:`MAX_VERSION`
+    printable characters, no spaces: it is listed, compared and kept in a
+    list separated by spaces); else a ValueError naming ``where``. An
+    empty version would read as "recorded before versions": any code."""
+    if (
+        0 < len(version) <= MAX_VERSION
+        and version.isprintable()
+        and not any(c.isspace() for c in version)
+    ):
+        return version
+    shown = version if len(version) <= 80 else f"{version[:80]}... ({len(version)} characters)"
+    raise ValueError(
+        f"{where}: a version is 1 to {MAX_VERSION} printable characters without spaces, "
+        f"not {shown!r}"
+    )
 
 
 @dataclass(frozen=True, slots=True)

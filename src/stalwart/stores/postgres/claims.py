@@ -79,9 +79,12 @@ class PostgresClaims(PostgresBase):
         queues: Sequence[str] | None = None,
         *,
         policies: Collection[str] | None = None,
+        versions: Collection[str] | None = None,
+        fresh: bool = True,
     ) -> list[RunRecord]:
         wanted = None if queues is None else list(queues)
         known = [] if policies is None else list(policies)
+        routes = [] if versions is None else list(versions)
 
         async def fn(conn: Conn, n: int) -> list[RunRecord]:
             now = time.time()
@@ -92,6 +95,9 @@ class PostgresClaims(PostgresBase):
                 "queues": wanted or [],
                 "any_policy": policies is None,
                 "policies": known,
+                "any_version": versions is None,
+                "versions": routes,
+                "fresh": fresh,
                 "lease": lease,
                 "n": max(limit, 1) * 2,
                 "busy": [],

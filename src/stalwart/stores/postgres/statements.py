@@ -79,10 +79,18 @@ class PgStatements(Statements):
         # array parameter, a filter on the rows each index scan returns.
         # Abandoned runs asked to cancel are settled here whatever their policy.
         has_policy = "(%(any_policy)s OR policy = ANY(%(policies)s::text[]))"
+        # The same for runs of code versions the worker cannot continue (a
+        # deploy's other version: ``any_version`` when it routes by none),
+        # and for new runs when it may not start them (``fresh``).
+        routed = (
+            "(%(any_version)s OR CASE WHEN status = 'pending' AND fence = 0 THEN %(fresh)s "
+            "ELSE (code_version = ANY(%(versions)s::text[]) OR code_version = '' "
+            "OR cleared IS NOT NULL) END)"
+        )
         self.abandoned = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
             WHERE status = 'running'
               AND (lease_expires_at < {NOW} OR owner = ANY(%(dead)s::text[]))
-              AND {in_queues} AND ({has_policy} OR cancel_requested)
+              AND {in_queues} AND (({has_policy} AND {routed}) OR cancel_requested)
             LIMIT 4 * %(n)s"""
         self.abandoned_lock = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
             WHERE id = ANY(%(ids)s::text[]) AND status = 'running'
@@ -91,11 +99,11 @@ class PgStatements(Statements):
         self.pending = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
             WHERE status = 'pending' AND NOT cancel_requested
               AND (wake_at IS NULL OR wake_at <= %(now)s)
-              AND {in_queues} AND queue <> ALL(%(dry)s::text[]) AND {has_policy}
+              AND {in_queues} AND queue <> ALL(%(dry)s::text[]) AND {has_policy} AND {routed}
             ORDER BY priority DESC, created_at LIMIT %(n)s FOR UPDATE SKIP LOCKED"""
         self.woken = f"""SELECT {RUN_COLUMNS} FROM {s}.runs
             WHERE status = 'suspended' AND wake_at <= %(now)s AND NOT cancel_requested
-              AND {in_queues} AND queue <> ALL(%(busy)s::text[]) AND {has_policy}
+              AND {in_queues} AND queue <> ALL(%(busy)s::text[]) AND {has_policy} AND {routed}
             ORDER BY priority DESC, created_at LIMIT %(n)s FOR UPDATE SKIP LOCKED"""
         # Both lists in one round trip (a claim pass is on the path of every
         # wake-up), each still locked, ordered and limited by its own index.

@@ -72,8 +72,14 @@ class PostgresVersions(PostgresBase):
     async def set_latest(self, version: str) -> None:
         sql = self._version_sql
 
+        lock = f"LOCK TABLE {self._sql.s}.versions IN EXCLUSIVE MODE"
+
         async def fn(conn: Conn, n: int) -> None:
             async with conn.transaction():
+                # One at a time: two operators naming the latest at once would
+                # each clear the old one, and the second insert break the
+                # index's one latest (reads and beats' reads go on meanwhile).
+                await conn.execute(lock)
                 await conn.execute(sql.unlatest, (version,))
                 await conn.execute(sql.latest, (version, time.time()))
 
@@ -85,7 +91,9 @@ class PostgresVersions(PostgresBase):
             f"retiring version {quoted(version)}", self._version_sql.retire, (version, now, now)
         )
 
-    async def clear_run(self, run_id: str, versions: Sequence[str]) -> RunRecord | None:
+    async def clear_run(
+        self, run_id: str, versions: Sequence[str], fence: int | None = None
+    ) -> RunRecord | None:
         sql = self._version_sql
 
         async def fn(conn: Conn, n: int) -> RunRecord | None:
@@ -94,7 +102,11 @@ class PostgresVersions(PostgresBase):
                 row = await cur.fetchone()
                 if row is None:
                     return None
-                cur = await conn.execute(sql.clear, (with_cleared(row[0], versions), run_id))
+                merged = with_cleared(row[0], versions)
+                if fence is None:
+                    cur = await conn.execute(sql.clear, (merged, run_id))
+                else:
+                    cur = await conn.execute(sql.clear_fenced, (merged, run_id, fence))
                 got = await cur.fetchone()
             return None if got is None else run_from_row(got)
 

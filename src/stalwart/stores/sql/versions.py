@@ -54,6 +54,9 @@ class VersionStatements:
         )
         self.cleared_of = q("SELECT cleared FROM {t}runs WHERE id = ?")
         self.clear = q(f"UPDATE {{t}}runs SET cleared = ? WHERE id = ? RETURNING {RUN_COLUMNS}")
+        self.clear_fenced = q(
+            f"UPDATE {{t}}runs SET cleared = ? WHERE id = ? AND fence = ? RETURNING {RUN_COLUMNS}"
+        )
         self.pin = q(
             "UPDATE {t}runs SET code_version = ?, cleared = NULL, updated_at = ? "
             f"WHERE id = ? AND status NOT IN {FINISHED} RETURNING {RUN_COLUMNS}"

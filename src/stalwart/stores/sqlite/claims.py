@@ -24,7 +24,7 @@ __all__ = ["SQLiteClaims"]
 
 _CLAIM = f"""UPDATE runs SET owner = ?, lease_expires_at = ?, fence = fence + 1,
         status = 'running', wake_at = NULL, waiting_for = NULL, updated_at = ?
-    WHERE id = ? AND NOT cancel_requested AND (
+    WHERE id = ? AND (? IS NULL OR fence = ?) AND NOT cancel_requested AND (
         (status = 'pending' AND (wake_at IS NULL OR wake_at <= ?))
         OR (status = 'suspended' AND wake_at IS NOT NULL AND wake_at <= ?)
         OR (status = 'running' AND (lease_expires_at < ? OR owner = ? OR owner = ?))
@@ -54,10 +54,24 @@ class SQLiteClaims(SQLiteBase):
         lease: float,
         now: float,
         dead_owner: str | None,
+        fence: int | None = None,
     ) -> RunRecord | None:
+        """Claim the run; with ``fence``, only if it still has that fence."""
         row = db.execute(
             _CLAIM,
-            (owner, now + lease, now, run_id, now, now, now, dead_owner or "\x00", owner),
+            (
+                owner,
+                now + lease,
+                now,
+                run_id,
+                fence,
+                fence,
+                now,
+                now,
+                now,
+                dead_owner or "\x00",
+                owner,
+            ),
         ).fetchone()
         return run_from_row(row) if row else None
 
@@ -70,6 +84,8 @@ class SQLiteClaims(SQLiteBase):
         queues: Sequence[str] | None = None,
         *,
         policies: Collection[str] | None = None,
+        versions: Collection[str] | None = None,
+        fresh: bool = True,
     ) -> list[RunRecord]:
         now = time.time()
         in_queues = ""
@@ -87,6 +103,17 @@ class SQLiteClaims(SQLiteBase):
             has_policy = f" AND (policy IN ({marks}) OR cancel_requested)"
             ready_policy = f" AND policy IN ({marks})"
             policy_params = tuple(policies)
+        # The same for runs of code versions the caller cannot continue (a
+        # deploy's other version), and for new runs when it may not start them.
+        routed = ""
+        route_params: tuple[object, ...] = ()
+        if versions is not None:
+            marks = ",".join("?" * len(versions))
+            routed = (
+                " AND CASE WHEN status = 'pending' AND fence = 0 THEN ? ELSE "
+                f"(code_version IN ({marks}) OR code_version = '' OR cleared IS NOT NULL) END"
+            )
+            route_params = (fresh, *versions)
         # Abandoned runs first (expired lease, our own after a store outage, or
         # a holder on this host that has exited), then ready ones by priority.
         # Holders on this host that exited, found first: listing every run of
@@ -104,15 +131,15 @@ class SQLiteClaims(SQLiteBase):
         abandoned = self._read(
             f"SELECT {RUN_COLUMNS} FROM runs WHERE status = 'running' AND "
             f"(lease_expires_at < ? OR owner IN ({','.join('?' * len(holders))}))"
-            f"{in_queues}{has_policy} LIMIT ?",
-            (now, *holders, *queue_params, *policy_params, limit * 4),
+            f"{in_queues}{has_policy} AND (cancel_requested OR TRUE{routed}) LIMIT ?",
+            (now, *holders, *queue_params, *policy_params, *route_params, limit * 4),
         )
         ready = self._read(
             f"SELECT {RUN_COLUMNS} FROM runs WHERE NOT cancel_requested AND ("
             "(status = 'pending' AND (wake_at IS NULL OR wake_at <= ?)) "
-            f"OR (status = 'suspended' AND wake_at <= ?)){in_queues}{ready_policy} "
+            f"OR (status = 'suspended' AND wake_at <= ?)){in_queues}{ready_policy}{routed} "
             "ORDER BY priority DESC, created_at LIMIT ?",
-            (now, now, *queue_params, *policy_params, limit * 2),
+            (now, now, *queue_params, *policy_params, *route_params, limit * 2),
         )
         claimed: list[RunRecord] = []
         for row in [*abandoned, *ready]:
@@ -151,7 +178,10 @@ class SQLiteClaims(SQLiteBase):
     ) -> RunRecord | None:
         if rec.status != "running" and not self._within_limits(db, rec, now):
             return None
-        return self._claim(db, rec.id, owner, lease, now, dead)
+        # Claimed only as it was read (its fence): another worker may have
+        # taken it since, recorded another code version and suspended it
+        # again, and accept() approved the run it read, not that one.
+        return self._claim(db, rec.id, owner, lease, now, dead, fence=rec.fence)
 
     def _end_cancelled(
         self, db: sqlite3.Connection, rec: RunRecord, owner: str, now: float, dead: str | None

@@ -58,13 +58,19 @@ class SQLiteVersions(SQLiteBase):
         now = time.time()
         await self._write(lambda db: db.execute(_SQL.retire, (version, now, now)))
 
-    async def clear_run(self, run_id: str, versions: Sequence[str]) -> RunRecord | None:
+    async def clear_run(
+        self, run_id: str, versions: Sequence[str], fence: int | None = None
+    ) -> RunRecord | None:
         def clear(db: sqlite3.Connection) -> RunRecord | None:
             row = db.execute(_SQL.cleared_of, (run_id,)).fetchone()
             if row is None:
                 return None
-            got = db.execute(_SQL.clear, (with_cleared(row[0], versions), run_id)).fetchone()
-            return run_from_row(got)
+            merged = with_cleared(row[0], versions)
+            if fence is None:
+                got = db.execute(_SQL.clear, (merged, run_id)).fetchone()
+            else:
+                got = db.execute(_SQL.clear_fenced, (merged, run_id, fence)).fetchone()
+            return None if got is None else run_from_row(got)
 
         return await self._write(clear)
 
