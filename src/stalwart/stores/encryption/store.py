@@ -38,6 +38,7 @@ from ...core.memory import MemoryRecord
 from ...core.sealed import erased_text, sealed_state
 from ...core.tags import decode_tags, encode_tags
 from ..base import Beat, RunDump, ScheduleRecord, SignalRecord, Store, check_schedule
+from ..versions import VersionRecord, WorkerRecord
 from .cipher import Cipher, DataKey, place, sealed_label, subject_of_label
 from .keys import KeyProvider, StaticKeys
 from .subjects import SUBJECTS_NAMESPACE, SubjectKeys, subject_namespace
@@ -310,10 +311,43 @@ class EncryptedStore(Store):
         queues: Sequence[str] | None = None,
         *,
         policies: Collection[str] | None = None,
+        versions: Collection[str] | None = None,
+        fresh: bool = True,
     ) -> list[RunRecord]:
         # ``accept`` reads what schedules a run (its policy, its id), never a value.
-        runs = await self.inner.claim_due(owner, lease, limit, accept, queues, policies=policies)
+        runs = await self.inner.claim_due(
+            owner, lease, limit, accept, queues, policies=policies, versions=versions, fresh=fresh
+        )
         return await self._open_runs(runs)
+
+    # -- versions: names, owners and clearances, never a value ---------------
+    async def beat_worker(self, worker: WorkerRecord) -> list[VersionRecord]:
+        return await self.inner.beat_worker(worker)
+
+    async def forget_worker(self, owner: str) -> None:
+        await self.inner.forget_worker(owner)
+
+    async def list_workers(self) -> list[WorkerRecord]:
+        return await self.inner.list_workers()
+
+    async def list_versions(self) -> list[VersionRecord]:
+        return await self.inner.list_versions()
+
+    async def set_latest(self, version: str) -> None:
+        await self.inner.set_latest(version)
+
+    async def retire_version(self, version: str) -> None:
+        await self.inner.retire_version(version)
+
+    async def clear_run(
+        self, run_id: str, versions: Sequence[str], fence: int | None = None
+    ) -> RunRecord | None:
+        return await self._open_run(await self.inner.clear_run(run_id, versions, fence))
+
+    async def pin_run(
+        self, run_id: str, code_version: str, fence: int | None = None
+    ) -> RunRecord | None:
+        return await self._open_run(await self.inner.pin_run(run_id, code_version, fence))
 
     async def set_queue(
         self, name: str, *, concurrency: int | None = None, rate: float | None = None
