@@ -5,6 +5,8 @@ refuses it; bad input leaves both stores as they were."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -14,10 +16,12 @@ from tests.conftest import _fresh_url, opened_store
 import stalwart as sw
 from stalwart.core.errors import MoveError, StaleLeaseError, StoreError
 from stalwart.core.ledger import RunRecord, StoredStep
+from stalwart.core.redact import mask_url
 from stalwart.stores.base import Store
 from stalwart.timetravel import MOVING, move_run, moved_to
 
 PASSWORD_URL_PART = "s3cret"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @sw.policy
@@ -157,3 +161,21 @@ async def test_moving_again_after_the_move_changes_nothing(store: Store, target:
     assert (first.runs, first.copied) == (again.runs, again.copied)
     rec = await target.get_run("p")
     assert rec is not None and rec.status == "pending" and rec.waiting_for != MOVING
+
+
+def test_the_move_example_runs_as_written(sqlite_url: str, other_url: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "examples/move_run.py", "--store", sqlite_url, "--to", other_url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "looking up A-17",
+        "on the laptop: suspended",
+        "moved refund-A-17 (1 run)",
+        f"the laptop's copy: cancelled - moved to {mask_url(other_url)}",
+        "refunded 42.0 on A-17, approved by dana",
+    ]
