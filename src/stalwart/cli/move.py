@@ -28,7 +28,7 @@ async def _open_target(url: str) -> Store:
         await target.open()
     except (StalwartError, OSError) as exc:
         raise MoveError(
-            f"cannot reach the target store {mask_url(url)}: {redact(str(exc))}; nothing was moved"
+            f"cannot reach the target store {mask_url(url)}, nothing was moved: " + redact(str(exc))
         ) from None
     return target
 
