@@ -47,14 +47,13 @@ def test_a_moved_run_is_listed_and_shown_as_moved_with_where_it_went(
     assert _status(target, "r1") == "pending"
 
 
-@pytest.mark.parametrize(
-    "target",
-    [
-        "sqlite:////nonexistent-folder/deeper/server.db",
-        f"postgresql://mover:s3cret@127.0.0.1:{free_port()}/prod?retry_for=0.2",
-    ],
-)
-def test_an_unreachable_target_is_refused_and_the_run_stays(sqlite_url: str, target: str) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_an_unreachable_target_is_refused_and_the_run_stays(sqlite_url: str, kind: str) -> None:
+    target = (
+        "sqlite:////nonexistent-folder/deeper/server.db"
+        if kind == "sqlite"
+        else f"postgresql://mover:s3cret@127.0.0.1:{free_port()}/prod?retry_for=0.2"
+    )
     _make(sqlite_url, RunRecord("r1", "work", "{}"))
     result = invoke("runs", "move", "r1", "--to", target, "--store", sqlite_url)
     assert result.exit_code == 1

@@ -5,7 +5,9 @@ MODE ``start`` starts run "R" of ``chain`` and serves; ``serve`` only serves
 file in MARKS, so a test counts from outside what executed, and where.
 
 ``chain`` takes ``n`` steps with a durable sleep after each (a step boundary
-the run suspends at, where a mover takes it), then fans out to two child runs.
+the run suspends at, where a mover takes it), then fans out to two child
+runs. Steps are slow on the source's worker, so the run is still there when
+a mover starts.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ def _mark(name: str, line: str) -> None:
 @sw.policy
 async def tick(i: int) -> int:
     _mark("ticks", str(i))
+    if MODE == "start":
+        await asyncio.sleep(0.25)  # slow here: the move starts long before the run ends
     return i
 
 
@@ -42,7 +46,7 @@ async def chain(ctx: sw.Context, n: int) -> int:
     total = 0
     for i in range(n):
         total += await ctx.call(tick, i)
-        await ctx.sleep(0.3)
+        await ctx.sleep(0.05)
     total += sum(await ctx.map(child, [1, 2]))
     _mark("finished", str(total))
     return total
@@ -54,7 +58,7 @@ async def main() -> None:
     )
     async with runner:
         if MODE == "start":
-            await runner.start(chain, 8, run_id="R")
+            await runner.start(chain, 40, run_id="R")
         print("serving", flush=True)
         await runner.serve()
 

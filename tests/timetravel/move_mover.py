@@ -2,8 +2,9 @@
 ``python move_mover.py SOURCE TARGET STAGE``.
 
 It moves run "R" with :func:`stalwart.timetravel.move_run`, but at STAGE it
-prints "halfway" and hangs: ``copied`` after the first run is copied into
-the target, ``marked`` when the source is about to be marked moved.
+prints "halfway" and hangs: ``parked`` when the run is parked on the source
+and about to be marked moved, ``copied`` when it is marked and its first
+run is copied into the target.
 """
 
 from __future__ import annotations

@@ -179,3 +179,28 @@ def test_the_move_example_runs_as_written(sqlite_url: str, other_url: str) -> No
         f"the laptop's copy: cancelled - moved to {mask_url(other_url)}",
         "refunded 42.0 on A-17, approved by dana",
     ]
+
+
+async def test_a_move_interrupted_after_the_mark_completes_only_to_its_own_target(
+    store: Store, target: Store, tmp_path: Path
+) -> None:
+    await store.create_run(RunRecord("p", "double", "{}"))
+    real = target.import_run
+
+    async def refused(dump: object) -> bool:
+        raise StoreError("the target went away")
+
+    target.import_run = refused  # type: ignore[method-assign]
+    with pytest.raises(StoreError, match="went away"):
+        await move_run(store, target, "p")
+    target.import_run = real  # type: ignore[method-assign]
+    rec = await store.get_run("p")
+    assert rec is not None and moved_to(rec) == mask_url(target.url)
+    async for elsewhere in opened_store(f"sqlite:///{tmp_path / 'elsewhere.db'}"):
+        with pytest.raises(MoveError, match=r"moved to .* already; give that store"):
+            await move_run(store, elsewhere, "p")
+        assert await elsewhere.get_run("p") is None
+    moved = await move_run(store, target, "p")
+    assert moved.runs == ["p"]
+    copy = await target.get_run("p")
+    assert copy is not None and (copy.status, copy.error) == ("pending", None)

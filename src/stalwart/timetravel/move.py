@@ -9,18 +9,23 @@ again, so a mover killed at any point and run again completes the move:
    parked run, and a former holder's writes are refused (S8). A run a live
    worker is executing is waited for until it suspends, finishes or is let
    go, up to ``timeout``.
-2. **Copy** each run as it is stored (steps, signals and mail, spilled values
-   included, as ``runs export`` does) into the target, its unfinished runs
-   parked there too, so no worker of the target takes them yet.
-3. **Mark** the source's unfinished runs moved: ended ``cancelled`` with a
+2. **Mark** them moved: ended ``cancelled`` with a
    :class:`~stalwart.core.errors.MoveError` naming the target (password
    masked) as their error (:func:`moved_to` reads it). A finished run takes
-   no step, no signal and no claim, so the source refuses further writes.
+   no step, no signal and no claim: the source refuses further writes, and
+   what it holds of the run is final.
+3. **Copy** each run as it is stored (steps, signals and mail, spilled values
+   included, as ``runs export`` does) into the target, a moved run parked
+   there as it was parked on the source, so no worker of the target takes
+   it yet; a copy the target has already is kept.
 4. **Release** the target's copies: pending, for its workers, which resume
    them by replay (a wait or a sleep not over suspends again).
 
-Only after step 3 can a worker of the target execute the run, and a parked
-source run executes nowhere: the run finishes once, on the target. Checks
+A parked or moved run executes nowhere on the source, and the target's copy
+only after step 4: the run finishes once, on the target. A signal sent to
+the source before the mark is copied with the run; after it, it is refused.
+A mover killed after the mark leaves the run on neither store's workers
+until it is run again with the same target. Checks
 that can fail (no such run, a finished one, an id the target holds, a live
 worker that does not let go) are made before anything is written.
 """
@@ -30,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..core.errors import MoveError, StalwartError
 from ..core.ledger import TERMINAL, RunRecord
@@ -91,26 +96,34 @@ async def move_run(
     root = await source.get_run(run_id)
     if root is None:
         raise MoveError(f"{where}: no such run in the source")
-    if moved_to(root) is not None:
-        dumps = await export_runs(source, run_id, children=True)
-        return await _release(target, dumps, to)
-    if root.status in TERMINAL:
-        raise MoveError(f"{where}: it has finished ({root.status}); only an unfinished run moves")
-    dumps = await export_runs(source, run_id, children=True)
-    await _check_target(target, dumps, where)
-    while not all(_parked_or_finished(d.run) for d in dumps):
-        await _park(source, [d.run for d in dumps], where, timeout, poll)
-        # Read the tree again as parked: a child spawned before the parent
-        # was parked is parked on the next pass; nothing changes after that.
+    went = moved_to(root)
+    if went is None:
+        if root.status in TERMINAL:
+            raise MoveError(
+                f"{where}: it has finished ({root.status}); only an unfinished run moves"
+            )
         dumps = await export_runs(source, run_id, children=True)
         await _check_target(target, dumps, where)
+        while not all(_parked_or_finished(d.run) for d in dumps):
+            await _park(source, [d.run for d in dumps], where, timeout, poll)
+            # Read the tree again as parked: a child spawned before its parent
+            # was parked is parked on the next pass; nothing changes after that.
+            dumps = await export_runs(source, run_id, children=True)
+            await _check_target(target, dumps, where)
+        moved_error = error_to_json(MoveError(_MOVED + to))
+        for dump in reversed(dumps):  # children first, then the run
+            if dump.run.status not in TERMINAL:
+                await source.finish_run(dump.run.id, dump.run.fence, "cancelled", None, moved_error)
+    elif went != to:
+        raise MoveError(
+            f"{where}: it was moved to {went} already; give that store as the target "
+            "to complete the move"
+        )
+    # Marked: the source takes no more steps and no more signals for these
+    # runs, so what is read now is all there is to copy.
+    dumps = await export_runs(source, run_id, children=True)
     for dump in dumps:
-        await target.import_run(_parked_copy(dump))
-    moved_error = error_to_json(MoveError(_MOVED + to))
-    for dump in reversed(dumps):  # children first, then the run
-        run = dump.run
-        if run.status not in TERMINAL:
-            await source.finish_run(run.id, run.fence, "cancelled", None, moved_error)
+        await target.import_run(_parked_copy(dump))  # one the target has is kept
     return await _release(target, dumps, to)
 
 
@@ -148,6 +161,7 @@ async def _park(
     that changes while it is parked is read and parked again."""
     deadline = time.monotonic() + timeout
     ids = [r.id for r in runs]
+    mine: set[str] = set()  # parked by this call: let go again if it gives up
     while True:
         current = {r.id: r for r in await source.get_runs(ids)}
         todo = [r for r in (current.get(i) for i in ids) if r and not _parked_or_finished(r)]
@@ -156,12 +170,12 @@ async def _park(
             return
         if not busy:
             for rec in todo:
-                await source.park_run(rec, MOVING)
+                if await source.park_run(rec, MOVING):
+                    mine.add(rec.id)
             continue  # read again: a run that changed meanwhile is parked next pass
         if time.monotonic() >= deadline:
-            for rec in current.values():  # let go of what was parked: pending again
-                if rec.status == "suspended" and rec.waiting_for == MOVING:
-                    await source.wake(rec.id, MOVING)
+            for parked in mine:  # let go of what this call parked: pending again
+                await source.wake(parked, MOVING)
             held = busy[0]
             raise MoveError(
                 f"{where}: run {held.id[:80]!r} is executing on worker "
@@ -172,26 +186,32 @@ async def _park(
 
 
 def _parked_copy(dump: RunDump) -> RunDump:
-    """``dump`` as the target first keeps it: an unfinished run parked, held
-    by nobody, its fence at least 1 so the first claim there replays it."""
+    """``dump`` as the target first keeps it: a run marked moved is parked
+    there, unfinished, held by nobody, its fence at least 1 so the first
+    claim there replays it; a run that finished before the move is as it was."""
     run = dump.run
-    if run.status not in TERMINAL:
-        run.status = "suspended"
-        run.wake_at = None
-        run.waiting_for = MOVING
-        run.owner = None
-        run.lease_expires_at = None
-        run.cancel_requested = False
+    if moved_to(run) is not None:
+        run = replace(
+            run,
+            status="suspended",
+            result=None,
+            error=None,
+            wake_at=None,
+            waiting_for=MOVING,
+            owner=None,
+            lease_expires_at=None,
+            cancel_requested=False,
+        )
     if dump.steps and run.fence < 1:
-        run.fence = 1
-    return dump
+        run = replace(run, fence=1)
+    return RunDump(run, dump.steps, dump.signals)
 
 
 async def _release(target: Store, dumps: list[RunDump], to: str) -> Moved:
     """Make the target's parked copies pending for its workers."""
     released: list[str] = []
     for dump in dumps:
-        if dump.run.status in TERMINAL and moved_to(dump.run) is None:
+        if moved_to(dump.run) is None:
             continue  # finished before the move: copied as it was
         await target.wake(dump.run.id, MOVING)
         released.append(dump.run.id)
