@@ -30,6 +30,7 @@ from .evals import counterfactual_runs, run_experiment
 from .export import export_run, import_run
 from .fork import fork_run
 from .mcp_serve import mcp_serve
+from .move import move
 from .pending import waiting_runs
 from .program import CONTEXT, run_program
 from .resume import resume_run
@@ -90,7 +91,7 @@ def _group(help_text: str) -> typer.Typer:
 
 
 runs_app = _group(
-    "List, show, count, resume, cancel, prune, export, import, fork and pin runs; "
+    "List, show, count, resume, cancel, prune, export, import, fork, move and pin runs; "
     "list those waiting for a human."
 )
 app.add_typer(runs_app, name="runs")
@@ -105,6 +106,7 @@ runs_app.command("prune", cls=Command)(prune_runs)
 runs_app.command("export", cls=Command)(export_run)
 runs_app.command("import", cls=Command)(import_run)
 runs_app.command("fork", cls=Command)(fork_run)
+runs_app.command("move", cls=Command)(move)
 runs_app.command("pin", cls=Command)(pin_run)
 app.command("run", cls=Command, context_settings=CONTEXT)(run_program)
 app.command("signal", cls=Command)(send_signal)

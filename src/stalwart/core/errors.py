@@ -32,6 +32,7 @@ defined here, once, and exported from one public place (shown on the right)::
     │   ├── EncryptionKeyError (ValueError)    stalwart
     │   └── StaleLeaseError                    stalwart
     ├── ForkError (ValueError)                 stalwart.timetravel
+    ├── MoveError (ValueError)                 stalwart.timetravel
     ├── ProviderError                          stalwart.llm
     │   ├── InvalidRequest                     stalwart.llm
     │   ├── AuthenticationFailed               stalwart.llm
@@ -102,6 +103,7 @@ __all__ = [
     "McpError",
     "MissingAPIKey",
     "MissingDependency",
+    "MoveError",
     "NoRoute",
     "NonDeterminismError",
     "OutputValidationError",
@@ -355,6 +357,15 @@ class ForkError(StalwartError, ValueError):
     names the run and the step; nothing has been written."""
 
     error_code = "fork_error"
+
+
+class MoveError(StalwartError, ValueError):
+    """A run that cannot be moved to another store as asked: no such run, a
+    finished one, one a live worker kept executing past the timeout, an id
+    the target holds already, a target out of reach. It names the run and
+    the stores (without passwords); neither store has been changed."""
+
+    error_code = "move_error"
 
 
 # -- model providers and agents (stalwart.llm) ----------------------------------------

@@ -49,6 +49,7 @@ __all__ = [
     "archived_run",
     "check_schedule",
     "children_prefix",
+    "dead_holder",
     "owner_is_dead",
     "run_from_row",
     "run_to_row",
@@ -111,6 +112,13 @@ _RUN_FIELDS = tuple(c.strip() for c in RUN_COLUMNS.split(","))
 SPILL_BYTES = 16 * 1024
 SPILL_FIELDS = (("args", 1), ("output", 2), ("error", 4))
 CANCELLED_ERROR = '{"type":"stalwart.errors.CancelledRun","message":"run was cancelled"}'
+
+
+def dead_holder(rec: RunRecord) -> str | None:
+    """``rec``'s holder if it is running and known dead, else None (which
+    equals no owner in SQL)."""
+    dead = rec.status == "running" and rec.owner and owner_is_dead(rec.owner)
+    return rec.owner if dead else None
 
 
 def ends_cancelled(rec: RunRecord, owner: str, accept: Callable[[RunRecord], bool]) -> bool:
@@ -894,6 +902,17 @@ class Store(abc.ABC):
         A spilled step value is rewritten where it lives (``payloads``).
         Not abstract: a store that cannot rewrite values says so."""
         raise NotImplementedError(f"{type(self).__name__} cannot rewrite values")
+
+    async def park_run(self, seen: RunRecord, waiting_for: str) -> bool:
+        """Take the unfinished run ``seen`` (as just read) away from every
+        worker: if it is still at ``seen``'s fence and status, and no live
+        worker is executing it (its lease expired or its holder is known
+        dead), it becomes suspended waiting for ``waiting_for`` with no
+        timer, and its fence is bumped, so no worker claims it and a former
+        holder's writes are refused (S8). False (nothing written) if it
+        changed since it was read or a live worker holds it. Not abstract: a
+        store that cannot park runs says so."""
+        raise NotImplementedError(f"{type(self).__name__} cannot park runs")
 
     # -- schedules (stalwart.schedules) ---------------------------------
     # Not abstract: a store that keeps no schedules says so instead of

@@ -305,6 +305,29 @@ class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, MemoryVersions, 
             rec.lease_expires_at = None
             rec.updated_at = time.time()
 
+    async def park_run(self, seen: RunRecord, waiting_for: str) -> bool:
+        rec = self._runs.get(seen.id)
+        now = time.time()
+        if (
+            rec is None
+            or rec.fence != seen.fence
+            or rec.status != seen.status
+            or (
+                rec.status == "running"
+                and (rec.lease_expires_at or 0) >= now
+                and not owner_is_dead(rec.owner)
+            )
+        ):
+            return False
+        rec.status = "suspended"
+        rec.wake_at = None
+        rec.waiting_for = waiting_for
+        rec.owner = None
+        rec.lease_expires_at = None
+        rec.fence += 1
+        rec.updated_at = now
+        return True
+
     async def request_cancel(self, run_id: str) -> RunRecord | None:
         rec = self._runs.get(run_id)
         if rec is None:

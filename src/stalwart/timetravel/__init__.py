@@ -3,6 +3,9 @@
 - :func:`export_runs`, :func:`write_export`, :func:`read_export`,
   :func:`import_runs`: a run (and its child runs) as versioned JSON Lines
   that round-trip between SQLite and PostgreSQL (``docs/time-travel.md``).
+- :func:`move_run`: an unfinished run (its children, mailbox and waits)
+  moved to another store at a step boundary, resumable there and marked
+  moved here (:func:`moved_to`).
 - :func:`fork`: a new run that replays another's recorded prefix up to a
   step, with that step's result, its arguments or the run's inputs
   replaced, then runs live.
@@ -12,7 +15,7 @@ Replay tests of new code against a recording are :func:`stalwart.testing.replay`
 
 from __future__ import annotations
 
-from ..core.errors import ForkError
+from ..core.errors import ForkError, MoveError
 from .export import (
     FORMAT,
     VERSION,
@@ -24,13 +27,17 @@ from .export import (
 )
 from .fork import LINEAGE_KEY, Lineage, Replace, fork, lineage
 from .keys import before, key_parts, sort_keys
+from .move import MOVING, Moved, move_run, moved_to
 
 __all__ = [
     "FORMAT",
     "LINEAGE_KEY",
+    "MOVING",
     "VERSION",
     "ForkError",
     "Lineage",
+    "MoveError",
+    "Moved",
     "Replace",
     "before",
     "export_runs",
@@ -38,6 +45,8 @@ __all__ = [
     "import_runs",
     "key_parts",
     "lineage",
+    "move_run",
+    "moved_to",
     "read_export",
     "sort_keys",
     "spawned_ids",

@@ -16,12 +16,14 @@ from ...core.message import Message
 from ...core.policy import Policy
 from ...core.redact import printable
 from ...core.tags import decode_tags
+from ...timetravel.move import MOVING, moved_to
 from .times import relative, when
 from .values import error_text, is_messages, message_line, stored, value_text
 
 __all__ = [
     "STATUS_STYLE",
     "run_header",
+    "run_status_text",
     "runs_table",
     "status_text",
     "tags_text",
@@ -35,6 +37,7 @@ STATUS_STYLE = {
     "succeeded": "green",
     "failed": "red",
     "cancelled": "yellow",
+    "moved": "cyan",
 }
 
 
@@ -42,10 +45,22 @@ def status_text(status: str) -> Text:
     return Text(printable(status), style=STATUS_STYLE.get(status, ""))
 
 
+def run_status_text(rec: RunRecord) -> Text:
+    """A run's status, ``moved`` for one moved to another store
+    (:func:`~stalwart.timetravel.moved_to`), ``cancelled`` as it is stored
+    otherwise."""
+    return status_text("moved" if moved_to(rec) is not None else rec.status)
+
+
 def waiting_text(rec: RunRecord) -> Text:
     """Why a run is not moving: the signal it waits for, its wake time, its holder."""
     out = Text()
-    if rec.status == "suspended":
+    where = moved_to(rec)
+    if where is not None:
+        out.append(printable(f"moved to {where}"), style="cyan")
+    elif rec.status == "suspended" and rec.waiting_for == MOVING:
+        out.append("being moved to another store", style="cyan")
+    elif rec.status == "suspended":
         if rec.waiting_for:
             out.append(printable(f"signal {rec.waiting_for!r}"))
         if rec.wake_at is not None:
@@ -86,7 +101,7 @@ def runs_table(
         table.add_column("tags", overflow="fold", min_width=10)
     for rec in runs:
         why = (stranded or {}).get(rec.id)
-        status = status_text(rec.status)
+        status = run_status_text(rec)
         if why is not None:
             status = Text.assemble(
                 status, "\n", Text("stranded: ", style="bold red"), printable(why)
@@ -133,7 +148,7 @@ def run_header(
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
-    grid.add_row("status", status_text(rec.status))
+    grid.add_row("status", run_status_text(rec))
     grid.add_row("policy", Text(printable(rec.policy)))
     grid.add_row("code version", Text(printable(rec.code_version or "-")))
     if stranded is not None:

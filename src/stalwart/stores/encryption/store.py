@@ -320,6 +320,10 @@ class EncryptedStore(Store):
         )
         return await self._open_runs(runs)
 
+    async def park_run(self, seen: RunRecord, waiting_for: str) -> bool:
+        # ``seen`` is compared by fence and status only: its values never cross.
+        return await self.inner.park_run(seen, waiting_for)
+
     # -- versions: names, owners and clearances, never a value ---------------
     async def beat_worker(self, worker: WorkerRecord) -> list[VersionRecord]:
         return await self.inner.beat_worker(worker)

@@ -14,6 +14,7 @@ from ..base import (
     CANCELLED_ERROR,
     RUN_COLUMNS,
     children_prefix,
+    dead_holder,
     owner_is_dead,
     run_from_row,
     run_to_row,
@@ -310,6 +311,16 @@ class PostgresRuns(PostgresBase):
             self._announce("ready", queue)  # any worker may take it now
         # What a crash lost before this commit, the next execution's replay redoes.
         self._flushed(run_id, fence)
+
+    async def park_run(self, seen: RunRecord, waiting_for: str) -> bool:
+        now = time.time()
+        params = (waiting_for, now, seen.id, seen.fence, seen.status, now, dead_holder(seen))
+
+        async def fn(conn: Conn, n: int) -> int:
+            cur = await conn.execute(self._sql.park, params)
+            return cur.rowcount
+
+        return bool(await self._with_conn(f"parking run {quoted(seen.id)}", fn))
 
     async def request_cancel(self, run_id: str) -> RunRecord | None:
         now = time.time()

@@ -122,6 +122,15 @@ class Statements:
             "UPDATE {t}runs SET status = 'pending', owner = NULL, lease_expires_at = NULL, "
             "updated_at = ? WHERE id = ? AND fence = ? AND status = 'running'"
         )
+        # Take an unfinished run from every worker (stalwart.timetravel.move):
+        # still as it was read (fence, status), not executing under a live
+        # lease; parked with no timer, its fence bumped.
+        self.park = q(
+            "UPDATE {t}runs SET status = 'suspended', wake_at = NULL, waiting_for = ?, "
+            "owner = NULL, lease_expires_at = NULL, fence = fence + 1, updated_at = ? "
+            "WHERE id = ? AND fence = ? AND status = ? AND (status <> 'running' "
+            "OR lease_expires_at < ? OR owner = ?)"
+        )
         self.next_wake = q(
             "SELECT min(wake_at) FROM {t}runs WHERE status IN ('suspended', 'pending') "
             "AND wake_at IS NOT NULL"

@@ -13,6 +13,7 @@ from ..base import (
     CANCELLED_ERROR,
     RUN_COLUMNS,
     children_prefix,
+    dead_holder,
     owner_is_dead,
     run_from_row,
     run_to_row,
@@ -208,6 +209,14 @@ class SQLiteRuns(SQLiteBase):
             del self._lost[run_id]  # handed back: the next claim replays it
         now = time.time()
         await self._write(lambda db: db.execute(self.sql.release, (now, run_id, fence)))
+
+    async def park_run(self, seen: RunRecord, waiting_for: str) -> bool:
+        now = time.time()
+        params = (waiting_for, now, seen.id, seen.fence, seen.status, now, dead_holder(seen))
+        parked = await self._write(lambda db: db.execute(self.sql.park, params).rowcount)
+        if parked:
+            self._lost.pop(seen.id, None)  # whoever held it holds nothing now
+        return bool(parked)
 
     async def request_cancel(self, run_id: str) -> RunRecord | None:
         now = time.time()
