@@ -703,7 +703,8 @@ def b11_floor_sqlite_runs(n: int = 2_000) -> Result:
             now = time.time()
             row = (f"b11-{i}", "noop", _b11_inputs(i), "pending", None, None, now, now, "v")
             db.execute("BEGIN")
-            db.execute(sql, row + (None,) * 4 + (0, 0, "b11", 0, None, None, None))
+            rest = (None,) * 4 + (0, 0, "b11", 0, None, None, None)
+            db.execute(sql, row + rest + (None,) * (len(RUN_COLUMNS.split(",")) - 20))
             db.execute("COMMIT")
         seconds = time.perf_counter() - start
         db.close()
