@@ -189,6 +189,28 @@ def test_the_version_is_the_same_in_another_process(tmp_path: Path) -> None:
     assert seen == {version(agents_shared.desk)}
 
 
+def test_a_file_run_as_a_script_has_the_version_it_has_imported(tmp_path: Path) -> None:
+    """``python app.py`` (module ``__main__``) and a worker importing ``app``
+    run the same code: a run one starts, the other must continue."""
+    script = AGENTS + (
+        "\nif __name__ == '__main__':\n"
+        "    from stalwart.core.policy import as_policy\n"
+        "    from stalwart.runner.versions import code_version\n"
+        "    print(code_version(as_policy(desk)))\n"
+    )
+    (tmp_path / "desk_app.py").write_text(script)
+    ran = subprocess.run(
+        [sys.executable, str(tmp_path / "desk_app.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=_env(),
+    ).stdout.strip()
+    imported = load(tmp_path, script, "imported", name="desk_app").desk
+    assert ran == version(imported)
+
+
 def _env() -> dict[str, str]:
     import os
 

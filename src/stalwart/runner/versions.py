@@ -157,4 +157,14 @@ def _source(obj: Any) -> str:
 
 
 def _qualname(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
+    """``obj``'s qualified name; its module's too only where no Python source
+    names it (a builtin, an extension type). A module's name is where the
+    code was imported from, not what it does: one file is ``__main__`` run
+    as a script (``python app.py``) and ``app`` imported by a worker, and
+    both must give a run's policy one version."""
+    name = getattr(obj, "__qualname__", type(obj).__name__)
+    try:
+        has_source = inspect.getsourcefile(obj) is not None
+    except TypeError:  # built in: no file
+        has_source = False
+    return str(name) if has_source else f"{getattr(obj, '__module__', '?')}.{name}"
