@@ -39,9 +39,11 @@ def test_every_command_in_the_cli_docs_runs(tmp_path: Path, sqlite_url: str) -> 
         async with sw.Runner(url) as runner:
             await runner.start(shop.refund, "A-42", 120, run_id="refund-42")
             await runner.start(shop.refund, "A-43", 80, run_id="refund-43")
+            await runner.start(shop.refund, "A-44", 60, run_id="refund-44")  # moved away
             await runner.start(shop.survey, "Ada", run_id="survey-1")
             for _ in range(500):
-                runs = [await runner.get_run(i) for i in ("refund-42", "refund-43", "survey-1")]
+                ids = ("refund-42", "refund-43", "refund-44", "survey-1")
+                runs = [await runner.get_run(i) for i in ids]
                 if all(r.status == "suspended" for r in runs):
                     return
                 await asyncio.sleep(0.01)
@@ -71,12 +73,14 @@ def test_every_command_in_the_cli_docs_runs(tmp_path: Path, sqlite_url: str) -> 
         if "--json" in argv:
             json.loads(done.stdout)
     waiting = json.loads(outputs["stalwart runs waiting --json"])["runs"]
-    assert [r["id"] for r in waiting] == ["refund-42", "refund-43", "survey-1"]
+    assert [r["id"] for r in waiting] == ["refund-42", "refund-43", "refund-44", "survey-1"]
     assert waiting[0]["about"] == {"order": "A-42", "amount": 120}
-    assert waiting[2]["prompt"] == "How was your order, Ada?"
-    assert json.loads(outputs["stalwart runs count --json"])["by_status"]["suspended"] == 3
+    assert waiting[3]["prompt"] == "How was your order, Ada?"
+    assert json.loads(outputs["stalwart runs count --json"])["by_status"]["suspended"] == 4
     assert "succeeded: refunded" in outputs["stalwart runs resume refund-42 --app shop.py"]
     assert "cancelled run refund-43" in outputs["stalwart runs cancel refund-43"]
+    moved = outputs["stalwart runs move refund-44 --to sqlite:///elsewhere.db"]
+    assert moved.startswith("moved refund-44 to sqlite:///elsewhere.db: 1 run(s)")
     assert "nothing blocks the deploy" in outputs["stalwart deploy check --app shop.py"]
     checked = json.loads(outputs["stalwart deploy check --app shop.py --json"])
     assert checked["ok"] is True and checked["counts"]["compatible"] == len(checked["runs"]) >= 2

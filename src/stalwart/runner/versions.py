@@ -165,6 +165,6 @@ def _qualname(obj: Any) -> str:
     name = getattr(obj, "__qualname__", type(obj).__name__)
     try:
         has_source = inspect.getsourcefile(obj) is not None
-    except TypeError:  # built in: no file
+    except (OSError, TypeError):  # built in, or made where no file holds it
         has_source = False
     return str(name) if has_source else f"{getattr(obj, '__module__', '?')}.{name}"
