@@ -73,6 +73,21 @@ async def test_runs_of_a_policy_no_worker_has_are_still_reported(
     assert len(said) == 1  # once per name, not once per pass
 
 
+async def test_a_worker_with_room_for_one_run_still_names_a_missing_policy(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The look for missing policies runs while the worker has room; room
+    for a single run is room."""
+    await _backlog(store_url)
+    with caplog.at_level(logging.WARNING, logger="stalwart.runner"):
+        async with sw.Runner(
+            store_url, policies=[b], serving=True, concurrency=1, poll_interval=0.05
+        ):
+            async with asyncio.timeout(30):
+                while "needs policy 'a'" not in caplog.text:
+                    await asyncio.sleep(0.02)
+
+
 async def test_a_runner_that_does_not_serve_says_nothing_of_runs_it_would_never_take(
     store_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
