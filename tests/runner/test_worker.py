@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import pytest
 
 import stalwart as sw
 from stalwart.core.errors import CorruptedRecord, StalwartError
-from stalwart.runner import observe
+from stalwart.runner import observe, worker
 
 BOUND = 20.0  # a hang fails the test
 
@@ -163,3 +164,36 @@ async def test_a_slow_pass_is_warned_with_what_was_slow_and_how_long(
     assert warned.getMessage().startswith("the store is slow: heartbeat and claims took ")
     seconds = warned.__dict__["seconds"]  # a field of the record, for a log pipeline
     assert 0.04 <= seconds < BOUND  # the pass's own time, not a clock reading
+
+
+async def test_a_flood_of_wake_ups_costs_at_most_one_pass_per_pause(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However often the loop is woken (a producer's burst, or anyone who can
+    notify the store's channels), a pass that claimed nothing is followed by
+    a pause before the next: the flood never spins it."""
+    pause = 0.05
+    monkeypatch.setattr(worker, "QUIET", pause)
+    async with sw.Runner(store_url, policies=[double], poll_interval=1.0, serving=True) as runner:
+        store: Any = runner.store
+        real = store.next_wake
+        passes: list[float] = []
+
+        async def next_wake() -> Any:
+            passes.append(time.monotonic())  # once per pass of the loop
+            return await real()
+
+        store.next_wake = next_wake
+
+        async def flood() -> None:
+            while True:
+                runner._table.wake_worker()
+                await asyncio.sleep(0)
+
+        flooding = asyncio.create_task(flood())
+        began = time.monotonic()
+        await asyncio.sleep(0.5)
+        flooding.cancel()
+        elapsed = time.monotonic() - began
+    during = [t for t in passes if began <= t <= began + elapsed]
+    assert len(during) <= elapsed / pause + 2
