@@ -89,6 +89,7 @@ async def test_a_store_refusing_a_pass_is_logged_and_tried_again(
     assert len(calls) > 2  # refused twice, then claimed
     refused = [r for r in caplog.records if "refused the worker loop's pass" in r.getMessage()]
     assert refused and "a bad row" in refused[0].getMessage()
+    assert refused[0].getMessage().startswith("the store refused the worker loop's pass (")
     # What a log pipeline reads: an error, under its event name.
     assert refused[0].levelno == logging.ERROR
     assert getattr(refused[0], "event", None) == "store.refused"
