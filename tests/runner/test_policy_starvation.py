@@ -27,6 +27,16 @@ async def b(x: int) -> int:
     return x + 1
 
 
+GATE: dict[str, asyncio.Event] = {}
+
+
+@sw.policy
+async def busy(tag: str) -> str:
+    """Holds its worker's only slot until the test opens its gate."""
+    await GATE.setdefault(tag, asyncio.Event()).wait()
+    return tag
+
+
 async def _backlog(url: str) -> None:
     """A's runs, first in line, enqueued by a process that serves nothing."""
     async with sw.Runner(url) as producer:
@@ -71,6 +81,46 @@ async def test_runs_of_a_policy_no_worker_has_are_still_reported(
                     await asyncio.sleep(0.02)
     said = [r for r in caplog.records if "needs policy 'a'" in r.getMessage()]
     assert len(said) == 1  # once per name, not once per pass
+
+
+async def test_a_worker_with_room_for_one_run_still_names_a_missing_policy(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The look for missing policies runs while the worker has room; room
+    for a single run is room."""
+    await _backlog(store_url)
+    with caplog.at_level(logging.WARNING, logger="stalwart.runner"):
+        async with sw.Runner(
+            store_url, policies=[b], serving=True, concurrency=1, poll_interval=0.05
+        ):
+            async with asyncio.timeout(30):
+                while "needs policy 'a'" not in caplog.text:
+                    await asyncio.sleep(0.02)
+
+
+async def test_a_worker_with_no_room_left_does_not_look_for_missing_policies(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The look costs a read of the newest pending runs: a worker whose
+    slots are all taken pays nothing, and looks once one frees up."""
+    GATE.clear()
+    await _backlog(store_url)
+    async with sw.Runner(store_url) as producer:
+        await producer.enqueue(busy, "slot", run_id="busy")
+    with caplog.at_level(logging.WARNING, logger="stalwart.runner"):
+        async with sw.Runner(
+            store_url, policies=[busy], serving=True, concurrency=1, poll_interval=0.02
+        ) as worker:
+            async with asyncio.timeout(30):
+                while (await worker.get_run("busy")).status != "running":
+                    await asyncio.sleep(0.02)
+                for _ in range(10):  # a few passes of its loop, with no room
+                    await asyncio.sleep(0.02)
+                assert "needs policy 'a'" not in caplog.text
+                GATE.setdefault("slot", asyncio.Event()).set()
+                assert await worker.outcome("busy") == "slot"
+                while "needs policy 'a'" not in caplog.text:  # room again: it looks
+                    await asyncio.sleep(0.02)
 
 
 async def test_a_runner_that_does_not_serve_says_nothing_of_runs_it_would_never_take(

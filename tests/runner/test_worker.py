@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import pytest
 
 import stalwart as sw
 from stalwart.core.errors import CorruptedRecord, StalwartError
+from stalwart.runner import observe, worker
 
 BOUND = 20.0  # a hang fails the test
 
@@ -87,6 +89,10 @@ async def test_a_store_refusing_a_pass_is_logged_and_tried_again(
     assert len(calls) > 2  # refused twice, then claimed
     refused = [r for r in caplog.records if "refused the worker loop's pass" in r.getMessage()]
     assert refused and "a bad row" in refused[0].getMessage()
+    assert refused[0].getMessage().startswith("the store refused the worker loop's pass (")
+    # What a log pipeline reads: an error, under its event name.
+    assert refused[0].levelno == logging.ERROR
+    assert getattr(refused[0], "event", None) == "store.refused"
 
 
 async def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
@@ -114,3 +120,81 @@ async def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
     assert down[0][0] == "store.unavailable"
     assert back == [("store.available", "the store answers again")]
     assert said.index(down[0]) < said.index(back[0])
+
+
+def _slow_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if getattr(r, "event", None) == "store.slow"]
+
+
+async def test_a_pass_the_store_answers_quickly_draws_no_slow_warning(
+    store_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(observe, "SLOW_STORE", BOUND)  # no pass here takes that long
+    with caplog.at_level(logging.WARNING, logger="stalwart"):
+        async with sw.Runner(
+            store_url, policies=[double], poll_interval=0.02, serving=True
+        ) as runner:
+            async with asyncio.timeout(BOUND):
+                assert await runner.run(double, 4) == 8
+            for _ in range(5):  # a few more passes of the loop
+                await asyncio.sleep(0.02)
+    assert _slow_warnings(caplog) == []
+
+
+async def test_a_slow_pass_is_warned_with_what_was_slow_and_how_long(
+    store_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store slow enough to shorten leases is named in the log, with the
+    part of the loop's pass that waited on it and for how long."""
+    monkeypatch.setattr(observe, "SLOW_STORE", 0.01)
+    async with sw.Runner(store_url, policies=[double], poll_interval=0.02, serving=True) as runner:
+        store: Any = runner.store
+        real = store.claim_due
+
+        async def claim_due(*args: Any, **kwargs: Any) -> Any:
+            await asyncio.sleep(0.05)  # every pass waits on this store
+            return await real(*args, **kwargs)
+
+        store.claim_due = claim_due
+        with caplog.at_level(logging.WARNING, logger="stalwart"):
+            async with asyncio.timeout(BOUND):
+                while not _slow_warnings(caplog):
+                    await asyncio.sleep(0.02)
+    warned = _slow_warnings(caplog)[0]
+    assert warned.levelno == logging.WARNING
+    assert warned.getMessage().startswith("the store is slow: heartbeat and claims took ")
+    seconds = warned.__dict__["seconds"]  # a field of the record, for a log pipeline
+    assert 0.04 <= seconds < BOUND  # the pass's own time, not a clock reading
+
+
+async def test_a_flood_of_wake_ups_costs_at_most_one_pass_per_pause(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However often the loop is woken (a producer's burst, or anyone who can
+    notify the store's channels), a pass that claimed nothing is followed by
+    a pause before the next: the flood never spins it."""
+    pause = 0.05
+    monkeypatch.setattr(worker, "QUIET", pause)
+    async with sw.Runner(store_url, policies=[double], poll_interval=1.0, serving=True) as runner:
+        store: Any = runner.store
+        real = store.next_wake
+        passes: list[float] = []
+
+        async def next_wake() -> Any:
+            passes.append(time.monotonic())  # once per pass of the loop
+            return await real()
+
+        store.next_wake = next_wake
+
+        async def flood() -> None:
+            while True:
+                runner._table.wake_worker()
+                await asyncio.sleep(0)
+
+        flooding = asyncio.create_task(flood())
+        began = time.monotonic()
+        await asyncio.sleep(0.5)
+        flooding.cancel()
+        elapsed = time.monotonic() - began
+    during = [t for t in passes if began <= t <= began + elapsed]
+    assert len(during) <= elapsed / pause + 2
