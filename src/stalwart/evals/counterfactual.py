@@ -31,12 +31,10 @@ from ..runner.inputs import read_inputs
 from ..runner.runner import Runner
 from ..timetravel import Replace, before, fork, lineage
 from .at import find_step
-from .scorers import Judge, Outcome, Score, Scorer, Verdict, as_score, exact_match
+from .scorers import Judge, Outcome, Score, Scorer, Verdict, exact_match, score_all
 from .selection import Selection, select_runs
 
 __all__ = ["Case", "Report", "counterfactual"]
-
-_VERDICTS: tuple[Verdict, ...] = ("better", "worse", "same")
 
 
 @dataclass(frozen=True)
@@ -64,10 +62,7 @@ class Case:
             "status": self.status,
             "new_tokens": self.new_tokens,
             "old_tokens": self.old_tokens,
-            "scores": {
-                n: {"verdict": s.verdict, "reason": s.reason, "value": s.value}
-                for n, s in self.scores.items()
-            },
+            "scores": {n: s.to_json() for n, s in self.scores.items()},
         }
 
 
@@ -217,21 +212,7 @@ async def _case(
     new_run = await runner.get_run(fork_id)
     new_steps = await runner.steps(fork_id)
     old, new = Outcome.of(run, old_steps), Outcome.of(new_run, new_steps)
-    scores: dict[str, Score] = {}
-    for scorer in scorers:
-        label = getattr(scorer, "__name__", repr(scorer))
-        if isinstance(scorer, Judge):
-            said = await runner.run(
-                scorer.policy, old.text, new.text, run_id=f"{fork_id}.{scorer.policy.name}"
-            )
-            verdict_said: Verdict = said["verdict"] if said["verdict"] in _VERDICTS else "worse"
-            scores[label] = Score(verdict_said, said["reason"])
-        else:
-            scores[label] = await as_score(scorer, old, new)
-    verdicts = {s.verdict for s in scores.values()}
-    verdict: Verdict = (
-        "worse" if "worse" in verdicts else "better" if "better" in verdicts else "same"
-    )
+    scores, verdict = await score_all(runner, scorers, old, new, lambda name: f"{fork_id}.{name}")
     prefix = {s.key for s in old_steps if before(s.key, key)}
     suffix = [s for s in new_steps if s.key != "0" and s.key not in prefix]
     return Case(

@@ -35,11 +35,9 @@ from ..llm import run_usage
 from ..runner.runner import Runner
 from .dataset import Dataset, DatasetCase, check_name
 from .dataset_store import RESERVED
-from .scorers import Judge, Outcome, Score, Scorer, Verdict, as_score, exact_match
+from .scorers import Judge, Outcome, Score, Scorer, Verdict, exact_match, score_all
 
 __all__ = ["CaseResult", "ExperimentReport", "experiment"]
-
-_VERDICTS: tuple[Verdict, ...] = ("better", "worse", "same")
 
 
 @dataclass(frozen=True)
@@ -69,10 +67,7 @@ class CaseResult:
             "verdict": self.verdict,
             "passed": self.passed,
             "tokens": self.tokens,
-            "scores": {
-                n: {"verdict": s.verdict, "reason": s.reason, "value": s.value}
-                for n, s in self.scores.items()
-            },
+            "scores": {n: s.to_json() for n, s in self.scores.items()},
         }
 
 
@@ -228,21 +223,7 @@ async def _score(
         with contextlib.suppress(RunNotFound):
             source_steps = await runner.steps(case.source)
     old, new = case.reference(source_steps), Outcome.of(run, steps)
-    scores: dict[str, Score] = {}
-    for scorer in scorers:
-        label = getattr(scorer, "__name__", repr(scorer))
-        if isinstance(scorer, Judge):
-            said = await runner.run(
-                scorer.policy, old.text, new.text, run_id=f"{judged}:{scorer.policy.name}"
-            )
-            verdict_said: Verdict = said["verdict"] if said["verdict"] in _VERDICTS else "worse"
-            scores[label] = Score(verdict_said, said["reason"])
-        else:
-            scores[label] = await as_score(scorer, old, new)
-    verdicts = {s.verdict for s in scores.values()}
-    verdict: Verdict = (
-        "worse" if "worse" in verdicts else "better" if "better" in verdicts else "same"
-    )
+    scores, verdict = await score_all(runner, scorers, old, new, lambda name: f"{judged}:{name}")
     result = CaseResult(case.id, run_id, run.status, verdict, scores, run_usage(steps).total_tokens)
     now = time.time()
     await runner.store.memory_put(

@@ -20,6 +20,7 @@ from ..core.ledger import RunRecord, StepRecord
 from ..core.message import Message
 from ..core.policy import Policy, as_policy, policy
 from ..llm import run_usage
+from ..runner.runner import Runner
 
 __all__ = [
     "Judge",
@@ -32,8 +33,11 @@ __all__ = [
     "exact_match",
     "json_match",
     "judge",
+    "score_all",
     "tokens_used",
 ]
+
+_VERDICTS: tuple[Verdict, ...] = ("better", "worse", "same")
 
 Verdict = Literal["better", "worse", "same"]
 
@@ -71,6 +75,9 @@ class Score:
     verdict: Verdict
     reason: str = ""
     value: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "reason": self.reason, "value": self.value}
 
 
 Scorer = Callable[[Outcome, Outcome], "Score | float | bool | Awaitable[Score | float | bool]"]
@@ -216,3 +223,33 @@ def _first_difference(a: Any, b: Any, path: str, skip: frozenset[str]) -> str | 
                 return found
         return None
     return None if a == b and type(a) is type(b) else (path or "the top")
+
+
+async def score_all(
+    runner: Runner,
+    scorers: Sequence[Scorer],
+    old: Outcome,
+    new: Outcome,
+    judge_run_id: Callable[[str], str],
+) -> tuple[dict[str, Score], Verdict]:
+    """Each scorer's :class:`Score` by its name, and the verdict of them all:
+    worse if any says worse, better if any says better (and none worse),
+    else the same. A :class:`Judge` is asked as the durable run
+    ``judge_run_id(<its policy's name>)``, so it is paid once; a verdict it
+    gives outside better, worse and same counts as worse."""
+    scores: dict[str, Score] = {}
+    for scorer in scorers:
+        label = getattr(scorer, "__name__", repr(scorer))
+        if isinstance(scorer, Judge):
+            said = await runner.run(
+                scorer.policy, old.text, new.text, run_id=judge_run_id(scorer.policy.name)
+            )
+            verdict_said: Verdict = said["verdict"] if said["verdict"] in _VERDICTS else "worse"
+            scores[label] = Score(verdict_said, said["reason"])
+        else:
+            scores[label] = await as_score(scorer, old, new)
+    verdicts = {s.verdict for s in scores.values()}
+    verdict: Verdict = (
+        "worse" if "worse" in verdicts else "better" if "better" in verdicts else "same"
+    )
+    return scores, verdict
