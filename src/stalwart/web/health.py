@@ -37,13 +37,13 @@ from .values import clip, load
 
 __all__ = [
     "BUCKETS",
+    "DEFAULT_WINDOW",
     "MOST_RUNS",
     "WINDOWS",
     "Bucket",
     "Failure",
     "Health",
     "Latency",
-    "DEFAULT_WINDOW",
     "QueueRow",
     "failure_groups",
     "latency_by_policy",

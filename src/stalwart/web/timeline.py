@@ -194,7 +194,11 @@ def timeline(
         if state == "parallel":
             title += " (ran beside others)"
         point = replayed(r, points)
-        why = "" if point is None else f"replayed after the resume at +{fmt_duration(point.at - start)}"
+        why = (
+            ""
+            if point is None
+            else f"replayed after the resume at +{fmt_duration(point.at - start)}"
+        )
         if why:
             title += f"; {why}"
         bar = Bar(r.key, r.name, depth, left, width, "step", state, label, title, r.attempts, why)
