@@ -55,22 +55,31 @@ def _caller(key: str) -> str | None:
     return up
 
 
+def _ran_again(steps: Mapping[str, StepRecord], key: str, since: float) -> StepRecord | None:
+    """The outermost caller of the call at ``key`` that started after
+    ``since`` (that call's record): it ran again, and so did each caller
+    between; None if the call's own caller started before."""
+    found = None
+    up = _caller(key)
+    while up is not None:
+        caller = steps.get(up)
+        if caller is None or caller.kind != "call" or not caller.started_at > since:
+            break
+        found, up = caller, _caller(up)
+    return found
+
+
 def resumes(run: RunRecord, steps: Mapping[str, StepRecord]) -> list[Resume]:
     """The points ``run`` resumed at that ``steps`` prove, in time order."""
     restarted: dict[str, StepRecord] = {}  # caller key: its latest call recorded before it
-    for key, r in steps.items():
-        up = _caller(key)
-        caller = None if up is None else steps.get(up)
-        if caller is None or caller.kind != "call" or not caller.started_at:
-            continue
-        if r.finished_at < caller.started_at:
+    for r in steps.values():
+        caller = _ran_again(steps, r.key, r.finished_at)
+        if caller is not None:
             seen = restarted.get(caller.key)
             if seen is None or r.finished_at > seen.finished_at:
                 restarted[caller.key] = r
     found = []
     for key, child in restarted.items():
-        if any(key.startswith(k + ".") for k in restarted):
-            continue  # its own caller ran again too: the outer start is the resume
         caller = steps[key]
         why = (
             f"step {key} {caller.name} ran again: its call {child.key} "
