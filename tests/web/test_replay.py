@@ -39,7 +39,9 @@ def test_a_caller_that_started_after_its_call_was_recorded_marks_a_resume() -> N
 
 
 def test_one_execution_marks_nothing() -> None:
-    steps = by_key(step("1", 1.0, 2.0), step("2", 2.0, 9.0), step("2.1", 3.0, 4.0), step("2.2", 4.0, 8.0))
+    steps = by_key(
+        step("1", 1.0, 2.0), step("2", 2.0, 9.0), step("2.1", 3.0, 4.0), step("2.2", 4.0, 8.0)
+    )
     assert resumes(run(), steps) == []
 
 
