@@ -185,10 +185,8 @@ def bubbles(steps: Mapping[str, StepRecord], run_id: str = "") -> list[Bubble]:
             here: dict[str, int] = {}
             seen: list[tuple[dict[str, Any], str]] = []
             for i, msg in enumerate(_messages(load(text))):
-                if i < len(before) and before[i][0] == msg:
-                    fp = before[i][1]
-                else:
-                    fp = _fingerprint(msg)
+                same = i < len(before) and before[i][0] == msg
+                fp = before[i][1] if same else _fingerprint(msg)
                 seen.append((msg, fp))
                 here[fp] = here.get(fp, 0) + 1
                 if here[fp] > shown.get(fp, 0):
