@@ -198,7 +198,18 @@ class TaskHandler(RequestHandler):
         try:
             # The message's id names the answer: the same message again (a
             # retry) is delivered once, never to the task's next question.
-            await self.runner.signal(waiter.id, signal, payload, uid=answer_uid(rec.id, message))
+            # Sent only while the wait is open: of two clients answering one
+            # question at once, the second is refused, never delivered.
+            await self.runner.signal(
+                waiter.id, signal, payload, uid=answer_uid(rec.id, message), wait_fence=waiter.fence
+            )
+        except sw.SignalRefused:
+            self.runner.unlisten(watched, queue)
+            raise InvalidParamsError(
+                f"message.taskId: task {rec.id!r} no longer waits for this input: another "
+                "message answered it first; nothing was sent (tasks/get says what it "
+                "waits for now)"
+            ) from None
         except (sw.StalwartError, ValueError) as exc:
             self.runner.unlisten(watched, queue)
             raise InvalidParamsError(f"message.parts: {exc}") from None
