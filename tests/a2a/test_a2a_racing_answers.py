@@ -12,7 +12,7 @@ from a2a.types import GetTaskRequest, TaskState
 from a2a.utils.errors import A2AError
 from tests.a2a.serving import A2AServer, ask, text_message
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
 async def test_of_two_answers_racing_for_one_question_one_is_refused(store_url: str) -> None:
