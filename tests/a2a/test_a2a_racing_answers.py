@@ -38,6 +38,7 @@ async def test_of_two_answers_racing_for_one_question_one_is_refused(store_url: 
             assert len(refused) == 1, got
             assert isinstance(refused[0], A2AError), refused  # the SDK's error, from JSON-RPC
             assert f"task {task.id!r}" in str(refused[0])
+            assert "another message answered it first" in str(refused[0])
             winner = "Bob" if got[0] is refused[0] else "Ada"
             now = await first.get_task(GetTaskRequest(id=task.id))
             assert now.status.state == TaskState.TASK_STATE_INPUT_REQUIRED

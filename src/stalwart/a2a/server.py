@@ -235,10 +235,16 @@ class TaskHandler(RequestHandler):
         rec = await self._find(message.task_id)
         waiter = await self.runs.waiter(rec)
         signal = signal_of(waiter) if rec.status not in TERMINAL else None
-        if signal is None:
+        if signal is None and rec.status in TERMINAL:
             raise InvalidParamsError(
                 f"message.taskId: task {rec.id!r} is not waiting for input (its run is "
                 f"{rec.status}); send a message without taskId to start a new task"
+            )
+        if signal is None:
+            raise InvalidParamsError(
+                f"message.taskId: task {rec.id!r} is not waiting for input now (its run is "
+                f"{rec.status}): another message answered it first, or it has not asked "
+                "yet; nothing was sent (tasks/get says where it stands)"
             )
         payload = _answer_of(message, signal)
         watched = self.runs.watched(rec)
