@@ -185,3 +185,21 @@ async def interviewer(ctx: sw.Context, question: str) -> str:
     name = await ctx.ask("Your name?")
     city = await ctx.ask("Your city?")
     return f"{question}: {name} from {city}"
+
+
+@sw.policy
+async def pause(seconds: float) -> None:
+    await asyncio.sleep(seconds)
+
+
+@sw.policy
+async def panel(ctx: sw.Context, question: str) -> str:
+    """Asks two questions, each a wait for the same signal, thinking a while between.
+
+    Args:
+        question: The topic of the interview.
+    """
+    name = await ctx.ask("Your name?")
+    await pause(0.5)
+    city = await ctx.ask("Your city?")
+    return f"{question}: {name} from {city}"

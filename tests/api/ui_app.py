@@ -7,13 +7,18 @@ The replaying transport answers a request by what it holds: one whose last
 message is a tool's result gets the streamed text reply, any other the
 streamed tool calls. So every turn of a conversation asks, waits for the
 approval, and answers.
+
+Beside it: ``survey`` (a run waiting for a person), ``counting`` (a flow)
+and ``support`` (the support journey of the examples, its model scripted).
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,8 @@ import openai
 import stalwart as sw
 from stalwart import llm
 from stalwart.conversations import conversation_policies
+from stalwart.flow import Flow, Node
+from stalwart.testing import ScriptedLLM
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "llm" / "payloads"
 PACE = 0.03  # seconds between two events of a recorded stream
@@ -87,5 +94,45 @@ async def survey(ctx: sw.Context) -> str:
     return f"noted {city}"
 
 
+class Count(Node):
+    """Counts to three, one visit a number: a loop through the graph."""
+
+    def post(self, shared: dict[str, Any], prep_res: Any, exec_res: Any) -> str:
+        seen = [*shared["seen"], len(shared["seen"]) + 1]
+        shared["seen"] = seen
+        shared["totals/by~kind"] = {"odd": sum(n % 2 for n in seen), "all": len(seen)}
+        return "again" if len(seen) < 3 else "done"
+
+
+class Tidy(Node):
+    """Drops the scratch key and says it is done."""
+
+    def post(self, shared: dict[str, Any], prep_res: Any, exec_res: Any) -> None:
+        del shared["scratch"]
+        shared["done"] = True
+
+
+_count, _tidy = Count(), Tidy()
+_count - "again" >> _count
+_count - "done" >> _tidy
+#: A flow whose node loops, writes nested values and a key JSON Pointer
+#: must escape, and removes a key.
+counting = Flow(start=_count)
+counting.name = "counting"
+
+
+def _support() -> Any:
+    """The support journey of ``examples/support_journey.py``, its scripted model."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "support_journey.py"
+    spec = importlib.util.spec_from_file_location("examples_support_journey", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.support_journey(ScriptedLLM(module.SCRIPT))
+
+
+support = _support()
+
 #: What ``stalwart serve --execute`` serves: the agent, and its conversations.
-policies = [weather, *conversation_policies(weather), survey]
+policies = [weather, *conversation_policies(weather), survey, counting, support]

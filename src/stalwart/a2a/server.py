@@ -19,7 +19,11 @@ ledger, and a server that restarted answers for it.
 - ``tasks/get``: the task read from the run's record.
 - ``tasks/cancel``: the runner's cancel (S9).
 - ``tasks/resubscribe``: the stream of a task still going.
-- ``tasks/list``: the tasks of this agent, newest first, by ``contextId``.
+- ``tasks/list``: the tasks of this agent, newest first, a page at a time
+  (``pageSize``, ``pageToken``, ``nextPageToken``), narrowed by
+  ``contextId``, ``status`` and ``statusTimestampAfter``; ``totalSize``
+  counts every task that matches; the results (artifacts) only with
+  ``includeArtifacts``.
 
 Push notifications and an extended card are not offered.
 """
@@ -27,7 +31,10 @@ Push notifications and an extended card are not offered.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import json
+import math
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -83,6 +90,7 @@ from .tasks import (
     agent_message,
     answer_uid,
     signal_of,
+    state_of,
     task_of,
     value_of,
 )
@@ -121,6 +129,46 @@ def agent_card(target: Any, url: str, *, description: str | None = None) -> Agen
         default_output_modes=["text/plain", "application/json"],
         skills=skills,
     )
+
+
+#: Runs read at once while listing tasks.
+SCAN = 500
+
+
+def page_token(created_at: float, run_id: str) -> str:
+    """The ``nextPageToken`` after the task (run) ``run_id``: where the
+    next page starts, as the store pages runs, newest first."""
+    text = json.dumps([created_at, run_id], separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def read_page_token(token: str) -> tuple[float, str]:
+    """A ``pageToken`` this server gave; InvalidParamsError for any other."""
+    refused = InvalidParamsError(f"pageToken {token[:100]!r} is not a token this server gave")
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise refused from None
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not isinstance(value[0], int | float)
+        or isinstance(value[0], bool)
+        or not math.isfinite(value[0])
+        or not isinstance(value[1], str)
+    ):
+        raise refused
+    return float(value[0]), value[1]
+
+
+def _listed(rec: RunRecord, waiter: RunRecord, status: int, since: int | None) -> bool:
+    """Whether ``tasks/list`` lists the task: of the state asked for (none:
+    any), its status changed after ``since`` (nanoseconds; none: any time)."""
+    if status != TaskState.TASK_STATE_UNSPECIFIED and state_of(rec, waiter) != status:
+        return False
+    changed = int(max(rec.updated_at, waiter.updated_at) * 1e9)  # as task_of stamps it
+    return since is None or changed > since
 
 
 def _answer_of(message: Message, signal: str) -> Any:
@@ -187,10 +235,16 @@ class TaskHandler(RequestHandler):
         rec = await self._find(message.task_id)
         waiter = await self.runs.waiter(rec)
         signal = signal_of(waiter) if rec.status not in TERMINAL else None
-        if signal is None:
+        if signal is None and rec.status in TERMINAL:
             raise InvalidParamsError(
                 f"message.taskId: task {rec.id!r} is not waiting for input (its run is "
                 f"{rec.status}); send a message without taskId to start a new task"
+            )
+        if signal is None:
+            raise InvalidParamsError(
+                f"message.taskId: task {rec.id!r} is not waiting for input now (its run is "
+                f"{rec.status}): another message answered it first, or it has not asked "
+                "yet; nothing was sent (tasks/get says where it stands)"
             )
         payload = _answer_of(message, signal)
         watched = self.runs.watched(rec)
@@ -198,7 +252,18 @@ class TaskHandler(RequestHandler):
         try:
             # The message's id names the answer: the same message again (a
             # retry) is delivered once, never to the task's next question.
-            await self.runner.signal(waiter.id, signal, payload, uid=answer_uid(rec.id, message))
+            # Sent only while the wait is open: of two clients answering one
+            # question at once, the second is refused, never delivered.
+            await self.runner.signal(
+                waiter.id, signal, payload, uid=answer_uid(rec.id, message), wait_fence=waiter.fence
+            )
+        except sw.SignalRefused:
+            self.runner.unlisten(watched, queue)
+            raise InvalidParamsError(
+                f"message.taskId: task {rec.id!r} no longer waits for this input: another "
+                "message answered it first; nothing was sent (tasks/get says what it "
+                "waits for now)"
+            ) from None
         except (sw.StalwartError, ValueError) as exc:
             self.runner.unlisten(watched, queue)
             raise InvalidParamsError(f"message.parts: {exc}") from None
@@ -291,15 +356,55 @@ class TaskHandler(RequestHandler):
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        size = params.page_size or 50
+        size = params.page_size if params.HasField("page_size") else 50
         if not 1 <= size <= 100:
             raise InvalidParamsError(f"pageSize: 1 to 100, not {size}")
+        after = read_page_token(params.page_token) if params.page_token else None
+        since = (
+            params.status_timestamp_after.ToNanoseconds()
+            if params.HasField("status_timestamp_after")
+            else None
+        )
         try:
-            runs = await self.runner.list_runs(limit=size, **self.runs.listing(params.context_id))
+            filters = self.runs.listing(params.context_id)
         except (ValueError, TypeError) as exc:
             raise InvalidParamsError(f"contextId: {exc}") from None
-        tasks = [await self._task(r) for r in runs if self.runs.owns(r)]
-        return ListTasksResponse(tasks=tasks, page_size=size, total_size=len(tasks))
+        # Every task that matches is counted (``totalSize``); the page is the
+        # first ``size`` of them older than the token's, newest first. A
+        # task's state is read from its records (and its conversation's).
+        page: list[tuple[RunRecord, RunRecord]] = []
+        total, more, before = 0, False, None
+        while True:
+            runs = await self.runner.list_runs(limit=SCAN, before=before, **filters)
+            for rec in runs:
+                if not self.runs.owns(rec):
+                    continue
+                waiter = await self.runs.waiter(rec)
+                if not _listed(rec, waiter, params.status, since):
+                    continue
+                total += 1
+                if after is None or (rec.created_at, rec.id) < after:
+                    if len(page) < size:
+                        page.append((rec, waiter))
+                    else:
+                        more = True
+            if len(runs) < SCAN:
+                break
+            before = (runs[-1].created_at, runs[-1].id)
+        tasks = [
+            await task_of(self.runner, rec, context_id=self.runs.context(rec), waiter=waiter)
+            for rec, waiter in page
+        ]
+        if not params.include_artifacts:  # A2A: left out unless asked for
+            for task in tasks:
+                del task.artifacts[:]
+        last = page[-1][0] if page and more else None
+        return ListTasksResponse(
+            tasks=tasks,
+            page_size=size,
+            total_size=total,
+            next_page_token=page_token(last.created_at, last.id) if last is not None else "",
+        )
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
         rec = await self._find(params.id)

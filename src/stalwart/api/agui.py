@@ -17,13 +17,25 @@ package's types and encoder.
 Events: ``RUN_STARTED``; ``TEXT_MESSAGE_START``/``CONTENT``/``END`` from
 the model's live token stream (whole from the ledger when served again);
 ``TOOL_CALL_START``/``ARGS``/``END`` and ``TOOL_CALL_RESULT``;
-``STATE_SNAPSHOT`` with where the run stands; ``RUN_FINISHED`` (its
-``outcome`` an ``interrupt`` naming the calls waiting for approval, the
-run waiting durably meanwhile) or ``RUN_ERROR``.
+``STEP_STARTED``/``STEP_FINISHED`` as a flow walks from node to node or a
+journey moves from step to step (:class:`~.uievents.Stage`); the state,
+first whole (``STATE_SNAPSHOT``), then each change of it as a JSON Patch
+(``STATE_DELTA``, RFC 6902); ``RUN_FINISHED`` (its ``outcome`` an
+``interrupt`` naming the calls waiting for approval, the run waiting
+durably meanwhile) or ``RUN_ERROR``.
+
+The state is one JSON object: ``status`` and ``waiting_for`` (where the
+run stands), ``asked`` (what its wait asks), ``emitted`` (the value it
+emitted last, live only), ``shared`` (a flow's store, as after its last
+finished node) and ``journey`` (a journey's ``name``, ``step``, ``state``
+and ``done``). Every piece of it is rebuilt from the ledger, so a stream
+served again (a disconnect, a restart) sends the same snapshot and deltas,
+and a client that applies them holds what the ledger says.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -31,6 +43,7 @@ from urllib.parse import unquote
 
 from ag_ui.core import (
     BaseEvent,
+    EventType,
     Interrupt,
     RunAgentInput,
     RunErrorEvent,
@@ -38,7 +51,10 @@ from ag_ui.core import (
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
+    StateDeltaEvent,
     StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -48,6 +64,7 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 from ag_ui.encoder import EventEncoder
+from jsonpatch import DiffBuilder
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
@@ -59,6 +76,8 @@ from .turns import agent_of, approval_id, check_ids, put_turn, read_approval_id,
 from .uievents import (
     ApprovalAsked,
     Finished,
+    Stage,
+    StateChanged,
     Status,
     TextDelta,
     TextEnded,
@@ -86,8 +105,28 @@ async def events(
     answered (``resume``): what came up to the last of them it has, and is
     not sent again."""
     skipping = set(after)
+    state = _State()
+    active: str | None = None  # the AG-UI step open now
     yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
     async for ev in source:
+        if isinstance(ev, Stage):  # a stage is shown even where the rest is skipped
+            if ev.started:
+                active = ev.name
+                yield StepStartedEvent(step_name=ev.name)
+            elif active is not None:
+                active = None
+                yield StepFinishedEvent(step_name=ev.name)
+            continue
+        if isinstance(ev, StateChanged):
+            state.doc[ev.field] = ev.value
+            changed = state.event()
+            if changed is not None:
+                yield changed
+            continue
+        ends = isinstance(ev, Finished) or (isinstance(ev, ApprovalAsked) and not ev.answered)
+        if active is not None and ends and not skipping:
+            yield StepFinishedEvent(step_name=active)  # nothing stays open at the end
+            active = None
         if skipping:
             if isinstance(ev, ApprovalAsked):
                 skipping.discard(ev.signal)
@@ -126,12 +165,16 @@ async def events(
                 role="tool",
             )
         elif isinstance(ev, Status):
-            snapshot: dict[str, Any] = {"status": ev.status, "waiting_for": ev.waiting_for}
-            if ev.asked is not None:
-                snapshot["asked"] = ev.asked
-            if ev.emitted is not None:
-                snapshot["emitted"] = ev.emitted
-            yield StateSnapshotEvent(snapshot=snapshot)
+            doc = state.doc
+            doc.update(status=ev.status, waiting_for=ev.waiting_for)
+            for name, value in (("asked", ev.asked), ("emitted", ev.emitted)):
+                if value is not None:
+                    doc[name] = value
+                else:
+                    doc.pop(name, None)
+            changed = state.event()
+            if changed is not None:
+                yield changed
         elif isinstance(ev, ApprovalAsked):
             interrupts = [
                 Interrupt(
@@ -160,6 +203,51 @@ async def events(
             else:
                 yield RunErrorEvent(message=ev.error or f"the run {ev.status}", code=ev.status)
             return
+
+
+class _State:
+    """The run's state as the client holds it: the whole of it first
+    (``STATE_SNAPSHOT``), then what changed (``STATE_DELTA``, a JSON Patch
+    from what was sent to what is)."""
+
+    def __init__(self) -> None:
+        self.doc: dict[str, Any] = {}
+        self.sent: dict[str, Any] | None = None
+
+    def event(self) -> StateSnapshotEvent | StateDeltaEvent | None:
+        """The event that brings the client to :attr:`doc` (None: it has it)."""
+        now = copy.deepcopy(self.doc)
+        if self.sent is None:
+            self.sent = now
+            return StateSnapshotEvent(snapshot=now)
+        patch = _patch(self.sent, now)
+        self.sent = now
+        if not patch:
+            return None
+        return StateDeltaEvent.model_validate({"type": EventType.STATE_DELTA, "delta": patch})
+
+
+class _SortedDiff(DiffBuilder):  # type: ignore[misc]  # jsonpatch has no type hints
+    """jsonpatch's diff with each object's keys taken in sorted order, so
+    the same change is the same patch in every process: jsonpatch takes
+    them from sets, whose order varies with the interpreter's hash seed,
+    and a stream served again after a restart would differ."""
+
+    def _compare_dicts(self, path: str, src: dict[str, Any], dst: dict[str, Any]) -> None:
+        for key in sorted(src.keys() - dst.keys()):
+            self._item_removed(path, str(key), src[key])
+        for key in sorted(dst.keys() - src.keys()):
+            self._item_added(path, str(key), dst[key])
+        for key in sorted(src.keys() & dst.keys()):
+            self._compare_values(path, key, src[key], dst[key])
+
+
+def _patch(src: dict[str, Any], dst: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON Patch (RFC 6902) from ``src`` to ``dst``, as
+    ``jsonpatch.make_patch`` builds it, in a stable order."""
+    builder = _SortedDiff(src, dst)
+    builder._compare_values("", None, src, dst)
+    return list(builder.execute())
 
 
 async def _encoded(source: AsyncIterator[BaseEvent]) -> AsyncIterator[str]:

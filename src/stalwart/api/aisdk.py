@@ -51,6 +51,8 @@ from .turns import (
 from .uievents import (
     ApprovalAsked,
     Finished,
+    Stage,
+    StateChanged,
     Status,
     TextDelta,
     TextEnded,
@@ -163,8 +165,8 @@ async def chunks(
                 yield _sse(chunk)
             yield "data: [DONE]\n\n"
             return
-        elif isinstance(ev, Status):
-            continue
+        elif isinstance(ev, Status | Stage | StateChanged):
+            continue  # the AI SDK's stream has no place for the run's state
         elif isinstance(ev, Finished):
             if ev.error is not None or ev.status != "succeeded":
                 out = [{"type": "error", "errorText": ev.error or f"the run {ev.status}"}]

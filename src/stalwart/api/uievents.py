@@ -27,10 +27,24 @@ served again names every message and call as the first did.
 
 A conversation's turn is a window of the conversation's run: from the
 receive that took the turn's message to the send of its reply.
+
+Where a flow or a journey stands, from the ledger too (:class:`Stage` and
+:class:`StateChanged`):
+
+- a flow run (a run of a flow's policy) walks its nodes: each visit of its
+  walk is a stage, begun at the visit's first record naming its node (its
+  ``exec``, or a sub-flow's ``prep``) and finished at its ``post``, whose
+  record holds the change of the shared store: the store, rebuilt from the
+  run's inputs and those changes, is the state's ``shared``;
+- a journey's step is a stage, from the record (``stalwart.journey``) or the
+  wait (``about``) that names it until another step's (its first step from
+  the start, when the journey is the run's policy and known here); each
+  record holds the journey's step and typed state: the state's ``journey``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
@@ -38,12 +52,16 @@ from typing import Any
 
 from ..core.approval import APPROVAL_PREFIX
 from ..core.ledger import RunRecord
+from ..journey import Journey
 from ..runner import Runner
 from .events import Cursor, StreamEvent, run_stream
+from .values import named_inputs
 
 __all__ = [
     "ApprovalAsked",
     "Finished",
+    "Stage",
+    "StateChanged",
     "Status",
     "TextDelta",
     "TextEnded",
@@ -129,6 +147,25 @@ class Status:
 
 
 @dataclass(frozen=True, slots=True)
+class Stage:
+    """A flow's node or a journey's step begins (``started``) or ends: the
+    flow's walk or the journey moves on. ``name`` is the node's or step's."""
+
+    name: str
+    started: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StateChanged:
+    """What the run's records say it holds now, as JSON data: ``field`` is
+    ``shared`` (a flow's store) or ``journey`` (``{"name", "step", "state",
+    "done"}``), ``value`` its whole new value."""
+
+    field: str
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     """The end: ``status`` (succeeded, failed, cancelled, pruned), the
     result (the reply, for a turn) or the error as text."""
@@ -147,10 +184,16 @@ UIEvent = (
     | ToolDenied
     | ApprovalAsked
     | Status
+    | Stage
+    | StateChanged
     | Finished
 )
 
 _TOOL_STEP = re.compile(r"(.+)#([1-9][0-9]*)")
+#: A record of a visit of a flow run's own walk: its number and phase.
+_VISIT = re.compile(r"1\.walk\.([1-9][0-9]*)\.(prep|exec|post)(?:#[0-9]+)?")
+#: The kinds of a flow's own records (:mod:`stalwart.flow.visits`).
+_FLOW_RECORDS = ("flow.prep", "flow.post")
 
 
 def _assistant_messages(output: Any) -> list[dict[str, Any]] | None:
@@ -172,6 +215,11 @@ def _text_of(messages: list[dict[str, Any]]) -> str:
     )
 
 
+def _store_key(key: Any) -> str:
+    """A flow store's key as a JSON object's: text as itself, any other its JSON."""
+    return key if isinstance(key, str) else json.dumps(key, ensure_ascii=False)
+
+
 def _error_text(error: Any) -> str:
     if isinstance(error, dict):
         return f"{error.get('type', 'Error')}: {error.get('message', '')}"
@@ -191,6 +239,11 @@ class _Reader:
     calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # model key -> calls
     asking: dict[str, ApprovalAsked] = field(default_factory=dict)  # by signal, unanswered
     questions: dict[str, Any] = field(default_factory=dict)  # other waits' notes, by signal
+    first: RunRecord | None = None  # the run: a flow's store starts as its inputs say
+    find_policy: Callable[[str], Any] | None = None
+    shared: dict[str, Any] | None = None  # a flow run's store, as its records rebuild it
+    journey: dict[str, Any] | None = None  # a journey's name, step, state, done
+    stage: tuple[str, str] | None = None  # the stage open now: (what it is, its name)
 
     def message_id(self, key: str) -> str:
         return f"{self.run_id}:{key}"
@@ -241,9 +294,15 @@ class _Reader:
                 return [], Finished("failed", None, str(payload["error"]))
             return [], Finished("succeeded", payload.get("reply"))
         if kind == "call":
-            return self._call(key, step, output), None
+            return [*self._flow(key, kind, step), *self._call(key, step, output)], None
+        if kind in _FLOW_RECORDS:
+            return self._flow(key, kind, step), None
+        if kind == "journey" and isinstance(output, dict):
+            return self._journey(output), None
         if kind == "ask" and isinstance(output, dict):
-            return self._ask(output), None
+            about = output.get("about")
+            moved = self._journey(about) if isinstance(about, dict) else []
+            return [*moved, *self._ask(output)], None
         if isinstance(kind, str) and kind.startswith("signal:") and kind[7:] in self.asking:
             answered = self.asking.pop(kind[7:])
             return [replace(answered, answered=True)], None
@@ -256,6 +315,93 @@ class _Reader:
             self.unanswered -= {d.call_id for d in denied}
             return list(denied), None
         return [], None
+
+    def begin(self) -> list[UIEvent]:
+        """What the run shows before its first record: a journey is at its
+        first step (recorded only once a tool moves it)."""
+        if self.first is None or self.find_policy is None:
+            return []
+        fn = getattr(self.find_policy(self.first.policy), "fn", None)
+        if not isinstance(fn, Journey):
+            return []
+        return self._journey({"journey": fn.name, "step": fn.start.name})
+
+    def _open(self, what: str, name: str) -> list[UIEvent]:
+        """The run is at the stage ``what`` (a visit, a journey's step) now."""
+        if self.stage is not None and self.stage[0] == what:
+            return []
+        out = self._close()
+        self.stage = (what, name)
+        return [*out, Stage(name, started=True)]
+
+    def _close(self) -> list[UIEvent]:
+        if self.stage is None:
+            return []
+        name, self.stage = self.stage[1], None
+        return [Stage(name, started=False)]
+
+    def _flow(self, key: str, kind: Any, step: dict[str, Any]) -> list[UIEvent]:
+        """A flow run's record: the visit it belongs to, and the store's change."""
+        out: list[UIEvent] = []
+        output = step.get("output")
+        visit = _VISIT.fullmatch(key)
+        if visit is not None:
+            name = str(step.get("name") or "")
+            if kind == "call" and visit[2] == "exec" and name.endswith(".exec"):
+                out += self._open(f"visit {visit[1]}", name.removesuffix(".exec"))
+            elif isinstance(output, dict) and isinstance(output.get("node"), str):
+                out += self._open(f"visit {visit[1]}", output["node"])
+        if kind in _FLOW_RECORDS and isinstance(output, dict) and output.get("flow") == "":
+            out += self._change(output)
+            if visit is not None and visit[2] == "post":
+                out += self._close()
+        return out
+
+    def _change(self, record: dict[str, Any]) -> list[UIEvent]:
+        """The run's flow store with one record's change applied (the run's
+        own flow only: its records hang under the root, ``flow == ""``)."""
+        if self.shared is None:
+            self.shared = self._first_store()
+        for pair in record.get("set") or ():
+            if isinstance(pair, list) and len(pair) == 2:
+                self.shared[_store_key(pair[0])] = pair[1]
+        for gone in record.get("del") or ():
+            self.shared.pop(_store_key(gone), None)
+        return [StateChanged("shared", dict(self.shared))]
+
+    def _first_store(self) -> dict[str, Any]:
+        """The store the flow run started with: its ``shared`` input."""
+        if self.first is None or self.find_policy is None:
+            return {}
+        inputs = named_inputs(self.first, self.find_policy(self.first.policy))
+        store: Any = None
+        if isinstance(inputs, dict):
+            kwargs, args = inputs.get("kwargs"), inputs.get("args")
+            store = inputs.get("shared")
+            if store is None and isinstance(kwargs, dict):  # the policy is not known here
+                store = kwargs.get("shared")
+            if store is None and isinstance(args, list) and args:
+                store = args[0]
+        if not isinstance(store, dict):
+            return {}
+        return {_store_key(k): v for k, v in store.items()}
+
+    def _journey(self, record: dict[str, Any]) -> list[UIEvent]:
+        """A journey's record (its step and state) or a wait naming its step."""
+        name, where = record.get("journey"), record.get("step")
+        if not isinstance(name, str) or not isinstance(where, str):
+            return []
+        now = dict(self.journey or {})
+        now.update(name=name, step=where)
+        if "state" in record:
+            now.update(state=record.get("state"), done=record.get("done") is True)
+        out = self._open(f"step {where}", where)
+        if now != self.journey:
+            self.journey = now
+            out.append(StateChanged("journey", now))
+        if now.get("done") is True:
+            out += self._close()
+        return out
 
     def _call(self, key: str, step: dict[str, Any], output: Any) -> list[UIEvent]:
         messages = _assistant_messages(output) if step.get("error") is None else None
@@ -346,7 +492,9 @@ async def ui_events(
     lost it (a disconnect, a server restart) asks again and gets every
     event up to where the run stands, then the rest as it happens.
     """
-    reader = _Reader(first.id, turn, inside=turn is None)
+    reader = _Reader(first.id, turn, inside=turn is None, first=first, find_policy=find_policy)
+    for ui in reader.begin() if turn is None else ():
+        yield ui
     shown: tuple[str, str | None] | None = None
     emitted: Any = None
     stream: AsyncIterator[StreamEvent] = run_stream(

@@ -223,9 +223,10 @@ class ApprovalError(StalwartError, ValueError):
 
 class SignalRefused(StalwartError, ValueError):
     """A signal sent once (``send_signal(..., once=True)``) whose name the
-    run has had before, taken or not: nothing was sent. A tool approval's
-    decision is sent so (each wait has a name of its own), and the runner
-    says so as an :class:`ApprovalError` naming the wait."""
+    run has had before, taken or not, or one sent to a wait (``wait_fence``)
+    that is no longer open (another answer came first): nothing was sent. A
+    tool approval's decision is sent once (each wait has a name of its own),
+    and the runner says so as an :class:`ApprovalError` naming the wait."""
 
     error_code = "signal_refused"
 

@@ -584,13 +584,28 @@ class Runner:
     # whoever executes the run: its own runner, or a worker within a
     # heartbeat (S9).
     async def signal(
-        self, run_id: str, name: str, payload: Any = None, *, uid: str | None = None
+        self,
+        run_id: str,
+        name: str,
+        payload: Any = None,
+        *,
+        uid: str | None = None,
+        wait_fence: int | None = None,
     ) -> None:
         """Deliver ``payload`` to the run's ``wait_for(name)``; queued if not waiting yet.
 
         ``uid`` names this send: sent again with the same ``uid`` (a retry
         after an unclear failure), it is delivered once; the retry does
         nothing, even if the run has gone on to wait for ``name`` again.
+
+        ``wait_fence``: deliver only to the wait the caller saw open (the
+        ``fence`` of the suspended run's record it read), else raise
+        :class:`SignalRefused` and send nothing. Of two answers racing for
+        one wait (two people, two clients), the first wakes the run and the
+        second is refused, checked and sent in one transaction: never
+        queued for the run's next wait of the same name. (A run waiting in
+        this process's memory, without a durable store, takes it while any
+        wait for ``name`` is open.)
 
         Signalling never executes the run here: its own runner, or a worker,
         resumes it. In memory the live run is handed it (waits there are inline).
@@ -611,13 +626,17 @@ class Runner:
                     raise RunNotFound(f"no live run {run_id!r} in this runner")
                 if uid is not None and uid in self._signal_uids:
                     return  # delivered already: this is a retry
-                live.engine.waits.deliver(name, payload, once=once)
+                live.engine.waits.deliver(name, payload, once=once, waiting=wait_fence is not None)
                 if uid is not None:
                     self._signal_uids.add(uid)
                 return
             data = codec.dumps(payload, f"signal {name!r}")
-            await self.store.send_signal(run_id, name, data, uid=uid, once=once)
+            await self.store.send_signal(
+                run_id, name, data, uid=uid, once=once, wait_fence=wait_fence
+            )
         except SignalRefused:
+            if not once:
+                raise  # ``wait_fence``: the wait was answered, or is not open
             # A wait takes one decision: a second one sent before the run
             # took the first would never be read, so it is refused here,
             # where the store checks and sends in one transaction.

@@ -50,6 +50,7 @@ __all__ = [
     "check_schedule",
     "children_prefix",
     "dead_holder",
+    "not_waiting",
     "owner_is_dead",
     "run_from_row",
     "run_to_row",
@@ -443,6 +444,15 @@ def _schedule_value_problems(s: ScheduleRecord) -> list[tuple[str, str]]:
     return problems
 
 
+def not_waiting(run_id: str, name: str, status: str) -> str:
+    """What a :class:`~stalwart.core.errors.SignalRefused` says of a send
+    whose ``wait_fence`` names a wait that is not open now."""
+    return (
+        f"run {run_id!r} no longer has that wait for a signal {name!r} open (it is "
+        f"{status}): another answer came first; nothing was sent"
+    )
+
+
 class Store(abc.ABC):
     """A durable ledger of runs, steps and signals.
 
@@ -826,6 +836,7 @@ class Store(abc.ABC):
         *,
         uid: str | None = None,
         once: bool = False,
+        wait_fence: int | None = None,
     ) -> RunRecord:
         """Append to the run's mailbox; wake the run if it waits for ``name``.
 
@@ -838,6 +849,15 @@ class Store(abc.ABC):
         :class:`~stalwart.core.errors.SignalRefused`, when the run has had a
         signal of this name already, taken or not; checked and sent in one
         transaction, so of two such sends racing one is refused.
+
+        ``wait_fence``: send only to the wait the sender saw open, else
+        refuse (:class:`~stalwart.core.errors.SignalRefused`): the run must
+        still be suspended waiting for ``name`` under that fence (the
+        ``fence`` of the suspended run's record the sender read; a run that
+        resumed and waits again holds a new one). The send that wakes the run
+        is that wait's one answer; another racing it is refused, never kept
+        for a later wait of the same name. Checked and sent in one
+        transaction, as ``once`` is.
         """
 
     @abc.abstractmethod

@@ -29,6 +29,7 @@ from .base import (
     Store,
     children_prefix,
     ends_cancelled,
+    not_waiting,
     owner_is_dead,
 )
 from .memory_memories import MemoryMemories
@@ -406,6 +407,7 @@ class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, MemoryVersions, 
         *,
         uid: str | None = None,
         once: bool = False,
+        wait_fence: int | None = None,
     ) -> RunRecord:
         rec = self._runs.get(run_id)
         if rec is None:
@@ -416,6 +418,10 @@ class MemoryStore(MemoryReads, MemorySchedules, MemoryMemories, MemoryVersions, 
             raise StoreError(f"run {run_id!r} has finished ({rec.status}); it takes no signals")
         if once and any(sig.name == name for sig in self._signals.get(run_id, [])):
             raise SignalRefused(f"run {run_id!r} has had a signal {name!r} already")
+        if wait_fence is not None and not (
+            rec.status == "suspended" and rec.waiting_for == name and rec.fence == wait_fence
+        ):
+            raise SignalRefused(not_waiting(run_id, name, rec.status))
         self._signals.setdefault(run_id, []).append(SignalRecord(run_id, name, payload))
         if uid is not None:
             self._signal_uids.add(uid)

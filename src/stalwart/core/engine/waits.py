@@ -122,9 +122,17 @@ class Waits:
             raise TimeoutError(f"no signal {name!r} within {timeout} s") from None
         return box.popleft()
 
-    def deliver(self, name: str, payload: Any, *, once: bool = False) -> None:
+    def deliver(
+        self, name: str, payload: Any, *, once: bool = False, waiting: bool = False
+    ) -> None:
         """Hand a signal to a run waiting in memory; ``once`` refuses a name
-        handed before (:class:`SignalRefused`), as a store does."""
+        handed before, ``waiting`` a name the run does not wait for now
+        (:class:`SignalRefused`), as a store does."""
+        if waiting and (self._signals.get(name) or not self._waiters.get(name)):
+            raise SignalRefused(
+                f"run {self.engine.run_id!r} is not waiting for a signal {name!r} now: "
+                "another answer came first, or none was asked for; nothing was sent"
+            )
         if once:
             if name in self._once:
                 raise SignalRefused(f"run {self.engine.run_id!r} has had a signal {name!r} already")

@@ -472,12 +472,21 @@ class EncryptedStore(Store):
 
     # -- signals and mail ------------------------------------------------------------
     async def send_signal(
-        self, run_id: str, name: str, payload: str, *, once: bool = False, uid: str | None = None
+        self,
+        run_id: str,
+        name: str,
+        payload: str,
+        *,
+        once: bool = False,
+        uid: str | None = None,
+        wait_fence: int | None = None,
     ) -> RunRecord:
         key = await self.sealing_key(run_id)
         sealed = await self.seal(payload, key, place("signal", run_id, name, "payload"))
         assert sealed is not None
-        sent = await self.inner.send_signal(run_id, name, sealed, once=once, uid=uid)
+        sent = await self.inner.send_signal(
+            run_id, name, sealed, once=once, uid=uid, wait_fence=wait_fence
+        )
         opened = await self._open_run(sent)
         assert opened is not None
         return opened

@@ -12,7 +12,7 @@ import psycopg
 from ...core.errors import RunNotFound, SignalRefused, StoreError
 from ...core.ledger import TERMINAL, RunRecord, StoredStep
 from ...core.mail import MAIL, Delivery, mail_matches
-from ..base import archived_run, run_from_row, run_to_row, step_row
+from ..base import archived_run, not_waiting, run_from_row, run_to_row, step_row
 from ..sql import RUN, Statements, quoted
 from .connection import Conn, PostgresBase
 
@@ -44,6 +44,7 @@ class PostgresSignals(PostgresBase):
         *,
         uid: str | None = None,
         once: bool = False,
+        wait_fence: int | None = None,
     ) -> RunRecord:
         """Append to the run's mailbox; wake the run if it waits for ``name``.
 
@@ -51,7 +52,8 @@ class PostgresSignals(PostgresBase):
         store's own retry after a lost reply, or a caller's) is kept once,
         and is not refused when the run finished in between. Left out, each
         call is a new signal. ``once`` refuses a send of a name the run has
-        had (:class:`SignalRefused`), checked in the statement that sends it.
+        had, ``wait_fence`` one to a wait no longer open
+        (:class:`SignalRefused`), checked in the statement that sends it.
         """
         now = time.time()
         uid = uid or uuid.uuid4().hex  # makes a retried send idempotent
@@ -61,6 +63,7 @@ class PostgresSignals(PostgresBase):
             "name": name,
             "payload": payload,
             "now": now,
+            "fence": wait_fence,
         }
 
         async def fn(conn: Conn, n: int) -> tuple[RunRecord, bool]:
@@ -70,7 +73,13 @@ class PostgresSignals(PostgresBase):
                 # or a suspend_run that committed while this send waited for
                 # the lock is invisible to it, and the run is never woken.
                 await conn.execute(self._sql.status_locked, (run_id,))
-                statement = self._sql.send_signal_once if once else self._sql.send_signal
+                statement = (
+                    self._sql.send_signal_to_wait
+                    if wait_fence is not None
+                    else self._sql.send_signal_once
+                    if once
+                    else self._sql.send_signal
+                )
                 cur = await conn.execute(statement, args)
                 row = await cur.fetchone()
             if row is not None and row[1]:
@@ -94,6 +103,8 @@ class PostgresSignals(PostgresBase):
                 raise StoreError(
                     f"run {quoted(run_id)} has finished ({run.status}); it takes no signals"
                 )
+            if refused and not seen and wait_fence is not None:
+                raise SignalRefused(not_waiting(run_id, name, run.status))
             if refused and not seen:
                 raise SignalRefused(f"run {quoted(run_id)} has had a signal {quoted(name)} already")
             return run, bool(woke)

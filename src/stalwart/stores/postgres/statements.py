@@ -251,19 +251,23 @@ class PgStatements(Statements):
         # whether the uid was seen, whether the run woke, whether a send
         # ``once`` was refused (the run had a signal of this name), then the
         # run as it now stands; no row means no such run.
-        self.send_signal = self._send_signal(s, once=False)
-        self.send_signal_once = self._send_signal(s, once=True)
+        self.send_signal = self._send_signal(s, "SELECT 1 WHERE false")
+        self.send_signal_once = self._send_signal(
+            s, f"SELECT 1 FROM {s}.signals WHERE run_id = %(run)s AND name = %(name)s LIMIT 1"
+        )
+        self.send_signal_to_wait = self._send_signal(
+            s,
+            "SELECT 1 FROM r WHERE r.status IS DISTINCT FROM 'suspended' "
+            "OR r.waiting_for IS DISTINCT FROM %(name)s OR r.fence IS DISTINCT FROM %(fence)s",
+        )
 
     @staticmethod
-    def _send_signal(s: str, *, once: bool) -> str:
-        """The send_signal statement; ``once`` also refuses a name the run
-        has had (``dup``): the run's lock, taken by a statement before this
-        one, makes the check and the insert one step for concurrent senders."""
-        dup = (
-            f"SELECT 1 FROM {s}.signals WHERE run_id = %(run)s AND name = %(name)s LIMIT 1"
-            if once
-            else "SELECT 1 WHERE false"
-        )
+    def _send_signal(s: str, dup: str) -> str:
+        """The send_signal statement, refused when ``dup`` finds a row: for a
+        send ``once``, a signal of the name the run has had; for a send to a
+        wait (``wait_fence``), the run not waiting for the name under that
+        fence. The run's lock, taken by a statement before this one, makes
+        the check and the insert one step for concurrent senders."""
         return f"""WITH r AS (
                 SELECT {RUN_COLUMNS} FROM {s}.runs WHERE id = %(run)s FOR UPDATE
             ), seen AS (

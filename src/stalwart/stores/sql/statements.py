@@ -96,6 +96,8 @@ class Statements:
         )
         self.fence_status = q("SELECT fence, status FROM {t}runs WHERE id = ?")
         self.status_locked = q("SELECT status FROM {t}runs WHERE id = ?" + d.lock)
+        # Which wait a run holds open (a send ``wait_fence`` checks it).
+        self.wait_state = q("SELECT status, waiting_for, fence FROM {t}runs WHERE id = ?")
         # A run waiting for ``waiting_for`` (a signal's name, its children) is ready now.
         self.wake = q(
             "UPDATE {t}runs SET status = 'pending', wake_at = NULL, waiting_for = NULL, "

@@ -11,7 +11,7 @@ from typing import Any
 from ...core.errors import RunNotFound, SignalRefused, StoreError
 from ...core.ledger import TERMINAL, RunRecord, StoredStep
 from ...core.mail import MAIL, Delivery, mail_matches
-from ..base import archived_run, run_from_row, run_to_row, step_row
+from ..base import archived_run, not_waiting, run_from_row, run_to_row, step_row
 from ..sql import Statements, fence_refusal
 from .writer import SQLiteBase
 
@@ -39,13 +39,15 @@ class SQLiteSignals(SQLiteBase):
         *,
         uid: str | None = None,
         once: bool = False,
+        wait_fence: int | None = None,
     ) -> RunRecord:
         """Append to the run's mailbox; wake the run if it waits for ``name``.
 
         ``uid`` names this send: a send repeated with the same ``uid`` (a
         caller retrying after an unclear failure) is kept once, and is not
         refused when the run finished in between. Left out, each call is a
-        new signal. ``once`` refuses a send of a name the run has had
+        new signal. ``once`` refuses a send of a name the run has had,
+        ``wait_fence`` one to a wait no longer open
         (:class:`SignalRefused`), checked in the write that sends it.
         """
         now = time.time()
@@ -61,6 +63,10 @@ class SQLiteSignals(SQLiteBase):
                 raise StoreError(f"run {run_id!r} has finished ({row[0]}); it takes no signals")
             if once and db.execute(self.sql.signal_named, (run_id, name)).fetchone() is not None:
                 raise SignalRefused(f"run {run_id!r} has had a signal {name!r} already")
+            if wait_fence is not None:  # the write holds the lock: nothing comes between
+                wait = db.execute(self.sql.wait_state, (run_id,)).fetchone()
+                if tuple(wait) != ("suspended", name, wait_fence):
+                    raise SignalRefused(not_waiting(run_id, name, str(row[0])))
             db.execute(self.sql.signal_insert, (uid, run_id, name, payload, now))
             db.execute(self.sql.wake, (now, run_id, name))
 
