@@ -207,7 +207,7 @@ async def experiment(
         if run is None:
             raise RunNotFound(f"experiment {name!r}, case {case.id!r}: no run {run_id!r}")
         async with slots:  # scored side by side: the store groups their writes
-            return await _score(runner, f"eval:{name}:{i}", name, case, run, scorers)
+            return await _score(runner, i, name, case, run, scorers)
 
     cases = zip(dataset.cases, child_ids, strict=True)
     results = await asyncio.gather(*(score(i, c, r) for i, (c, r) in enumerate(cases)))
@@ -223,7 +223,7 @@ async def _steps(runner: Runner, run_id: str) -> list[StepRecord]:
 
 async def _score(
     runner: Runner,
-    judged: str,
+    index: int,
     name: str,
     case: DatasetCase,
     run: RunRecord,
@@ -233,6 +233,7 @@ async def _score(
     # A source pruned, or another store's: the reference is its result alone.
     source_steps = [] if case.source is None else await _steps(runner, case.source)
     old, new = case.reference(source_steps), Outcome.of(run, steps)
+    judged = f"eval:{name}:{index}"
     scores, verdict = await score_all(runner, scorers, old, new, lambda name: f"{judged}:{name}")
     result = CaseResult(case.id, run.id, run.status, verdict, scores, run_usage(steps).total_tokens)
     now = time.time()
@@ -240,7 +241,7 @@ async def _score(
         MemoryRecord(
             namespace_text((RESERVED, "experiment", name)),
             case.id,
-            json.dumps(result.to_json(), sort_keys=True),
+            json.dumps({**result.to_json(), "index": index}, sort_keys=True),
             "",
             None,
             now,

@@ -60,6 +60,8 @@ from .values import (
 __all__ = [
     "cancel",
     "home",
+    "problem",
+    "render",
     "run_live",
     "run_page",
     "runs_live",
@@ -117,6 +119,17 @@ def _page(request: Request, template: str, status_code: int = 200, **context: An
 
 def _problem(request: Request, status_code: int, message: str) -> HTMLResponse:
     return _page(request, "problem.html", status_code, message=message)
+
+
+def render(request: Request, template: str, status_code: int = 200, **context: Any) -> Response:
+    """A page of the inspector from one of its templates: what the page
+    modules beside this one (:mod:`.experiments`) answer with."""
+    return _page(request, template, status_code, **context)
+
+
+def problem(request: Request, status_code: int, message: str) -> Response:
+    """The page that says what is wrong, with ``status_code``."""
+    return _problem(request, status_code, message)
 
 
 def _runner(request: Request) -> Runner:
