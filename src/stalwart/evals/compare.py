@@ -189,7 +189,7 @@ async def compare_counterfactual(store: Store, name: str) -> Comparison:
         raise KeyError(f"no counterfactual {name!r} in this store")
     found, unreadable = _sides("counterfactual", rows)
     pairs = [(k, s) for k, (_, s) in _ordered(found)]
-    olds = {k: _old_side(rows, k) for k, _ in pairs}
+    olds = {r.key: _old_side(r) for r in rows if r.key in found}
     runs = await _runs(store, [s.run_id for _, s in pairs] + [o.run_id for o in olds.values()])
     table = [
         Row(k, _with_run(olds[k], runs), _with_run(s, runs), s.verdict or "same") for k, s in pairs
@@ -259,14 +259,11 @@ def _side(kind: Kind, data: Any) -> tuple[float, Side]:
                        tokens)  # fmt: skip
 
 
-def _old_side(rows: Sequence[MemoryRecord], key: str) -> Side:
-    """The recorded run a counterfactual forked, as its row tells it."""
-    for r in rows:
-        if r.key == key:
-            data = json.loads(r.value)
-            old = data.get("old_tokens")
-            return Side(key, "", None, {}, old if isinstance(old, int) else 0)
-    raise KeyError(key)
+def _old_side(row: MemoryRecord) -> Side:
+    """The recorded run a counterfactual forked (the row's key), with the
+    tokens the row says it used (its own steps, read when the row was)."""
+    old = json.loads(row.value).get("old_tokens")  # readable: _sides read it
+    return Side(row.key, "", None, {}, old if isinstance(old, int) else 0)
 
 
 def _score(data: Any) -> Score:
