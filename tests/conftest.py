@@ -171,6 +171,7 @@ SLOW_MODULES = (
     "tests/stores/test_postgres_group_crash.py",
     "tests/web/test_browser.py",
     "tests/web/test_browser_values.py",
+    "tests/web/test_experiments_browser.py",
     "tests/web/test_live_browser.py",
     "tests/web/test_run_shapes_browser.py",
 )

@@ -63,7 +63,20 @@ async def one_child(ctx: sw.Context, x: int) -> int:
     return await child.result() + 1
 
 
-POLICIES = [square, fails_on_3, busy, fan, fan_fails, one_child]
+@sw.policy
+async def wave(ctx: sw.Context, n: int, keep_errors: bool = True) -> list[Any]:
+    children = await ctx.spawn_many(fails_on_3, [((i,), {}) for i in range(n)])
+    got = await ctx.results(children, return_exceptions=keep_errors)
+    return [g if isinstance(g, int) else f"{type(g).__name__}: {g}" for g in got]
+
+
+@sw.policy
+async def separate_spawns(ctx: sw.Context, n: int) -> int:
+    children = [await ctx.spawn(busy, i) for i in range(n)]  # a step (a group) each
+    return sum(await ctx.results(children))
+
+
+POLICIES = [square, fails_on_3, busy, fan, fan_fails, one_child, wave, separate_spawns]
 
 
 async def test_map_spreads_items_as_child_runs(store_url: str) -> None:
@@ -76,11 +89,26 @@ async def test_map_spreads_items_as_child_runs(store_url: str) -> None:
     assert sorted(SEEN) == sorted([*range(20), 4])  # every item ran exactly once
 
 
+async def test_children_started_and_awaited_together_take_a_step_each(store_url: str) -> None:
+    async with sw.Runner(store_url, poll_interval=0.05, policies=POLICIES) as runner:
+        got = await runner.run(wave, 5, run_id="w")
+        assert got == [0, 1, 2, "ValueError: three is bad", 4]  # an error in its place
+        assert [s.key for s in await runner.steps("w")] == ["1", "2"]  # spawn, results
+        children = [r for r in await runner.list_runs(limit=100) if r.parent_id == "w"]
+        assert len(children) == 5
+        with pytest.raises(ValueError, match="three is bad"):
+            await runner.run(wave, 5, False, run_id="w-raises")
+        # Children of several steps: waited for one group after another.
+        assert await runner.run(separate_spawns, 4, run_id="s") == 0 + 1 + 2 + 3
+
+
 async def test_map_in_memory() -> None:
     runner = sw.Runner()
     assert await runner.run(fan, n=5) == 30
     assert await runner.run(fan_fails) == "caught: three is bad"
     assert await runner.run(one_child, x=2) == 5
+    assert await runner.run(wave, 4) == [0, 1, 2, "ValueError: three is bad"]
+    assert await runner.run(separate_spawns, 3) == 3
 
 
 async def test_enqueued_runs_wait_for_a_worker(store_url: str) -> None:

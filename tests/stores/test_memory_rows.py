@@ -50,6 +50,18 @@ async def test_a_key_holds_one_row_and_a_rewrite_replaces_it(any_store: Store) -
     assert await any_store.memory_get(ALICE, "size") is None
 
 
+async def test_an_insert_takes_a_free_key_only_and_keeps_the_row_it_finds(
+    any_store: Store,
+) -> None:
+    assert await any_store.memory_insert(_row(ALICE, "claim", "first"))
+    assert not await any_store.memory_insert(_row(ALICE, "claim", "second"))
+    found = await any_store.memory_get(ALICE, "claim")
+    assert found is not None and found.text == "first"
+    found_text = await any_store.memory_search_text(ALICE, ["first"], 10)
+    assert [r.text for r, _ in found_text] == ["first"]  # searchable as a put row is
+    assert await any_store.memory_insert(_row(BOB, "claim", "elsewhere"))  # another namespace
+
+
 async def test_namespaces_are_apart(any_store: Store) -> None:
     await any_store.memory_put(_row(ALICE, "pet", "a cat named Tom"))
     await any_store.memory_put(_row(BOB, "pet", "a dog named Rex"))

@@ -37,6 +37,20 @@ __all__ = ["counterfactual_runs", "run_experiment", "when"]
 
 _SCORERS = "exact, json, tokens, tool:NAME"
 
+# The options both commands take, declared once.
+_ScorerOption = Annotated[
+    list[str] | None,
+    typer.Option("--scorer", metavar="NAME", help=f"A ready scorer: {_SCORERS} (repeatable)."),
+]
+_JudgeOption = Annotated[
+    str | None,
+    typer.Option("--judge", metavar="NAME", help="A model policy of --app as an LLM judge."),
+]
+_FailIfWorseOption = Annotated[
+    int | None,
+    typer.Option("--fail-if-worse", metavar="N", min=0, help="Exit 1 if more than N are worse."),
+]
+
 
 def _scorers(names: list[str], judge_name: str | None, policies: dict[str, Any]) -> list[Scorer]:
     from ..evals import called_tool, exact_match, json_match, judge, tokens_used
@@ -109,14 +123,8 @@ def counterfactual_runs(
             "--result", metavar="JSON", help="Also replace step --at's result (as `runs fork`)."
         ),
     ] = None,
-    scorer: Annotated[
-        list[str] | None,
-        typer.Option("--scorer", metavar="NAME", help=f"A ready scorer: {_SCORERS} (repeatable)."),
-    ] = None,
-    judge_name: Annotated[
-        str | None,
-        typer.Option("--judge", metavar="NAME", help="A model policy of --app as an LLM judge."),
-    ] = None,
+    scorer: _ScorerOption = None,
+    judge_name: _JudgeOption = None,
     experiment: Annotated[
         str | None,
         typer.Option(
@@ -128,12 +136,7 @@ def counterfactual_runs(
     concurrency: Annotated[
         int, typer.Option("--concurrency", metavar="N", min=1, help="Forks at once.")
     ] = 4,
-    fail_if_worse: Annotated[
-        int | None,
-        typer.Option(
-            "--fail-if-worse", metavar="N", min=0, help="Exit 1 if more than N are worse."
-        ),
-    ] = None,
+    fail_if_worse: _FailIfWorseOption = None,
     store: StoreOption = DEFAULT_STORE,
     as_json: JsonOption = False,
 ) -> None:
@@ -223,14 +226,8 @@ def run_experiment(
     version: Annotated[
         int | None, typer.Option("--version", metavar="N", min=1, help="Default: the latest.")
     ] = None,
-    scorer: Annotated[
-        list[str] | None,
-        typer.Option("--scorer", metavar="NAME", help=f"A ready scorer: {_SCORERS} (repeatable)."),
-    ] = None,
-    judge_name: Annotated[
-        str | None,
-        typer.Option("--judge", metavar="NAME", help="A model policy of --app as an LLM judge."),
-    ] = None,
+    scorer: _ScorerOption = None,
+    judge_name: _JudgeOption = None,
     concurrency: Annotated[
         int, typer.Option("--concurrency", metavar="N", min=1, help="Cases at once.")
     ] = 4,
@@ -238,12 +235,7 @@ def run_experiment(
         str | None,
         typer.Option("--queue", metavar="NAME", help="Run the cases on this queue's workers."),
     ] = None,
-    fail_if_worse: Annotated[
-        int | None,
-        typer.Option(
-            "--fail-if-worse", metavar="N", min=0, help="Exit 1 if more than N are worse."
-        ),
-    ] = None,
+    fail_if_worse: _FailIfWorseOption = None,
     min_pass: Annotated[
         float | None,
         typer.Option(

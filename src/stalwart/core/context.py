@@ -17,7 +17,7 @@ import random as _random
 import re
 import time
 import uuid as _uuid
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
 from .errors import StalwartError
@@ -450,6 +450,44 @@ class Context:
         key = self.next_key()
         ids = await self._x.waits.spawn(key, target, [(args, kwargs)], queue, priority)
         return Child(self, ids[0])
+
+    async def spawn_many(
+        self,
+        target: Any,
+        calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]],
+        *,
+        queue: str | None = None,
+        priority: int = 0,
+    ) -> list[Child]:
+        """Start ``target`` as one child run per ``(args, kwargs)`` of
+        ``calls``, in one step: :meth:`results` then waits for all of them
+        with one suspension, woken when the last one is done."""
+        key = self.next_key()
+        started = [(tuple(args), dict(kwargs)) for args, kwargs in calls]
+        ids = await self._x.waits.spawn(key, target, started, queue, priority)
+        return [Child(self, i) for i in ids]
+
+    async def results(
+        self, children: Sequence[Child], *, return_exceptions: bool = False
+    ) -> list[Any]:
+        """The results of ``children``, in their order, as one step: this run
+        suspends (holding nothing) until every one is done. A child's error
+        is raised, the first in order, or with ``return_exceptions`` given
+        in its place (as ``asyncio.gather`` does)."""
+        key = self.next_key()
+        ids = [c.run_id for c in children]
+        if not ids:
+            return []
+        outcomes = await self._x.waits.await_children(key, ids)
+        out: list[Any] = []
+        for child_id, outcome in zip(ids, outcomes, strict=True):
+            try:
+                out.append(_unwrap(child_id, outcome))
+            except Exception as exc:
+                if not return_exceptions:
+                    raise
+                out.append(exc)
+        return out
 
     async def map(
         self,

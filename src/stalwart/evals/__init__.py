@@ -12,6 +12,10 @@
 - :func:`experiment` runs a saved dataset against a policy as durable child
   runs, resumed by name after a crash, each case scored against its
   reference (:mod:`.experiment`).
+- :func:`compare_experiments` sets two experiments' cases side by side,
+  :func:`compare_counterfactual` a counterfactual's runs and their forks,
+  and :func:`kept_evals` lists what the store holds (:mod:`.compare`, the
+  inspector's read model).
 - Scorers (:mod:`.scorers`): :func:`exact_match`, :func:`json_match`,
   :func:`called_tool`, :func:`tokens_used`, and :func:`judge` (any model
   policy, asked in a durable run).
@@ -23,6 +27,15 @@
 from __future__ import annotations
 
 from .at import find_step, is_model_step
+from .compare import (
+    Comparison,
+    KeptEval,
+    Row,
+    Side,
+    compare_counterfactual,
+    compare_experiments,
+    kept_evals,
+)
 from .counterfactual import Case, Report, counterfactual
 from .dataset import Dataset, DatasetCase, cases_from_runs
 from .dataset_store import DatasetInfo, DatasetStore
@@ -45,21 +58,27 @@ from .selection import Selection, select_runs
 __all__ = [
     "Case",
     "CaseResult",
+    "Comparison",
     "Dataset",
     "DatasetCase",
     "DatasetInfo",
     "DatasetStore",
     "ExperimentReport",
     "Judge",
+    "KeptEval",
     "Outcome",
     "Report",
+    "Row",
     "Score",
     "Scorer",
     "Selection",
+    "Side",
     "Verdict",
     "as_score",
     "called_tool",
     "cases_from_runs",
+    "compare_counterfactual",
+    "compare_experiments",
     "counterfactual",
     "exact_match",
     "experiment",
@@ -67,6 +86,7 @@ __all__ = [
     "is_model_step",
     "json_match",
     "judge",
+    "kept_evals",
     "select_runs",
     "tokens_used",
 ]

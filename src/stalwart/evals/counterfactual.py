@@ -11,19 +11,24 @@ run named ``<run id>.<experiment>``: calling again after a crash finds the
 finished forks and reads them (nothing is paid twice), resumes the unfinished
 ones by replay, and forks the rest. Then each scorer (:mod:`.scorers`) says
 better, worse or same, and the case's cost is the tokens of the fork's new
-suffix against those of the whole original run.
+suffix against those of the whole original run. Each case is kept in the
+store, a row a run under ``("stalwart.evals", "counterfactual", NAME)``,
+for the inspector to show (:mod:`.compare`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ForkError, RunNotFound
 from ..core.ledger import TERMINAL, RunRecord
+from ..core.memory import MemoryRecord, namespace_text
 from ..core.policy import Policy, as_policy
 from ..llm import run_usage
 from ..runner.handle import RunHandle
@@ -31,6 +36,7 @@ from ..runner.inputs import read_inputs
 from ..runner.runner import Runner
 from ..timetravel import Replace, before, fork, lineage
 from .at import find_step
+from .dataset_store import RESERVED
 from .scorers import Judge, Outcome, Score, Scorer, Verdict, exact_match, score_all
 from .selection import Selection, select_runs
 
@@ -154,13 +160,19 @@ async def counterfactual(
                 raise
             skipped[run.id] = str(exc)  # a selected one without it is said, not fatal
 
-    async def one(run: RunRecord) -> Case | None:
+    kept = namespace_text((RESERVED, "counterfactual", name))
+
+    async def one(index: int, run: RunRecord) -> Case | None:
         if run.id not in keys:
             return None
         async with slots:
-            return await _case(runner, run, keys[run.id], new_pol, replace, scorers, name)
+            case = await _case(runner, run, keys[run.id], new_pol, replace, scorers, name)
+            now = time.time()
+            row = json.dumps({**case.to_json(), "index": index}, sort_keys=True)
+            await runner.store.memory_put(MemoryRecord(kept, run.id, row, "", None, now, now))
+            return case
 
-    cases = await asyncio.gather(*(one(r) for r in records))
+    cases = await asyncio.gather(*(one(i, r) for i, r in enumerate(records)))
     return Report(name, [c for c in cases if c is not None], skipped)
 
 

@@ -1,17 +1,22 @@
 """Where datasets are kept: the run store's memory rows, under the reserved
 namespace ``stalwart.evals`` (no table of their own).
 
-- ``("stalwart.evals", "datasets")``, key the dataset's name: its latest
-  version, so :meth:`DatasetStore.list` is one read;
+- ``("stalwart.evals", "datasets")``, key the dataset's name: the names
+  :meth:`DatasetStore.list` walks;
 - ``("stalwart.evals", "dataset", NAME)``, key the version (``000003``):
-  what that version holds (how many cases, a digest of them, when);
+  what that version holds (how many cases, a digest of them, when) and
+  whether it is saved yet;
 - ``("stalwart.evals", "dataset", NAME, VERSION)``, key the case's place
   (``000041``): one row a case, so a big dataset is many small rows.
 
-A version is written cases first, then its version row, then the index: a
-save cut short by a crash leaves rows no version names, which the next save
-of that version number writes over. A saved version is never written
-again; saving the same cases as the latest version returns it.
+A save first claims its version number: it inserts that version's row,
+marked unsaved, where no row is (:meth:`~stalwart.stores.base.Store.memory_insert`:
+of two processes saving one name at once, exactly one gets a number, and
+the other takes the next). Only the claimant writes that version's cases,
+then marks its row saved; readers see saved versions only. So concurrent
+saves make distinct versions, never one lost or mixed; a save cut short by
+a crash leaves its number unused. A saved version is never written again;
+saving the same cases as the latest version returns it.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ __all__ = ["RESERVED", "DatasetInfo", "DatasetStore"]
 RESERVED = "stalwart.evals"
 _INDEX = namespace_text((RESERVED, "datasets"))
 _LIST_MOST = 100_000
+#: Version numbers a save tries past the latest saved one before it gives up.
+_CLAIM_TRIES = 1000
 
 
 @dataclass(frozen=True)
@@ -65,22 +72,16 @@ class DatasetStore:
     async def save(self, dataset: Dataset) -> Dataset:
         """Save ``dataset``'s cases as the next version of its name and return
         it so (``version`` set); the latest version itself if it holds the
-        same cases and description."""
+        same cases and description. Safe against other processes saving
+        the same name at once: each save gets a version of its own."""
         name = check_name(dataset.name)
         digest = _digest(dataset)
         latest = await self._version_row(name, None)
         if latest is not None and latest["digest"] == digest:
             return await self.load(name, int(latest["version"]))
         version = 1 if latest is None else int(latest["version"]) + 1
-        if await self._version_row(name, version) is not None:
-            raise RuntimeError(
-                f"dataset {name!r} version {version} was saved by someone else meanwhile: "
-                "save again"
-            )
+        versions_ns = namespace_text((RESERVED, "dataset", name))
         now = time.time()
-        cases_ns = namespace_text((RESERVED, "dataset", name, f"{version:06d}"))
-        for i, case in enumerate(dataset.cases):
-            await self._put(cases_ns, f"{i:06d}", case.to_json(), now)
         row = {
             "name": name,
             "version": version,
@@ -88,9 +89,28 @@ class DatasetStore:
             "description": dataset.description,
             "created_at": now,
             "digest": digest,
+            "saved": False,
         }
-        await self._put(namespace_text((RESERVED, "dataset", name)), f"{version:06d}", row, now)
-        await self._put(_INDEX, name, row, now)
+        for _ in range(_CLAIM_TRIES):
+            row["version"] = version
+            if await self._insert(versions_ns, f"{version:06d}", row, now):
+                break
+            # Another save holds this number: a saved twin of ours is ours.
+            taken = await self._version_row(name, version, saved_only=False)
+            if taken is not None and taken.get("saved", True) and taken["digest"] == digest:
+                return await self.load(name, version)
+            version += 1
+        else:
+            raise RuntimeError(
+                f"dataset {name!r}: no free version number in {_CLAIM_TRIES} tries after "
+                f"version {version - _CLAIM_TRIES}"
+            )
+        cases_ns = namespace_text((RESERVED, "dataset", name, f"{version:06d}"))
+        for i, case in enumerate(dataset.cases):
+            await self._put(cases_ns, f"{i:06d}", case.to_json(), now)
+        row["saved"] = True
+        await self._put(versions_ns, f"{version:06d}", row, now)
+        await self._put(_INDEX, name, {"name": name}, now)
         return Dataset(name, list(dataset.cases), version, dataset.description, now)
 
     async def load(self, name: str, version: int | None = None) -> Dataset:
@@ -117,26 +137,41 @@ class DatasetStore:
 
     async def list(self) -> list[DatasetInfo]:
         """Every dataset's latest version, by name."""
-        rows = await self.store.memory_list(_INDEX, _LIST_MOST)
-        return sorted((_info(json.loads(r.value)) for r in rows), key=lambda i: i.name)
+        names = sorted(r.key for r in await self.store.memory_list(_INDEX, _LIST_MOST))
+        found = [await self._version_row(n, None) for n in names]
+        return [_info(row) for row in found if row is not None]
 
     async def versions(self, name: str) -> builtins.list[DatasetInfo]:
         """Every saved version of dataset ``name``, oldest first."""
-        ns = namespace_text((RESERVED, "dataset", check_name(name)))
-        rows = await self.store.memory_list(ns, _LIST_MOST)
-        return sorted((_info(json.loads(r.value)) for r in rows), key=lambda i: i.version)
+        return [_info(row) for row in await self._saved_rows(check_name(name))]
 
-    async def _version_row(self, name: str, version: int | None) -> dict[str, Any] | None:
+    async def _saved_rows(self, name: str) -> builtins.list[dict[str, Any]]:
+        """The rows of ``name``'s saved versions, oldest first (a row written
+        before versions were claimed has no ``saved``: it is saved)."""
+        ns = namespace_text((RESERVED, "dataset", name))
+        rows = [json.loads(r.value) for r in await self.store.memory_list(ns, _LIST_MOST)]
+        return sorted((r for r in rows if r.get("saved", True)), key=lambda r: int(r["version"]))
+
+    async def _version_row(
+        self, name: str, version: int | None, *, saved_only: bool = True
+    ) -> dict[str, Any] | None:
+        """Version ``version``'s row (None: the latest saved one)."""
         if version is None:
-            rec = await self.store.memory_get(_INDEX, name)
-        else:
-            rec = await self.store.memory_get(
-                namespace_text((RESERVED, "dataset", name)), f"{version:06d}"
-            )
+            saved = await self._saved_rows(name)
+            return saved[-1] if saved else None
+        rec = await self.store.memory_get(
+            namespace_text((RESERVED, "dataset", name)), f"{version:06d}"
+        )
         if rec is None:
             return None
         row: dict[str, Any] = json.loads(rec.value)
-        return row
+        return row if row.get("saved", True) or not saved_only else None
+
+    async def _insert(self, namespace: str, key: str, value: Any, now: float) -> bool:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        return await self.store.memory_insert(
+            MemoryRecord(namespace, key, text, "", None, now, now)
+        )
 
     async def _put(self, namespace: str, key: str, value: Any, now: float) -> None:
         text = json.dumps(value, sort_keys=True, ensure_ascii=False)

@@ -20,15 +20,16 @@ asks its model in a durable run of its own per case, once.
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.context import Child, Context
+from ..core.context import Context
 from ..core.errors import InputMismatchError, RunNotFound
+from ..core.ledger import RunRecord, StepRecord
 from ..core.memory import MemoryRecord, namespace_text
 from ..core.policy import Policy, as_policy, policy
 from ..llm import run_usage
@@ -138,17 +139,15 @@ def _experiment_policy(target: Policy[Any, Any]) -> Policy[Any, list[str]]:
     async def run_cases(ctx: Context, cases: list[dict[str, Any]], concurrency: int,
                         queue: str | None = None) -> list[str]:  # fmt: skip
         ids: list[str] = []
-        # In waves of ``concurrency``: the experiment's run suspends (and
-        # replays from the top when woken) once a wave or so, not once a
-        # case, as a window refilled after each case would.
+        # In waves of ``concurrency``, each started in one step and awaited
+        # in one: the experiment's run suspends (and replays from the top
+        # when woken) once a wave, by the wave's last child, and replays two
+        # records a wave, not two a case.
         for lo in range(0, len(cases), concurrency):
-            wave: list[Child] = []
-            for case in cases[lo : lo + concurrency]:
-                wave.append(await ctx.spawn(target, *case["args"], queue=queue, **case["kwargs"]))
-            for child in wave:
-                # A case that failed: its run's error is scored, not raised here.
-                with contextlib.suppress(Exception):
-                    await child.result()
+            calls = [(c["args"], c["kwargs"]) for c in cases[lo : lo + concurrency]]
+            wave = await ctx.spawn_many(target, calls, queue=queue)
+            # A case that failed: its run's error is scored, not raised here.
+            await ctx.results(wave, return_exceptions=True)
             ids += [c.run_id for c in wave]
         return ids
 
@@ -200,37 +199,49 @@ async def experiment(
             f"new experiment. {exc}"
         ) from None
     child_ids: list[str] = await handle.result()
-    results = [
-        await _score(runner, f"eval:{name}:{i}", name, case, run_id, scorers)
-        for i, (case, run_id) in enumerate(zip(dataset.cases, child_ids, strict=True))
-    ]
-    return ExperimentReport(name, dataset.name, dataset.version, target.name, results)
+    runs = {r.id: r for r in await runner.store.get_runs(child_ids)}
+    slots = asyncio.Semaphore(concurrency)
+
+    async def score(i: int, case: DatasetCase, run_id: str) -> CaseResult:
+        run = runs.get(run_id)
+        if run is None:
+            raise RunNotFound(f"experiment {name!r}, case {case.id!r}: no run {run_id!r}")
+        async with slots:  # scored side by side: the store groups their writes
+            return await _score(runner, i, name, case, run, scorers)
+
+    cases = zip(dataset.cases, child_ids, strict=True)
+    results = await asyncio.gather(*(score(i, c, r) for i, (c, r) in enumerate(cases)))
+    return ExperimentReport(name, dataset.name, dataset.version, target.name, list(results))
+
+
+async def _steps(runner: Runner, run_id: str) -> list[StepRecord]:
+    """A run's steps in the order they finished (none for a run not in the
+    store: pruned, or another store's)."""
+    found = await runner.store.load_steps(run_id)
+    return sorted(found.values(), key=lambda s: (s.finished_at, s.key))
 
 
 async def _score(
     runner: Runner,
-    judged: str,
+    index: int,
     name: str,
     case: DatasetCase,
-    run_id: str,
+    run: RunRecord,
     scorers: Sequence[Scorer],
 ) -> CaseResult:
-    run = await runner.get_run(run_id)
-    steps = await runner.steps(run_id)
-    source_steps: list[Any] = []
-    if case.source is not None:
-        # Pruned, or another store's: the reference is its result alone.
-        with contextlib.suppress(RunNotFound):
-            source_steps = await runner.steps(case.source)
+    steps = await _steps(runner, run.id)
+    # A source pruned, or another store's: the reference is its result alone.
+    source_steps = [] if case.source is None else await _steps(runner, case.source)
     old, new = case.reference(source_steps), Outcome.of(run, steps)
+    judged = f"eval:{name}:{index}"
     scores, verdict = await score_all(runner, scorers, old, new, lambda name: f"{judged}:{name}")
-    result = CaseResult(case.id, run_id, run.status, verdict, scores, run_usage(steps).total_tokens)
+    result = CaseResult(case.id, run.id, run.status, verdict, scores, run_usage(steps).total_tokens)
     now = time.time()
     await runner.store.memory_put(
         MemoryRecord(
             namespace_text((RESERVED, "experiment", name)),
             case.id,
-            json.dumps(result.to_json(), sort_keys=True),
+            json.dumps({**result.to_json(), "index": index}, sort_keys=True),
             "",
             None,
             now,

@@ -990,6 +990,12 @@ class Store(abc.ABC):
         ``created_at`` kept (a write done again after a crash is one row)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no memory")
 
+    async def memory_insert(self, record: MemoryRecord) -> bool:
+        """Insert the row at ``(namespace, key)`` unless there is one; whether
+        it was inserted. Of writers racing for one key exactly one gets
+        True: a claim (a dataset's next version) is made of it."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no memory")
+
     async def memory_get(self, namespace: str, key: str) -> MemoryRecord | None:
         raise NotImplementedError(f"{type(self).__name__} keeps no memory")
 

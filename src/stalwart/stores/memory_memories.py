@@ -36,6 +36,13 @@ class MemoryMemories:
         created = record.created_at if known is None else known.created_at
         rows[record.key] = replace(record, created_at=created)
 
+    async def memory_insert(self, record: MemoryRecord) -> bool:
+        rows = self._memory.setdefault(record.namespace, {})
+        if record.key in rows:
+            return False
+        rows[record.key] = replace(record)
+        return True
+
     async def memory_get(self, namespace: str, key: str) -> MemoryRecord | None:
         known = self._memory.get(namespace, {}).get(key)
         return None if known is None else replace(known)

@@ -31,7 +31,7 @@ from ..http.errors import ServerErrors
 from ..runner import Runner
 from ..runner.registry import Registry
 from ..stores import Store
-from . import views
+from . import experiments, views
 from .security import Guard, new_token
 
 if TYPE_CHECKING:
@@ -90,6 +90,8 @@ def create_app(
             Route("/waiting", views.waiting_page),
             Route("/waiting/live", views.waiting_live),
             Route("/health", views.health_page),
+            Route("/experiments", experiments.experiments_page),
+            Route("/experiments/compare", experiments.compare_page),
             Mount("/static", StaticFiles(directory=_STATIC), name="static"),
         ],
         middleware=[

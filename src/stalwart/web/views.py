@@ -63,6 +63,8 @@ __all__ = [
     "cancel",
     "health_page",
     "home",
+    "problem",
+    "render",
     "run_live",
     "run_page",
     "runs_live",
@@ -120,6 +122,17 @@ def _page(request: Request, template: str, status_code: int = 200, **context: An
 
 def _problem(request: Request, status_code: int, message: str) -> HTMLResponse:
     return _page(request, "problem.html", status_code, message=message)
+
+
+def render(request: Request, template: str, status_code: int = 200, **context: Any) -> Response:
+    """A page of the inspector from one of its templates: what the page
+    modules beside this one (:mod:`.experiments`) answer with."""
+    return _page(request, template, status_code, **context)
+
+
+def problem(request: Request, status_code: int, message: str) -> Response:
+    """The page that says what is wrong, with ``status_code``."""
+    return _problem(request, status_code, message)
 
 
 def _runner(request: Request) -> Runner:

@@ -247,3 +247,18 @@ async def test_memory_text_search_reads_sealed_memories(runner: Runner, store_ur
     await runner.close()
     text = database_text(store_url)
     assert "cashews" not in text and MARK not in text
+
+
+async def test_a_dataset_saved_on_an_encrypted_store_is_sealed_and_reads_back(
+    runner: Runner, store_url: str
+) -> None:
+    from stalwart.evals import Dataset, DatasetCase, DatasetStore
+
+    datasets = DatasetStore(runner.store)
+    cases = [DatasetCase("c", [MARK], expected=MARK)]
+    saved = await datasets.save(Dataset("sealed", cases, description=MARK))
+    assert saved.version == 1  # its version claimed through the wrapper, sealed too
+    loaded = await datasets.load("sealed")
+    assert (loaded.description, loaded.cases[0].expected) == (MARK, MARK)
+    await runner.close()
+    assert MARK not in database_text(store_url)

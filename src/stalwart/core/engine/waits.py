@@ -225,7 +225,10 @@ class Waits:
         # The last child to finish wakes this run, and suspending re-checks
         # the children, so the timer is only a safety net (a worker that died
         # between finishing a child and waking us): it backs off to 30 s.
+        # Children of several steps (``ctx.results``): wait for the group of
+        # the first unfinished one, never one that is done already.
         now = time.time()
         oldest = min((r.created_at for r in runs.values()), default=now)
         backoff = min(30.0, max(0.5, now - oldest))
-        raise Suspend(now + backoff, f"{CHILDREN_WAIT}{child_group(ids[0]) if ids else ''}")
+        pending = next(i for i in ids if runs[i].status not in TERMINAL)
+        raise Suspend(now + backoff, f"{CHILDREN_WAIT}{child_group(pending)}")

@@ -671,6 +671,9 @@ class EncryptedStore(Store):
     async def memory_put(self, record: MemoryRecord) -> None:
         await self.inner.memory_put(await self._seal_memory(record))
 
+    async def memory_insert(self, record: MemoryRecord) -> bool:
+        return await self.inner.memory_insert(await self._seal_memory(record))
+
     async def memory_get(self, namespace: str, key: str) -> MemoryRecord | None:
         return await self._open_memory(await self.inner.memory_get(namespace, key))
 

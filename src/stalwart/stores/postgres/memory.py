@@ -37,6 +37,15 @@ class PostgresMemory(PostgresBase):
 
         await self._with_conn("writing memory", fn)
 
+    async def memory_insert(self, record: MemoryRecord) -> bool:
+        sql = self._memory_sql.insert
+
+        async def fn(conn: Conn, n: int) -> bool:
+            cur = await conn.execute(sql, memory_row(record))
+            return bool(await cur.fetchall())
+
+        return await self._with_conn("writing memory", fn)
+
     async def memory_get(self, namespace: str, key: str) -> MemoryRecord | None:
         row = await self._fetchone("reading memory", self._memory_sql.get, (namespace, key))
         return None if row is None else memory_from_row(row)

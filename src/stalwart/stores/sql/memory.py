@@ -43,6 +43,10 @@ class MemoryStatements:
             "text = excluded.text, vector = excluded.vector, updated_at = excluded.updated_at "
             "RETURNING id"
         )
+        self.insert = q(
+            f"INSERT INTO {{t}}memory ({MEMORY_COLUMNS}) VALUES (?,?,?,?,?,?,?) "
+            "ON CONFLICT (namespace, key) DO NOTHING RETURNING id"
+        )
         self.get = q(f"SELECT {MEMORY_COLUMNS} FROM {{t}}memory WHERE namespace = ? AND key = ?")
         self.namespaces = q(
             "SELECT DISTINCT namespace FROM {t}memory WHERE namespace > ? "

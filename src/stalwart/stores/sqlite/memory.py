@@ -39,6 +39,15 @@ class SQLiteMemory(SQLiteBase):
 
         await self._write(put)
 
+    async def memory_insert(self, record: MemoryRecord) -> bool:
+        def insert(db: sqlite3.Connection) -> bool:
+            row = db.execute(_SQL.insert, memory_row(record)).fetchone()
+            if row is not None:
+                db.execute(_INDEX, (row[0], record.text))
+            return row is not None
+
+        return await self._write(insert)
+
     async def memory_get(self, namespace: str, key: str) -> MemoryRecord | None:
         rows = self._read(_SQL.get, (namespace, key))
         return memory_from_row(rows[0]) if rows else None
