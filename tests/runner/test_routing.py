@@ -10,6 +10,7 @@ import time
 import pytest
 
 import stalwart as sw
+from stalwart.conversations import conversation_policies
 from stalwart.deploy import check_deploy
 from stalwart.runner.routing import fleet_of
 from stalwart.stores import open_store
@@ -275,3 +276,34 @@ async def test_starting_a_run_of_another_version_again_leaves_it_to_that_version
         await asyncio.sleep(0.3)
         rec = await v2.get_run("s")
         assert (rec.status, rec.code_version) == ("pending", "v1")
+
+
+@sw.policy
+async def echo(question: str, history: list[sw.Message] | None = None) -> str:
+    return f"{question} after {len(history or [])}"
+
+
+async def test_a_conversation_of_another_version_is_left_to_that_versions_workers(
+    store_url: str,
+) -> None:
+    async with _serving(store_url, echo, "v1") as v1:
+        assert await sw.Conversation(v1, echo, "talk").send("q1") == "q1 after 0"
+        assert (await _until(v1, "talk", "suspended")).code_version == "v1"
+    async with _serving(store_url, echo, "v2") as v2:
+        talk = sw.Conversation(v2, echo, "talk")
+        handle = await talk.put("q2")  # the turn is v2's own; it wakes the v1 conversation
+        await _until(v2, "talk", "pending")
+        await talk.open()  # executes the conversation here only if v2 may continue it
+        rec = await v2.get_run("talk")
+        assert (rec.status, rec.code_version) == ("pending", "v1")
+        back = sw.Runner(
+            store_url,
+            policies=conversation_policies(echo),
+            code_version="v1",
+            serving=True,
+            poll_interval=0.02,
+            lease=2,
+        )
+        async with back:  # a v1 worker comes back and answers
+            assert await handle.result(timeout=20) == "q2 after 2"
+        assert (await v2.get_run("talk")).code_version == "v1"
