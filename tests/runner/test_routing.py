@@ -307,3 +307,34 @@ async def test_a_conversation_of_another_version_is_left_to_that_versions_worker
         async with back:  # a v1 worker comes back and answers
             assert await handle.result(timeout=20) == "q2 after 2"
         assert (await v2.get_run("talk")).code_version == "v1"
+
+
+async def test_a_version_named_the_latest_elsewhere_takes_new_runs_before_its_next_beat(
+    store_url: str,
+) -> None:
+    operator = open_store(store_url)  # another connection, as `stalwart versions` is
+    await operator.open()
+    try:
+        await operator.set_latest("v1")
+        async with sw.Runner(
+            store_url,
+            policies=[job_v2],
+            code_version="v2",
+            serving=True,
+            poll_interval=0.02,
+            lease=120,  # its next beat is 40 s away: the wake-up must tell it
+        ) as v2:
+            deadline = time.monotonic() + 20
+            while not [w for w in await operator.list_workers() if w.version == "v2"]:
+                assert time.monotonic() < deadline, "the v2 worker never beat"
+                await asyncio.sleep(0.02)  # its first beat: it knows v1 is the latest
+            handle = await v2.enqueue(job_v2, 1, run_id="n")
+            await v2.recover()
+            assert (await v2.get_run("n")).status == "pending"  # a new run: v1's to start
+            await operator.set_latest("v2")
+            rec = await _until(v2, "n", "suspended")
+            assert rec.code_version == "v2"
+            await v2.signal("n", "go", "yes")
+            assert await handle.result(timeout=20) == "v2:2:yes"
+    finally:
+        await operator.close()
