@@ -63,7 +63,7 @@ def test_failover_to_a_synchronous_standby_loses_and_repeats_nothing_replicated(
         f"postgresql://postgres@127.0.0.1:{primary.port},127.0.0.1:{standby.port}/postgres"
         f"?target_session_attrs=read-write&{schema}"
     )
-    n = 48
+    n = 64
     counter = tmp_path / "count.txt"
     asyncio.run(_enqueue(on_primary, n))
     workers = [_worker(either, counter, host, 2.0, PAUSE) for host in ("m0", "m1", "m2")]
