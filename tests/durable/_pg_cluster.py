@@ -6,6 +6,10 @@ test that kills or restarts PostgreSQL must do it to a server of its own:
 port, and removes it afterwards. initdb refuses to run as root, so as root
 the cluster belongs to the ``postgres`` OS user.
 
+:func:`pg_replicated` makes two: a primary and a streaming standby made
+from it with ``pg_basebackup -R``, replicating synchronously (a commit
+returns once the standby has flushed it), for failover tests.
+
 Without the PostgreSQL server binaries the tests skip, except under CI
 (``CI`` set), where a missing binary is a failure: CI must exercise them.
 """
@@ -18,13 +22,14 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.conftest import free_port
 
-__all__ = ["PrivateCluster", "pg_cluster"]
+__all__ = ["PrivateCluster", "pg_cluster", "pg_replicated"]
 
 
 def _bin_dir() -> Path | None:
@@ -67,10 +72,14 @@ class PrivateCluster:
                 f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}{done.stderr}\n{log}"
             )
 
-    def init(self) -> None:
+    def init(self, **extra: str) -> None:
+        """Make the cluster, with ``extra`` settings beside the usual ones."""
         args = ["-D", str(self.data), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"]
         self._run("initdb", *args)
-        settings = {
+        self._configure(**self._settings(), **extra)
+
+    def _settings(self) -> dict[str, str]:
+        return {
             "listen_addresses": "'127.0.0.1'",
             "port": str(self.port),
             "unix_socket_directories": f"'{self.root}'",
@@ -83,9 +92,33 @@ class PrivateCluster:
             "wal_writer_delay": "10000ms",
             "wal_writer_flush_after": "0",
         }
+
+    def _configure(self, **settings: str) -> None:
+        """Append ``settings`` to the cluster's configuration: a later line wins."""
         with (self.data / "postgresql.auto.conf").open("a") as f:
             for key, value in settings.items():
                 f.write(f"{key} = {value}\n")
+
+    def replica(self, root: Path, name: str) -> PrivateCluster:
+        """A streaming standby of this (running) cluster in ``root``, made
+        with ``pg_basebackup -R`` and connecting as ``name`` (the name
+        ``synchronous_standby_names`` lists); not started yet."""
+        standby = PrivateCluster(self.bin_dir, root)
+        source = f"host=127.0.0.1 port={self.port} user=postgres application_name={name}"
+        self._run("pg_basebackup", "-D", str(standby.data), "-R", "-X", "stream", "-d", source)
+        # The copy carries this cluster's settings: its own port and socket
+        # win, and it waits for no standby of its own once promoted (with
+        # this cluster's list, every commit there would wait for ever).
+        standby._configure(
+            port=str(standby.port),
+            unix_socket_directories=f"'{standby.root}'",
+            synchronous_standby_names="''",
+        )
+        return standby
+
+    def promote(self) -> None:
+        """Make this standby a primary that takes writes (``pg_ctl promote``)."""
+        self._run("pg_ctl", "promote", "-w", "-t", "60", "-D", str(self.data))
 
     def start(self) -> None:
         self._run("pg_ctl", "start", "-w", "-t", "60", "-D", str(self.data), "-l", str(self.log))
@@ -105,24 +138,79 @@ class PrivateCluster:
         self.start()
 
 
-@pytest.fixture(scope="module")
-def pg_cluster() -> Iterator[PrivateCluster]:
-    """A PostgreSQL server of this test module's own, removed afterwards."""
+def _required_bin_dir(*tools: str) -> Path:
+    """The bin directory holding the server binaries; else a skip (a
+    failure under CI, which must exercise them)."""
     bin_dir = _bin_dir()
-    if bin_dir is None:
-        why = "PostgreSQL server binaries (initdb, pg_ctl) are not installed"
+    missing = [t for t in tools if bin_dir is None or not (bin_dir / t).exists()]
+    if bin_dir is None or missing:
+        why = f"PostgreSQL server binaries ({', '.join(missing or tools)}) are not installed"
         if os.environ.get("CI"):
             pytest.fail(f"a private PostgreSQL cluster is required under CI: {why}")
         pytest.skip(why)
-    root = Path(tempfile.mkdtemp(prefix="stalwart-pg-"))
-    cluster = PrivateCluster(bin_dir, root)
+    return bin_dir
+
+
+def _remove(cluster: PrivateCluster) -> None:
+    try:
+        if (cluster.data / "postmaster.pid").exists():
+            cluster.stop("immediate")
+    finally:
+        shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def pg_cluster() -> Iterator[PrivateCluster]:
+    """A PostgreSQL server of this test module's own, removed afterwards."""
+    bin_dir = _required_bin_dir("initdb", "pg_ctl")
+    cluster = PrivateCluster(bin_dir, Path(tempfile.mkdtemp(prefix="stalwart-pg-")))
     try:
         cluster.init()
         cluster.start()
         yield cluster
     finally:
+        _remove(cluster)
+
+
+#: The standby's name, which the primary's ``synchronous_standby_names`` lists.
+STANDBY = "standby1"
+
+
+@pytest.fixture
+def pg_replicated() -> Iterator[tuple[PrivateCluster, PrivateCluster]]:
+    """A primary and its streaming standby, started, the standby replicating
+    synchronously (``synchronous_commit = on``: a commit returns once the
+    standby has flushed its WAL); both removed afterwards."""
+    bin_dir = _required_bin_dir("initdb", "pg_ctl", "pg_basebackup")
+    primary = PrivateCluster(bin_dir, Path(tempfile.mkdtemp(prefix="stalwart-pg-primary-")))
+    standby: PrivateCluster | None = None
+    try:
+        primary.init(synchronous_standby_names=f"'{STANDBY}'", synchronous_commit="on")
+        primary.start()
+        standby = primary.replica(Path(tempfile.mkdtemp(prefix="stalwart-pg-standby-")), STANDBY)
+        standby.start()
+        _until_synchronous(primary)
+        yield primary, standby
+    finally:
         try:
-            if (cluster.data / "postmaster.pid").exists():
-                cluster.stop("immediate")
+            if standby is not None:
+                _remove(standby)
         finally:
-            shutil.rmtree(root, ignore_errors=True)
+            _remove(primary)
+
+
+def _until_synchronous(primary: PrivateCluster, timeout: float = 60) -> None:
+    """Wait until the primary streams to its standby synchronously."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with psycopg.connect(primary.url, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT sync_state FROM pg_stat_replication WHERE application_name = %s",
+                (STANDBY,),
+            ).fetchone()
+        if row is not None and row[0] == "sync":
+            return
+        assert time.monotonic() < deadline, f"the standby never replicated synchronously: {row}"
+        time.sleep(0.05)

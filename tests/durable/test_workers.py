@@ -27,8 +27,11 @@ sys.path.insert(0, str(APP.parent))
 import worker_app  # noqa: E402
 
 
-def _worker(url: str, counter: Path, host: str, lease: float) -> subprocess.Popen[str]:
-    proc = spawn(APP, url, counter, env={"STALWART_HOSTNAME": host, "LEASE": str(lease)})
+def _worker(
+    url: str, counter: Path, host: str, lease: float, pause: float = 0.03
+) -> subprocess.Popen[str]:
+    env = {"STALWART_HOSTNAME": host, "LEASE": str(lease), "STEP_PAUSE": str(pause)}
+    proc = spawn(APP, url, counter, env=env)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "serving"
     return proc
 

@@ -13,6 +13,8 @@ import sys
 import stalwart as sw
 
 COUNTER = sys.argv[2] if len(sys.argv) > 2 else os.devnull
+#: Seconds each of a job's steps takes (``STEP_PAUSE``): longer, to act mid-batch.
+PAUSE = float(os.environ.get("STEP_PAUSE", "0.03"))
 
 
 def _count(what: str) -> None:
@@ -23,14 +25,14 @@ def _count(what: str) -> None:
 @sw.policy
 async def step_a(i: int) -> int:
     _count(f"a:{i}")
-    await asyncio.sleep(0.03)
+    await asyncio.sleep(PAUSE)
     return i
 
 
 @sw.policy
 async def step_b(i: int) -> int:
     _count(f"b:{i}")
-    await asyncio.sleep(0.03)
+    await asyncio.sleep(PAUSE)
     return i * 10
 
 

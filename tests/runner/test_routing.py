@@ -5,14 +5,17 @@ new runs to the latest version; a run nobody live can continue is stranded."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import pytest
 
 import stalwart as sw
+from stalwart.conversations import conversation_policies
 from stalwart.deploy import check_deploy
 from stalwart.runner.routing import fleet_of
 from stalwart.stores import open_store
+from stalwart.stores.base import Store
 
 
 @sw.policy
@@ -275,3 +278,102 @@ async def test_starting_a_run_of_another_version_again_leaves_it_to_that_version
         await asyncio.sleep(0.3)
         rec = await v2.get_run("s")
         assert (rec.status, rec.code_version) == ("pending", "v1")
+
+
+@sw.policy
+async def echo(question: str, history: list[sw.Message] | None = None) -> str:
+    return f"{question} after {len(history or [])}"
+
+
+async def test_a_conversation_of_another_version_is_left_to_that_versions_workers(
+    store_url: str,
+) -> None:
+    async with _serving(store_url, echo, "v1") as v1:
+        assert await sw.Conversation(v1, echo, "talk").send("q1") == "q1 after 0"
+        assert (await _until(v1, "talk", "suspended")).code_version == "v1"
+    async with _serving(store_url, echo, "v2") as v2:
+        talk = sw.Conversation(v2, echo, "talk")
+        handle = await talk.put("q2")  # the turn is v2's own; it wakes the v1 conversation
+        await _until(v2, "talk", "pending")
+        await talk.open()  # executes the conversation here only if v2 may continue it
+        rec = await v2.get_run("talk")
+        assert (rec.status, rec.code_version) == ("pending", "v1")
+        back = sw.Runner(
+            store_url,
+            policies=conversation_policies(echo),
+            code_version="v1",
+            serving=True,
+            poll_interval=0.02,
+            lease=2,
+        )
+        async with back:  # a v1 worker comes back and answers
+            assert await handle.result(timeout=20) == "q2 after 2"
+        assert (await v2.get_run("talk")).code_version == "v1"
+
+
+async def _registered(store: Store, version: str) -> None:
+    """Until a worker of ``version`` has beat: it has learned the versions."""
+    deadline = time.monotonic() + 20
+    while not [w for w in await store.list_workers() if w.version == version]:
+        assert time.monotonic() < deadline, f"no worker of {version} ever beat"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_version_named_the_latest_elsewhere_takes_new_runs_before_its_next_beat(
+    store_url: str,
+) -> None:
+    operator = open_store(store_url)  # another connection, as `stalwart versions` is
+    await operator.open()
+    try:
+        await operator.set_latest("v1")
+        async with sw.Runner(
+            store_url,
+            policies=[job_v2],
+            code_version="v2",
+            serving=True,
+            poll_interval=0.02,
+            lease=120,  # its next beat is 40 s away: the wake-up must tell it
+        ) as v2:
+            await _registered(operator, "v2")  # at its first beat: it knows v1 is the latest
+            handle = await v2.enqueue(job_v2, 1, run_id="n")
+            await v2.recover()
+            assert (await v2.get_run("n")).status == "pending"  # a new run: v1's to start
+            await operator.set_latest("v2")
+            rec = await _until(v2, "n", "suspended")
+            assert rec.code_version == "v2"
+            await v2.signal("n", "go", "yes")
+            assert await handle.result(timeout=20) == "v2:2:yes"
+    finally:
+        await operator.close()
+
+
+async def test_a_worker_of_a_version_retired_elsewhere_stops_before_its_next_beat(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    operator = open_store(store_url)
+    await operator.open()
+    try:
+        with caplog.at_level(logging.WARNING, logger="stalwart"):
+            async with sw.Runner(
+                store_url,
+                policies=[job_v1],
+                code_version="v1",
+                serving=True,
+                poll_interval=0.02,
+                lease=120,  # its next beat is 40 s away
+            ) as v1:
+                await _registered(operator, "v1")
+                await operator.retire_version("v1")
+                deadline = time.monotonic() + 20
+                while not [r for r in caplog.records if _event(r) == "version.retired"]:
+                    assert time.monotonic() < deadline, "the worker never learned it is retired"
+                    await asyncio.sleep(0.02)
+                await v1.enqueue(job_v1, 1, run_id="late")
+                await v1.recover()  # a claim pass: a retired worker takes nothing
+                assert (await v1.get_run("late")).status == "pending"
+    finally:
+        await operator.close()
+
+
+def _event(record: logging.LogRecord) -> str | None:
+    return getattr(record, "event", None)

@@ -68,6 +68,11 @@ def test_url_options_are_ours_and_the_rest_goes_to_libpq() -> None:
     assert "sslmode=prefer" in s.conninfo
     assert s.where == "db.example:6543/app"
     assert "secret" not in str(s.describe())
+    standby = PostgresStore.from_url(
+        "postgresql://u@db1:6543,db2/app?target_session_attrs=read-write&schema=agents"
+    )
+    assert standby.where == "db1:6543,db2:5432/app"  # each server of a failover URL
+    assert "target_session_attrs=read-write" in standby.conninfo
     for bad, match in [
         ("?pool_max=lots", "pool_max must be a whole number"),
         ("?pool_min=5&pool_max=2", "pool_min <= pool_max"),

@@ -697,11 +697,20 @@ class Runner:
         call: tuple[tuple[Any, ...], dict[str, Any]] | None,
     ) -> None:
         """Execute the stored run ``rec`` here unless it executes already (a
-        conversation's run); ``call`` gives a memory run's arguments."""
-        self._worker.executor = not self.store.ephemeral
+        conversation's run); ``call`` gives a memory run's arguments.
+
+        Routed as a worker's claim is (:mod:`.routing`): a serving runner
+        leaves a run its version cannot continue (another version's, or a
+        new one while another version is the latest) to the workers that
+        can, and awaits it like any other."""
+        memory = self.store.ephemeral
+        self._worker.executor = not memory
         self._table.mine.add(rec.id)
-        if rec.id not in self._table.live:
-            await self._driver.claim_here(rec, pol, call)
+        if rec.id in self._table.live:
+            return
+        if not memory and not await self._worker.may_continue(rec):
+            return  # its version's workers continue it
+        await self._driver.claim_here(rec, pol, call)
 
     async def start_as(
         self, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], run_id: str

@@ -11,7 +11,8 @@ version they started on; new runs go to the latest version).
 
 Wake-ups from other processes come from the store (:meth:`Store.watch`:
 LISTEN/NOTIFY on PostgreSQL, a short adaptive poll on SQLite), so a run
-enqueued or signalled elsewhere starts within milliseconds; the loop still
+enqueued or signalled elsewhere starts within milliseconds, and a version
+named the latest or retired elsewhere is learned at once; the loop still
 polls every ``poll_interval``, and that is what it falls back on when the
 store cannot tell it (a dropped listening connection).
 """
@@ -268,6 +269,12 @@ class Worker:
             self._beat_now = True  # the holder stops now, not at its next heartbeat
             table.wake_worker()
         if kind in ("ready", "any") and self._may_claim(detail):
+            table.wake_worker()
+        if kind == "versions" and self.serving and self.routing.kept:
+            # A latest named or a version retired elsewhere: learned at a beat
+            # now, not one heartbeat late (a worker of the old latest would
+            # start new runs meanwhile, or a retired one take more).
+            self._beat_now = True
             table.wake_worker()
 
     def _may_claim(self, queue: str | None) -> bool:

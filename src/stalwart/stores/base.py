@@ -1090,8 +1090,11 @@ class Store(abc.ABC):
         runs to claim; ``queue`` names its queue when the store knows it),
         ``"cancel"`` (a run was asked to stop: heartbeat now), ``"settled"``
         (a run finished: look at awaited outcomes), ``"any"`` (the store
-        cannot tell which: all of these), or ``"lost"`` (the store can no
-        longer tell: the runner falls back on polling until the next call).
+        cannot tell which: all of these), ``"versions"`` (a version was named
+        the latest or retired: a serving worker learns the versions now;
+        never implied by ``"any"``, which a store may say at every commit),
+        or ``"lost"`` (the store can no longer tell: the runner falls back on
+        polling until the next call).
         What a wake-up says is a hint, never data to act on: the runner
         reads the store, the truth, before it does anything. The default
         returns at once, and a runner then polls every ``poll_interval``.

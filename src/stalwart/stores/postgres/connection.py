@@ -310,7 +310,8 @@ class PostgresBase(Store):
     # -- wake-ups -------------------------------------------------------------------
     def _announce(self, kind: str, payload: str = "") -> None:
         """Tell the runners listening to this schema (see :mod:`.listen`)
-        that a write of ``kind`` ("ready", "cancel", "settled") committed.
+        that a write of ``kind`` ("ready", "cancel", "settled", "versions")
+        committed.
 
         Called once the write has committed, so no listener can hear of a
         row before it can read it. Notifications wait here while one batch

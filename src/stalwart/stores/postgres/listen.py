@@ -7,7 +7,9 @@ channel of the store's schema once they have committed
 (``PostgresBase._announce``), so no listener hears of a row before it can
 read it. A runner holds one connection listening to those channels and wakes
 its worker loop on each notification: a run enqueued or signalled in another
-process starts in milliseconds instead of at the next poll.
+process starts in milliseconds instead of at the next poll, and a version
+named the latest or retired reaches serving workers at once instead of at
+their next heartbeat.
 
 A notification is a hint. Its payload (a queue name, or nothing) is only
 compared with the queues a runner serves; what to do is always read from
@@ -65,6 +67,7 @@ class PostgresListen(PostgresBase):
                     backoff = FIRST_BACKOFF
                     # Anything may have happened while nobody listened.
                     wake("any", None)
+                    wake("versions", None)
                     await self._relay(conn, kinds, wake)
                 except (psycopg.Error, TimeoutError, OSError) as exc:
                     wake(

@@ -256,11 +256,19 @@ def classified(exc: psycopg.Error, what: str) -> StoreError:
 
 
 def where_of(params: dict[str, Any]) -> str:
-    """host:port/db for messages, never the password."""
-    host = params.get("host") or params.get("hostaddr") or "localhost"
-    port = params.get("port") or "5432"
+    """host:port/db for messages, never the password; each server of a URL
+    that lists several (a primary and its standbys) as host:port."""
+    hosts = (params.get("host") or params.get("hostaddr") or "localhost").split(",")
+    ports = (params.get("port") or "5432").split(",")
+    if len(ports) == 1:
+        ports *= len(hosts)
     db = params.get("dbname") or params.get("user") or ""
-    return f"{host}:{port}/{db}"
+    if len(ports) != len(hosts):  # libpq refuses it: say what was given
+        return f"{','.join(hosts)}:{','.join(ports)}/{db}"
+    servers = ",".join(
+        f"{h or 'localhost'}:{p or '5432'}" for h, p in zip(hosts, ports, strict=True)
+    )
+    return f"{servers}/{db}"
 
 
 def refused_for_good(exc: Exception) -> bool:

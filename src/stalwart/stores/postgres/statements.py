@@ -49,7 +49,7 @@ def channels(schema: str) -> dict[str, str]:
     base = f"stalwart_{schema}"
     if len(base) > 52:
         base = f"stalwart_{hashlib.sha256(schema.encode()).hexdigest()[:24]}"
-    return {kind: f"{base}_{kind}" for kind in ("ready", "cancel", "settled")}
+    return {kind: f"{base}_{kind}" for kind in ("ready", "cancel", "settled", "versions")}
 
 
 def columns(rows: Sequence[Sequence[Any]], width: int) -> list[Any]:

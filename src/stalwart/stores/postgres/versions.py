@@ -2,6 +2,8 @@
 
 Each operation is one statement in autocommit, or one transaction, retried on
 transient failures like the rest of the store; each is safe to repeat.
+Naming the latest version or retiring one is announced on the schema's
+``versions`` channel (:mod:`.listen`), so serving workers learn it at once.
 """
 
 from __future__ import annotations
@@ -84,12 +86,14 @@ class PostgresVersions(PostgresBase):
                 await conn.execute(sql.latest, (version, time.time()))
 
         await self._with_conn(f"making version {quoted(version)} the latest", fn)
+        self._announce("versions")  # serving workers learn it now, not at their next beat
 
     async def retire_version(self, version: str) -> None:
         now = time.time()
         await self._execute(
             f"retiring version {quoted(version)}", self._version_sql.retire, (version, now, now)
         )
+        self._announce("versions")
 
     async def clear_run(
         self, run_id: str, versions: Sequence[str], fence: int | None = None

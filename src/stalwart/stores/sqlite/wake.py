@@ -16,6 +16,12 @@ twenty reads a second: about 0.4% of a core on a loaded 2-core machine
 A change says only that someone committed something: the runner reads the
 tables (a claim pass: reads only, unless there is a run to take) to find
 out what. The runner's own ``poll_interval`` poll stays underneath.
+
+After a change it also reads the few rows of the ``versions`` table, at
+most once every :data:`VERSIONS_EVERY` seconds, and says ``"versions"``
+when they differ from the last read: a ``stalwart versions set-latest``
+or ``retire`` from another process reaches a serving worker at once
+instead of at its next heartbeat.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from collections.abc import Callable
 from ...core.errors import StoreError
 from .writer import SQLiteBase
 
-__all__ = ["FAST", "HOT_FOR", "IDLE", "SQLiteWake"]
+__all__ = ["FAST", "HOT_FOR", "IDLE", "VERSIONS_EVERY", "SQLiteWake"]
 
 #: Seconds between reads while the file is busy.
 FAST = 0.002
@@ -36,6 +42,10 @@ FAST = 0.002
 HOT_FOR = 2.0
 #: The longest pause between two reads, when nothing changes.
 IDLE = 0.05
+#: The shortest pause between two reads of the versions table.
+VERSIONS_EVERY = 0.05
+#: What is compared of it: a version named the latest or retired changes it.
+_VERSIONS = "SELECT version, latest, retired_at FROM versions ORDER BY version"
 #: How much longer each quiet pause is than the one before, once cooling.
 _GROWTH = 1.5
 
@@ -46,6 +56,7 @@ class SQLiteWake(SQLiteBase):
     async def watch(self, wake: Callable[[str, str | None], None]) -> None:
         try:
             last = self._data_version()
+            versions = self._read(_VERSIONS)
         except StoreError:
             return  # closed already
         # A commit between the runner's last look and the read above would
@@ -54,12 +65,23 @@ class SQLiteWake(SQLiteBase):
         pause = FAST
         hot_until = time.monotonic() + HOT_FOR
         failing = False
+        look_at_versions = False  # a change not yet compared with the versions read
+        next_versions = 0.0  # monotonic: the versions are read no sooner
         while True:
             await asyncio.sleep(pause)
             if self._db is None:
                 return  # the store was closed
             try:
                 seen = self._data_version()
+                if seen != last:
+                    look_at_versions = True
+                if look_at_versions and time.monotonic() >= next_versions:
+                    look_at_versions = False
+                    next_versions = time.monotonic() + VERSIONS_EVERY
+                    now_versions = self._read(_VERSIONS)
+                    if now_versions != versions:
+                        versions = now_versions
+                        wake("versions", None)
             except StoreError as exc:
                 if not failing:  # once per failure, not once per read
                     failing = True
