@@ -2,7 +2,8 @@
 
 The web process reads through the :class:`~stalwart.stores.Store` interface
 and acts through a :class:`~stalwart.Runner` opened with ``serving=False``:
-it signals and cancels, and never executes a run (a worker does). It holds
+it signals, cancels and forks (:mod:`.actions`), and never executes a run
+(a worker does). It holds
 no policies, so it could not execute one if it tried.
 """
 
@@ -31,7 +32,7 @@ from ..http.errors import ServerErrors
 from ..runner import Runner
 from ..runner.registry import Registry
 from ..stores import Store
-from . import views
+from . import actions, views
 from .security import Guard, new_token
 
 if TYPE_CHECKING:
@@ -83,6 +84,8 @@ def create_app(
             Route("/run/live", views.run_live),
             Route("/run/signal", views.signal, methods=["POST"]),
             Route("/run/cancel", views.cancel, methods=["POST"]),
+            Route("/run/fork", actions.fork_run, methods=["POST"]),
+            Route("/run/rerun", actions.rerun, methods=["POST"]),
             Route("/waiting", views.waiting_page),
             Route("/waiting/live", views.waiting_live),
             Mount("/static", StaticFiles(directory=_STATIC), name="static"),
@@ -93,7 +96,7 @@ def create_app(
             ),  # outermost of ours: it answers for the Guard too
             Middleware(BaseHTTPMiddleware, dispatch=Guard(token, hosts)),
         ],
-        exception_handlers={StoreError: views.store_error},
+        exception_handlers={StoreError: views.store_error, actions.Refused: views.refused},
         lifespan=lifespan,
     )
     app.state.runner = runner

@@ -33,6 +33,7 @@ from ..runner.routing import fleet_of
 from ..stores import Store
 from ..stores.base import StepPage, StepPosition, owner_is_dead
 from ..stores.versions import cleared_versions
+from . import actions
 from .conversation import Asked, bubbles, pending_ask, turns, usage_by_model
 from .family import family_tree
 from .graph import run_graph
@@ -60,6 +61,7 @@ from .values import (
 __all__ = [
     "cancel",
     "home",
+    "refused",
     "run_live",
     "run_page",
     "runs_live",
@@ -132,6 +134,12 @@ async def store_error(request: Request, exc: Exception) -> Response:
     """A store that is down or refuses a query: say so, don't show a traceback."""
     code = 503 if isinstance(exc, StoreUnavailable) else 500
     return _problem(request, code, f"the store failed: {type(exc).__name__}: {exc}")
+
+
+async def refused(request: Request, exc: Exception) -> Response:
+    """An action refused (:class:`.actions.Refused`): its status and why."""
+    assert isinstance(exc, actions.Refused)
+    return _problem(request, exc.status, exc.message)
 
 
 async def home(request: Request) -> Response:
@@ -426,6 +434,7 @@ async def _run_context(
         "asked": asked,
         "back": link("/run", id=run.id),
         "shown": shown_token(_secret(request), run, page.count, children),
+        **await actions.page_context(request, run, signal_name, asked),
     }
 
 
@@ -653,12 +662,19 @@ async def signal(request: Request) -> Response:
             payload = json.loads(text)
         except ValueError as exc:
             return _problem(request, 400, f"the payload is not JSON: {exc}")
+    if name.strip() == _waits_for_signal(run):
+        asked = await _latest_ask(_store(request), run, name.strip())
+        refusal = actions.payload_refusal(run, name.strip(), payload, asked)
+        if refusal is not None:
+            return _problem(request, 400, refusal)
     try:
         await _runner(request).signal(run.id, name.strip(), payload)
     except SerializationError as exc:  # text UTF-8 cannot encode: nothing was queued
         return _problem(request, 400, f"the payload cannot be recorded: {exc}")
     except ApprovalError as exc:  # a tool approval's decision that does not fit: not queued
         return _problem(request, 400, str(exc))
+    size = len(json.dumps(payload, ensure_ascii=False).encode("utf-8", "replace"))
+    await actions.note(request, run.id, "signal", f"{name.strip()[:200]!r}, {size} bytes of JSON")
     back = _with_answer(_back(form.get("back"), run.id), run.id, name.strip())
     return RedirectResponse(back, 303)
 
@@ -672,4 +688,5 @@ async def cancel(request: Request) -> Response:
         await _runner(request).cancel(run.id)
     except RunNotFound:
         return _problem(request, 404, f"no run {run.id[:200]!r} in this store")
+    await actions.note(request, run.id, "cancel", "requested")
     return RedirectResponse(_back(form.get("back"), run.id), 303)
