@@ -245,9 +245,11 @@ async def page_context(
 
 # -- checks ----------------------------------------------------------------
 def payload_refusal(run: RunRecord, name: str, payload: Any, asked: Asked) -> str | None:
-    """Why ``payload`` does not fit what run ``run``'s wait for ``name``
-    expects (None: it fits, or nothing is known of what it expects)."""
-    schema = expected(name, asked)
+    """Why ``payload`` does not fit the schema run ``run``'s wait for
+    ``name`` recorded (None: it fits, or the wait recorded none). A tool
+    approval's answer is checked by the runner as it is sent
+    (:func:`~stalwart.core.approval.read_decisions`), which names the call."""
+    schema = asked.schema
     if schema is None:
         return None
     problems = schema_problems(payload, schema)
