@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.npm import npm_dir
 
 import stalwart as sw
 
-from tests.npm import npm_dir
 from .act_app import HOSTILE, POLICIES, order, refund
 from .browser import chromium, inspector, require_browser
 from .conftest import seed_sync, start, stop
