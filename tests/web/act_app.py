@@ -66,7 +66,19 @@ async def refund(ctx: sw.Context, order_id: str) -> str:
     return f"refunded {answer['amount']} on {order_id}"
 
 
-POLICIES = [price, stock, order, refund]
+@sw.policy
+async def notes(item: str) -> str:
+    """Notes on ``item``: longer than a page carries in a fork form."""
+    return f"{item}: " + "lorem ipsum " * 400
+
+
+@sw.policy
+async def describe(ctx: sw.Context, item: str) -> str:
+    """The first words of the notes on ``item``."""
+    return str(await ctx.call(notes, item=item))[:24]
+
+
+POLICIES = [price, stock, order, refund, notes, describe]
 
 
 async def work(url: str) -> None:

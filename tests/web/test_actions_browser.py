@@ -17,7 +17,7 @@ from tests.npm import npm_dir
 
 import stalwart as sw
 
-from .act_app import HOSTILE, POLICIES, order, refund
+from .act_app import HOSTILE, POLICIES, describe, order, refund
 from .browser import chromium, inspector, require_browser
 from .conftest import seed_sync, start, stop
 
@@ -53,6 +53,7 @@ def seeding(url: str) -> Any:
     async def seed(url: str) -> None:
         async with sw.Runner(url, policies=POLICIES) as r:
             await r.run(order, HOSTILE, 2, run_id="order-1")
+            await r.run(describe, "tea", run_id="describe-1")
             await r.start(refund, "A-7", run_id="refund-1")
             for _ in range(500):
                 if (await r.get_run("refund-1")).status == "suspended":
@@ -125,6 +126,16 @@ def test_fork_from_a_step_in_the_page_and_a_worker_finishes_it(
         assert "forked from" in page.locator("table.history").inner_text()
         assert serious_violations(page) == []
         assert page.locator("main script, main img").count() == 0
+        # A result too long to come with the page is loaded when its form opens.
+        page.goto(f"{base}/run?id=describe-1")
+        page.locator('details[data-key="step 1"] > summary').click()
+        long = page.locator('details[data-key="fork 1"] textarea[name="value"]')
+        assert long.input_value() == ""
+        page.locator('details[data-key="fork 1"] > summary').click()
+        page.wait_for_function(
+            "() => document.querySelector('details[data-key=\"fork 1\"] textarea').value !== ''"
+        )
+        assert json.loads(long.input_value()) == "tea: " + "lorem ipsum " * 400
         assert errors == []
     assert dialogs == []
 

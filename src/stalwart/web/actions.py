@@ -66,9 +66,10 @@ __all__ = [
 HISTORY_SPACE = "stalwart.actions"
 #: The history entries a run's page shows, the latest first.
 HISTORY_LIMIT = 50
-#: The longest recorded value a step's fork form offers to edit, in
-#: characters; a longer one is forked with ``stalwart runs fork``.
-EDITABLE = 20_000
+#: The longest recorded value a step's fork form holds as the page comes,
+#: in characters: each step of the page has one, so a longer value is
+#: loaded into its form when the form is opened (``static/actions.js``).
+PREFILL = 2_000
 _PART = 256  # the longest name of a memory namespace
 
 
@@ -176,8 +177,9 @@ def _why_not(request: Request, run: RunRecord) -> str:
 
 
 def _editable(text: str | None) -> str | None:
-    """A recorded value laid out to edit, or None if too long to edit here."""
-    if text is None or len(text) > EDITABLE:
+    """A recorded value laid out to edit, or None if it is too long to come
+    with the page (or is not JSON): the form loads it when opened."""
+    if text is None or len(text) > PREFILL:
         return None
     try:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)

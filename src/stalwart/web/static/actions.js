@@ -137,6 +137,34 @@
     return found.length === 0;
   }
 
+  // A step's result too long to come with the page is loaded into its
+  // fork form when the form is opened (or its editor focused), once.
+  function load(area) {
+    var source = area.getAttribute("data-source");
+    if (!source || area.value !== "" || area.getAttribute("data-loaded")) return;
+    area.setAttribute("data-loaded", "1");
+    fetch(source, { credentials: "same-origin", headers: { Accept: "text/plain" } })
+      .then(function (res) { return res.ok ? res.text() : null; })
+      .then(function (text) {
+        if (text !== null && area.value === "") {
+          area.value = text;
+          show(area);
+        }
+      })
+      .catch(function () { area.removeAttribute("data-loaded"); });
+  }
+
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (!(details instanceof HTMLDetailsElement) || !details.open) return;
+    details.querySelectorAll(":scope > form textarea[data-source]").forEach(load);
+  }, true);
+
+  document.addEventListener("focusin", function (event) {
+    var area = event.target;
+    if (area instanceof HTMLTextAreaElement && area.hasAttribute("data-source")) load(area);
+  });
+
   document.addEventListener("input", function (event) {
     var area = event.target;
     if (area instanceof HTMLTextAreaElement && area.hasAttribute("data-json")) show(area);
