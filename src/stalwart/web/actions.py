@@ -28,7 +28,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
 
 from ..core import codec
 from ..core.approval import APPROVAL_PREFIX, waiting_calls
@@ -53,7 +52,7 @@ from .security import CSRF_FIELD, check_post
 __all__ = [
     "HISTORY_SPACE",
     "Action",
-    "Refused",
+    "Refusal",
     "fork_run",
     "history",
     "note",
@@ -71,15 +70,6 @@ HISTORY_LIMIT = 50
 #: loaded into its form when the form is opened (``static/actions.js``).
 PREFILL = 2_000
 _PART = 256  # the longest name of a memory namespace
-
-
-class Refused(Exception):
-    """An action refused: the page answers ``status`` with ``message``."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -264,22 +254,30 @@ def payload_refusal(run: RunRecord, name: str, payload: Any, asked: Asked) -> st
 
 
 # -- fork and re-run -------------------------------------------------------
-async def _acting(request: Request) -> tuple[dict[str, Any], RunRecord]:
-    """The form of a fork and its run (:class:`Refused` if it may not act;
-    any status may: a finished run is what one forks most)."""
+@dataclass(frozen=True)
+class Refusal:
+    """Why an action was not taken: the page answers ``status`` with ``message``."""
+
+    status: int
+    message: str
+
+
+async def _acting(request: Request) -> tuple[dict[str, Any], RunRecord] | Refusal:
+    """The form of a fork and its run, or why it may not act (any status
+    may: a finished run is what one forks most)."""
     form = dict(await request.form())
     refused = check_post(request, form.get(CSRF_FIELD))
     if refused is not None:
-        raise Refused(403, refused)
+        return Refusal(403, refused)
     run_id = form.get("id")
     if not isinstance(run_id, str) or not run_id:
-        raise Refused(400, "the form names no run")
+        return Refusal(400, "the form names no run")
     run = await _runner(request).store.get_run(run_id)
     if run is None:
-        raise Refused(404, f"no run {run_id[:200]!r} in this store")
+        return Refusal(404, f"no run {run_id[:200]!r} in this store")
     why_not = _why_not(request, run)
     if why_not:
-        raise Refused(409, f"run {run_id[:200]!r}: {why_not}")
+        return Refusal(409, f"run {run_id[:200]!r}: {why_not}")
     return form, run
 
 
@@ -295,10 +293,30 @@ def _decoded(text: object, what: str) -> Any:
     return codec.loads(text, what)
 
 
+def _replace(form: dict[str, Any], at: str | None) -> Replace | Refusal:
+    """What the form replaces: a step's result, the inputs, or nothing."""
+    what = form.get("replace", "")
+    try:
+        if what == "result":
+            if at is None:
+                return Refusal(400, "field 'at': replacing a result needs a step")
+            return Replace(result=_decoded(form.get("value"), f"field 'value' (step {at})"))
+        if what == "inputs":
+            inputs = _decoded(form.get("value"), "field 'value' (the run's inputs)")
+            if not isinstance(inputs, dict):
+                return Refusal(400, "field 'value': the inputs are a JSON object by parameter name")
+            return Replace(inputs=inputs)
+    except (ValueError, TypeError, SerializationError, CorruptedRecord) as exc:
+        return Refusal(400, str(exc))
+    if what == "nothing":
+        return Replace()
+    return Refusal(400, "field 'replace': one of result, inputs, nothing")
+
+
 async def _fork(
     request: Request, run: RunRecord, at: str | None, replace: Replace, new_id: str | None
-) -> str:
-    """The fork's id (:class:`Refused` saying why there is none)."""
+) -> str | Refusal:
+    """The fork's id, or why there is none."""
     try:
         return await fork_pending(
             _runner(request),
@@ -309,57 +327,51 @@ async def _fork(
             policy=_policy(request, run.policy),
         )
     except (ForkError, RunNotFound, CorruptedRecord, SerializationError) as exc:
-        raise Refused(400, f"fork of run {run.id[:200]!r}: {exc}") from None
+        return Refusal(400, f"fork of run {run.id[:200]!r}: {exc}")
     except StoreError:
         raise
     except (TypeError, ValueError) as exc:
-        raise Refused(400, f"fork of run {run.id[:200]!r}: {exc}") from None
+        return Refusal(400, f"fork of run {run.id[:200]!r}: {exc}")
 
 
 async def _forked(
     request: Request, run: RunRecord, new: str, what: str, at: str | None, detail: str
-) -> Response:
+) -> str:
+    """Write the fork in both runs' histories; where the page goes next."""
     where = "from the start" if at is None else f"at step {at}"
     await note(request, run.id, what, f"{where}{detail}", new)
     await note(request, new, "forked from", f"{where}{detail}", run.id)
-    return RedirectResponse(f"/run?{urlencode({'id': run.id})}#history", 303)
+    return f"/run?{urlencode({'id': run.id})}#history"
 
 
-async def fork_run(request: Request) -> Response:
+async def fork_run(request: Request) -> str | Refusal:
     """Fork a run from the page: at step ``at`` with its result replaced
     (``replace=result``, ``value`` the new result as JSON), or with the
     run's inputs replaced (``replace=inputs``, ``value`` a JSON object by
     parameter name), or at ``at`` with nothing replaced. The fork is left
-    for a worker; the run's history links to it."""
-    form, run = await _acting(request)
+    for a worker. Returns where the page goes next (the run's history,
+    which links to the fork), or why there is no fork."""
+    acting = await _acting(request)
+    if isinstance(acting, Refusal):
+        return acting
+    form, run = acting
     at = form.get("at") or None
     if at is not None and not isinstance(at, str):
-        raise Refused(400, "field 'at': a step key")
+        return Refusal(400, "field 'at': a step key")
     new_id = form.get("new_id") or None
     if new_id is not None and not isinstance(new_id, str):
-        raise Refused(400, "field 'new_id': a run id")
-    what = form.get("replace", "")
+        return Refusal(400, "field 'new_id': a run id")
     pol = _policy(request, run.policy)
     if pol is not None:
         pol.declare_types()  # the types its hints name decode the edited value
-    try:
-        if what == "result":
-            if at is None:
-                raise Refused(400, "field 'at': replacing a result needs a step")
-            replace = Replace(result=_decoded(form.get("value"), f"field 'value' (step {at})"))
-        elif what == "inputs":
-            inputs = _decoded(form.get("value"), "field 'value' (the run's inputs)")
-            if not isinstance(inputs, dict):
-                raise Refused(400, "field 'value': the inputs are a JSON object by parameter name")
-            replace = Replace(inputs=inputs)
-        elif what == "nothing":
-            replace = Replace()
-        else:
-            raise Refused(400, "field 'replace': one of result, inputs, nothing")
-    except (ValueError, TypeError, SerializationError, CorruptedRecord) as exc:
-        raise Refused(400, f"fork of run {run.id[:200]!r}: {exc}") from None
+    replace = _replace(form, at)
+    if isinstance(replace, Refusal):
+        return Refusal(replace.status, f"fork of run {run.id[:200]!r}: {replace.message}")
     new = await _fork(request, run, at, replace, new_id)
-    detail = "" if what == "nothing" else f", {what} replaced"
+    if isinstance(new, Refusal):
+        return new
+    changed = replace.changes()
+    detail = f", {changed[0]} replaced" if changed else ""
     return await _forked(request, run, new, "fork", at, detail)
 
 
@@ -371,13 +383,19 @@ def failed_step(steps: dict[str, StepRecord]) -> str | None:
     return max(failed, key=key_parts) if failed else None
 
 
-async def rerun(request: Request) -> Response:
+async def rerun(request: Request) -> str | Refusal:
     """Re-run a failed run from its last good step: a fork at the step that
     failed, nothing replaced, so it replays every step before it and runs
-    that one again, live (from the start if no step failed)."""
-    _, run = await _acting(request)
+    that one again, live (from the start if no step failed). Returns where
+    the page goes next, or why there is no re-run."""
+    acting = await _acting(request)
+    if isinstance(acting, Refusal):
+        return acting
+    _, run = acting
     if run.status != "failed":
-        raise Refused(409, f"run {run.id[:200]!r} is {run.status}, not failed")
+        return Refusal(409, f"run {run.id[:200]!r} is {run.status}, not failed")
     at = failed_step(await _runner(request).store.load_steps(run.id))
     new = await _fork(request, run, at, Replace(), None)
+    if isinstance(new, Refusal):
+        return new
     return await _forked(request, run, new, "re-run", at, "")

@@ -32,7 +32,7 @@ from ..http.errors import ServerErrors
 from ..runner import Runner
 from ..runner.registry import Registry
 from ..stores import Store
-from . import actions, views
+from . import views
 from .security import Guard, new_token
 
 if TYPE_CHECKING:
@@ -84,8 +84,8 @@ def create_app(
             Route("/run/live", views.run_live),
             Route("/run/signal", views.signal, methods=["POST"]),
             Route("/run/cancel", views.cancel, methods=["POST"]),
-            Route("/run/fork", actions.fork_run, methods=["POST"]),
-            Route("/run/rerun", actions.rerun, methods=["POST"]),
+            Route("/run/fork", views.fork, methods=["POST"]),
+            Route("/run/rerun", views.rerun, methods=["POST"]),
             Route("/waiting", views.waiting_page),
             Route("/waiting/live", views.waiting_live),
             Mount("/static", StaticFiles(directory=_STATIC), name="static"),
@@ -96,7 +96,7 @@ def create_app(
             ),  # outermost of ours: it answers for the Guard too
             Middleware(BaseHTTPMiddleware, dispatch=Guard(token, hosts)),
         ],
-        exception_handlers={StoreError: views.store_error, actions.Refused: views.refused},
+        exception_handlers={StoreError: views.store_error},
         lifespan=lifespan,
     )
     app.state.runner = runner

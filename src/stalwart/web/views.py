@@ -60,8 +60,9 @@ from .values import (
 
 __all__ = [
     "cancel",
+    "fork",
     "home",
-    "refused",
+    "rerun",
     "run_live",
     "run_page",
     "runs_live",
@@ -134,12 +135,6 @@ async def store_error(request: Request, exc: Exception) -> Response:
     """A store that is down or refuses a query: say so, don't show a traceback."""
     code = 503 if isinstance(exc, StoreUnavailable) else 500
     return _problem(request, code, f"the store failed: {type(exc).__name__}: {exc}")
-
-
-async def refused(request: Request, exc: Exception) -> Response:
-    """An action refused (:class:`.actions.Refused`): its status and why."""
-    assert isinstance(exc, actions.Refused)
-    return _problem(request, exc.status, exc.message)
 
 
 async def home(request: Request) -> Response:
@@ -690,3 +685,19 @@ async def cancel(request: Request) -> Response:
         return _problem(request, 404, f"no run {run.id[:200]!r} in this store")
     await actions.note(request, run.id, "cancel", "requested")
     return RedirectResponse(_back(form.get("back"), run.id), 303)
+
+
+async def fork(request: Request) -> Response:
+    """Fork the run from a step, or with other inputs (:func:`.actions.fork_run`)."""
+    return _acted(request, await actions.fork_run(request))
+
+
+async def rerun(request: Request) -> Response:
+    """Re-run a failed run from the step that failed (:func:`.actions.rerun`)."""
+    return _acted(request, await actions.rerun(request))
+
+
+def _acted(request: Request, done: str | actions.Refusal) -> Response:
+    if isinstance(done, actions.Refusal):
+        return _problem(request, done.status, done.message)
+    return RedirectResponse(done, 303)
