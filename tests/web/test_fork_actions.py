@@ -234,3 +234,43 @@ async def test_a_cancel_is_in_the_history(store_url: str, act_dir: Path) -> None
         assert got.status_code == 303
         said = history_of((await c.get("/run?id=refund-2")).text)
         assert "cancel" in said and "requested" in said
+
+
+async def test_a_tool_approval_editor_carries_the_decisions_it_takes(sqlite_url: str) -> None:
+    from stalwart.core.expects import schema_problems
+
+    from .test_tool_approvals import waiting_signal
+
+    await waiting_signal(sqlite_url, "note-1")
+    async with client(sqlite_url) as c:
+        page = (await c.get("/run?id=note-1")).text
+        found = re.search(r'data-schema="([^"]+)"', page)
+        assert found, "the editor has no schema"
+        schema = json.loads(markupsafe.Markup(found.group(1)).unescape())
+        assert set(schema["properties"]) == {"c1"}  # the call the wait asks about
+        assert schema_problems(True, schema) == []
+        assert schema_problems({"c1": {"decision": "deny", "reason": "no"}}, schema) == []
+        assert schema_problems({"c1": {"decision": "maybe"}}, schema) == [
+            'answer.c1.decision: must be one of "approve", "deny", "edit"'
+        ]
+        assert schema_problems({"c9": {"decision": "approve"}}, schema) == [
+            "answer.c9: not expected (fields: c1)"
+        ]
+
+
+async def test_hostile_names_in_the_history_are_text(sqlite_url: str) -> None:
+    from .web_app import hostile_wait
+
+    async with sw.Runner(sqlite_url, policies=[hostile_wait]) as r:
+        await r.start(hostile_wait, run_id="waits-hostile")
+        async with asyncio.timeout(10):
+            while (await r.get_run("waits-hostile")).status != "suspended":
+                await asyncio.sleep(0.01)
+    async with client(sqlite_url) as c:
+        form = {"csrf": await csrf_of(c, "waits-hostile"), "id": "waits-hostile"}
+        sent = await c.post("/run/signal", data={**form, "name": HOSTILE, "payload": "1"})
+        assert sent.status_code == 303
+        page = (await c.get("/run?id=waits-hostile")).text
+        history = re.search(r'<table class="history">(.*?)</table>', page, re.S)
+        assert history and str(markupsafe.escape(repr(HOSTILE))) in history.group(1)
+        assert "<script>" not in history.group(1) and "<img" not in history.group(1)
