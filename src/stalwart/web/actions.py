@@ -39,6 +39,7 @@ from ..core.errors import (
     StoreError,
 )
 from ..core.expects import schema_problems
+from ..core.inputs import inputs_by_name
 from ..core.keys import key_parts
 from ..core.ledger import RunRecord, StepRecord
 from ..core.memory import Memory
@@ -48,11 +49,15 @@ from ..runner.registry import Registry
 from ..timetravel.fork import LINEAGE_KEY, Replace, fork_pending
 from .conversation import Asked
 from .security import CSRF_FIELD, check_post
+from .values import load
 
 __all__ = [
     "HISTORY_SPACE",
     "Action",
     "Refusal",
+    "approval_schema",
+    "expected",
+    "failed_step",
     "fork_run",
     "history",
     "note",
@@ -217,9 +222,6 @@ async def page_context(
     pol = _policy(request, run.policy)
     inputs = ""
     if not why_not and pol is not None:
-        from ..core.inputs import inputs_by_name
-        from .values import load
-
         named = inputs_by_name(load(run.inputs), pol)
         inputs = "" if named is None else json.dumps(named, indent=2, ensure_ascii=False)
     schema = expected(signal_name, asked)
