@@ -13,16 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.npm import npm_dir
 
 import stalwart as sw
 
 from .act_app import HOSTILE, POLICIES, describe, order, refund
+from .axe import grave_violations
 from .browser import chromium, inspector, require_browser
 from .conftest import seed_sync, start, stop
 
 APP = "tests.web.act_app"
-JS = Path(__file__).parent / "js"
 
 
 @pytest.fixture(scope="module")
@@ -64,27 +63,6 @@ def seeding(url: str) -> Any:
     return seed
 
 
-#: The parts of a run's page that act: what axe-core checks here (the
-#: sections that only show, the timeline's and the graph's, are others').
-ACTING = ["section.act", "section.actions", "details.fork-step", "form.signal", "form.fork"]
-
-
-def serious_violations(page: Any) -> list[dict[str, Any]]:
-    """What axe-core finds in the page's acting parts, serious or critical only."""
-    page.add_script_tag(path=str(npm_dir(JS) / "node_modules" / "axe-core" / "axe.min.js"))
-    found: list[dict[str, Any]] = page.evaluate(
-        """async (parts) => {
-            const include = parts.filter(s => document.querySelector(s)).map(s => [s]);
-            const result = await axe.run({include}, {resultTypes: ["violations"]});
-            return result.violations.map(v => ({
-                id: v.id, impact: v.impact, nodes: v.nodes.map(n => n.target.join(" ")),
-            }));
-        }""",
-        ACTING,
-    )
-    return [v for v in found if v["impact"] in ("serious", "critical")]
-
-
 def test_fork_from_a_step_in_the_page_and_a_worker_finishes_it(
     browser: Any, store_url: str, act_worker: Any
 ) -> None:
@@ -93,8 +71,7 @@ def test_fork_from_a_step_in_the_page_and_a_worker_finishes_it(
     dialogs: list[str] = []
     with inspector(url, app=APP) as base:
         act_worker(url)
-        context = browser.new_context(bypass_csp=True)  # for axe's script only
-        page = context.new_page()
+        page = browser.new_page()
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -104,7 +81,7 @@ def test_fork_from_a_step_in_the_page_and_a_worker_finishes_it(
         page.locator('details[data-key="fork inputs"] > summary').click()
         inputs = page.locator('textarea[data-json="inputs"]').input_value()
         assert json.loads(inputs) == {"item": HOSTILE, "qty": 2}  # markup as text, whole
-        assert serious_violations(page) == []
+        assert grave_violations(page) == []
         editor = page.locator('details[data-key="fork 1"] textarea[name="value"]')
         assert editor.input_value() == str(len(HOSTILE))
         editor.fill("[7")
@@ -124,7 +101,7 @@ def test_fork_from_a_step_in_the_page_and_a_worker_finishes_it(
             f"2 x {HOSTILE} at 7 each, 5 in stock"
         )
         assert "forked from" in page.locator("table.history").inner_text()
-        assert serious_violations(page) == []
+        assert grave_violations(page) == []
         assert page.locator("main script, main img").count() == 0
         # A result too long to come with the page is loaded when its form opens.
         page.goto(f"{base}/run?id=describe-1")
@@ -147,14 +124,13 @@ def test_a_signal_edited_in_the_page_is_checked_then_wakes_the_run(
     seed_sync(url, seeding(url))
     with inspector(url, app=APP) as base:
         act_worker(url)
-        context = browser.new_context(bypass_csp=True)
-        page = context.new_page()
+        page = browser.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(f"{base}/run?id=refund-1")
         page.locator("details.expects > summary").click()
         assert '"minimum": 1' in page.locator("details.expects pre").inner_text()
-        assert serious_violations(page) == []
+        assert grave_violations(page) == []
         payload = page.locator('form.signal textarea[name="payload"]')
         check = page.locator("form.signal .check")
         send = page.get_by_role("button", name="Send signal")

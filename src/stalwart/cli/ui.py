@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -38,17 +39,36 @@ def ui(
             "nothing is executed.",
         ),
     ] = "",
+    prices: Annotated[
+        Path | None,
+        typer.Option(
+            "--prices",
+            metavar="FILE",
+            help='JSON price table, {"model": {"input": N, "output": N}} per million tokens '
+            "(as `worker --prices`): prices token usage a provider recorded no cost for",
+        ),
+    ] = None,
 ) -> None:
     """Open the web inspector: runs, steps, conversations, approvals waiting for a human."""
     from ..core.errors import StalwartError
     from ..http.serving import Limits
     from ..web import serve
     from .apps import app_policies
+    from .worker import read_price_file
 
     try:
         limits = Limits(header_timeout, body_timeout, idle_timeout, max_connections)
         policies = app_policies(app_spec) if app_spec else []
+        table = None if prices is None else read_price_file(prices)
         # The banner in plain print: never wrapped.
-        serve(store, host=host, port=port, token=token, limits=limits, policies=policies)
+        serve(
+            store,
+            host=host,
+            port=port,
+            token=token,
+            limits=limits,
+            policies=policies,
+            prices=table,
+        )
     except (ValueError, StalwartError) as exc:  # a weak token or limit, a store it cannot inspect
         fail(f"ui: {exc}", 2)
