@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, S
 from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
 from .errors import StalwartError
+from .expects import check_schema
 from .ledger import CHILD_MARK, StoredStep
 from .memory import Memory, MemoryLedger
 from .recorded import recorded_outcome
@@ -351,6 +352,7 @@ class Context:
         *,
         prompt: str | None = None,
         about: Any = None,
+        schema: dict[str, Any] | None = None,
     ) -> Any:
         """Wait for ``runner.signal(run_id, signal, payload)`` and return the payload.
 
@@ -364,12 +366,21 @@ class Context:
         waiting``, the inspector) can show what each one asks. They are a
         note for readers: the run never reads them back, and changing them
         in new code does not change the run's steps.
+
+        ``schema``: the JSON schema the payload should match
+        (:mod:`~stalwart.core.expects`), recorded with the note: the
+        inspector checks a payload against it before it sends one. The run
+        does not check it: a payload sent another way arrives as sent.
         """
+        if schema is not None:
+            schema = check_schema(schema, f"wait_for({signal!r})")
         deadline_key = self.next_key()
         key = self.next_key()
         asked = None
-        if prompt is not None or about is not None:
+        if prompt is not None or about is not None or schema is not None:
             asked = {"prompt": prompt, "signal": signal, "about": about}
+            if schema is not None:
+                asked["schema"] = schema
         return await self._x.waits.wait_for(deadline_key, key, signal, timeout, asked)
 
     async def ask(
@@ -379,15 +390,17 @@ class Context:
         signal: str = "input",
         timeout: float | None = None,
         about: Any = None,
+        schema: dict[str, Any] | None = None,
     ) -> Any:
         """Ask a human: emit ``prompt`` and wait for their answer as a signal.
 
-        The prompt (and ``about``, any details the human needs) is recorded
-        with the wait, as :meth:`wait_for` says, so a person can see what is
-        asked while the run is suspended, not only whoever streamed it live.
+        The prompt (and ``about``, any details the human needs, and
+        ``schema``, the answer's JSON schema) is recorded with the wait, as
+        :meth:`wait_for` says, so a person can see what is asked while the
+        run is suspended, not only whoever streamed it live.
         """
         self.emit({"prompt": prompt, "signal": signal})
-        return await self.wait_for(signal, timeout, prompt=prompt, about=about)
+        return await self.wait_for(signal, timeout, prompt=prompt, about=about, schema=schema)
 
     # -- long-term memory ----------------------------------------------------------
     @property

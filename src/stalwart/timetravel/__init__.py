@@ -8,7 +8,7 @@
   moved here (:func:`moved_to`).
 - :func:`fork`: a new run that replays another's recorded prefix up to a
   step, with that step's result, its arguments or the run's inputs
-  replaced, then runs live.
+  replaced, then runs live; :func:`fork_pending` leaves it for a worker.
 
 Replay tests of new code against a recording are :func:`stalwart.testing.replay`.
 """
@@ -25,7 +25,7 @@ from .export import (
     spawned_ids,
     write_export,
 )
-from .fork import LINEAGE_KEY, Lineage, Replace, fork, lineage
+from .fork import LINEAGE_KEY, Lineage, Replace, fork, fork_pending, lineage
 from .keys import before, key_parts, sort_keys
 from .move import MOVING, Moved, move_run, moved_to
 
@@ -42,6 +42,7 @@ __all__ = [
     "before",
     "export_runs",
     "fork",
+    "fork_pending",
     "import_runs",
     "key_parts",
     "lineage",

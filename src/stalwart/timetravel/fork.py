@@ -45,7 +45,7 @@ from .export import SPAWN_PREFIX, export_runs, spawn_record
 from .keys import before, sort_keys
 from .rebase import rebase as rebased
 
-__all__ = ["LINEAGE_KEY", "LINEAGE_NAME", "Lineage", "Replace", "fork", "lineage"]
+__all__ = ["LINEAGE_KEY", "LINEAGE_NAME", "Lineage", "Replace", "fork", "fork_pending", "lineage"]
 
 LINEAGE_KEY = "0"
 LINEAGE_NAME = "stalwart.fork"
@@ -137,7 +137,49 @@ async def fork(
     ``policy`` gives its calls, with their recorded outcomes (:mod:`.rebase`).
     Returns the fork's handle; the fork is executed by ``runner``.
     """
+    pol, args, kwargs, new_id = await _plant(
+        runner, run_id, at, new_run_id, replace or Replace(), policy, rebase
+    )
+    return await runner.start(pol, *args, run_id=new_id, **kwargs)
+
+
+async def fork_pending(
+    runner: Runner,
+    run_id: str,
+    *,
+    at: str | None = None,
+    new_run_id: str | None = None,
+    replace: Replace | None = None,
+    policy: Any = None,
+) -> str:
+    """:func:`fork`, the fork left pending on the original's queue for a
+    worker to execute, never executed by ``runner``; returns its id.
+
+    What a process that executes no run (the inspector) forks with:
+    ``replace`` may set a step's result or error, or the run's inputs, but
+    not its arguments (that calls the step's policy again, here).
+    """
     replace = replace or Replace()
+    if replace.args is not None:
+        raise ForkError(
+            f"fork of run {run_id!r}: a fork left for a worker cannot call step {at!r} again "
+            "with new arguments here; replace its result, or fork with stalwart runs fork"
+        )
+    _, _, _, new_id = await _plant(runner, run_id, at, new_run_id, replace, policy, False)
+    return new_id
+
+
+async def _plant(
+    runner: Runner,
+    run_id: str,
+    at: str | None,
+    new_run_id: str | None,
+    replace: Replace,
+    policy: Any,
+    rebase: bool,
+) -> tuple[Policy[Any, Any], list[Any], dict[str, Any], str]:
+    """Write the fork (its run row, lineage and copied prefix, pending):
+    its policy, the arguments to start it with, and its id."""
     await runner.open()
     store = runner.store
     if store.ephemeral:
@@ -193,7 +235,7 @@ async def fork(
         await store.import_run(renamed.child(child))
     if not await store.import_run(RunDump(run, [origin, *copied], [])):
         raise ForkError(f"run {new_id!r} exists; choose another new_run_id")
-    return await runner.start(pol, *args, run_id=new_id, **kwargs)
+    return pol, args, kwargs, new_id
 
 
 def _has_step(run_id: str, at: str, keys: list[str]) -> None:

@@ -3,7 +3,7 @@ runs waiting for a human, over any store, in a browser.
 
 ``serve(store_url)`` runs it with uvicorn; ``create_app(store)`` gives the
 ASGI application (for tests, or to mount it in another app). It reads through
-the Store interface and acts (signal, cancel) through a Runner that never
+the Store interface and acts (signal, cancel, fork) through a Runner that never
 executes a run. See ``docs/web.md``.
 """
 

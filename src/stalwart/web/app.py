@@ -2,7 +2,8 @@
 
 The web process reads through the :class:`~stalwart.stores.Store` interface
 and acts through a :class:`~stalwart.Runner` opened with ``serving=False``:
-it signals and cancels, and never executes a run (a worker does). It holds
+it signals, cancels and forks (:mod:`.actions`), and never executes a run
+(a worker does). It holds
 no policies, so it could not execute one if it tried.
 """
 
@@ -87,6 +88,8 @@ def create_app(
             Route("/run/live", views.run_live),
             Route("/run/signal", views.signal, methods=["POST"]),
             Route("/run/cancel", views.cancel, methods=["POST"]),
+            Route("/run/fork", views.fork, methods=["POST"]),
+            Route("/run/rerun", views.rerun, methods=["POST"]),
             Route("/waiting", views.waiting_page),
             Route("/waiting/live", views.waiting_live),
             Route("/health", views.health_page),

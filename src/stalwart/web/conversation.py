@@ -299,6 +299,11 @@ class Asked:
 
     prompt: Shown = EMPTY
     about: Shown = EMPTY
+    #: What the wait recorded about the answer: the JSON schema it expects
+    #: (``wait_for(schema=...)``), or None; for a tool approval, the calls
+    #: it asks about (``about``, decoded), else None.
+    schema: Any = None
+    about_value: Any = None
 
     def __bool__(self) -> bool:
         return bool(self.prompt) or bool(self.about)
@@ -331,9 +336,12 @@ def pending_ask(steps: Mapping[str, StepRecord], signal: str | None, run_id: str
     href = value_link(run_id, "output", key)
     prompt = value.get("prompt")
     about = value.get("about")
+    schema = value.get("schema")
     return Asked(
         prompt=cut(prompt, href) if isinstance(prompt, str) else EMPTY,
         about=EMPTY if about is None else cut(_json_text(about), href),
+        schema=schema if isinstance(schema, dict) else None,
+        about_value=about,
     )
 
 

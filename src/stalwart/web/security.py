@@ -1,6 +1,6 @@
 """Who may use the inspector, and what a page may do in the browser.
 
-The inspector can signal and cancel runs, so it is guarded like an admin
+The inspector can signal, cancel and fork runs, so it is guarded like an admin
 console, even on a laptop:
 
 - **Host check.** Bound to a loopback address, only requests naming a

@@ -33,6 +33,7 @@ from ..runner.routing import fleet_of
 from ..stores import Store
 from ..stores.base import StepPage, StepPosition, owner_is_dead
 from ..stores.versions import cleared_versions
+from . import actions
 from .conversation import Asked, bubbles, pending_ask, turns, usage_by_model
 from .cost import cost_table, time_split
 from .family import family_tree
@@ -61,10 +62,12 @@ from .values import (
 
 __all__ = [
     "cancel",
+    "fork",
     "health_page",
     "home",
     "problem",
     "render",
+    "rerun",
     "run_live",
     "run_page",
     "runs_live",
@@ -443,6 +446,7 @@ async def _run_context(
         "asked": asked,
         "back": link("/run", id=run.id),
         "shown": shown_token(_secret(request), run, page.count, children),
+        **await actions.page_context(request, run, signal_name, asked),
     }
 
 
@@ -682,12 +686,19 @@ async def signal(request: Request) -> Response:
             payload = json.loads(text)
         except ValueError as exc:
             return _problem(request, 400, f"the payload is not JSON: {exc}")
+    if name.strip() == _waits_for_signal(run):
+        asked = await _latest_ask(_store(request), run, name.strip())
+        refusal = actions.payload_refusal(run, name.strip(), payload, asked)
+        if refusal is not None:
+            return _problem(request, 400, refusal)
     try:
         await _runner(request).signal(run.id, name.strip(), payload)
     except SerializationError as exc:  # text UTF-8 cannot encode: nothing was queued
         return _problem(request, 400, f"the payload cannot be recorded: {exc}")
     except ApprovalError as exc:  # a tool approval's decision that does not fit: not queued
         return _problem(request, 400, str(exc))
+    size = len(json.dumps(payload, ensure_ascii=False).encode("utf-8", "replace"))
+    await actions.note(request, run.id, "signal", f"{name.strip()[:200]!r}, {size} bytes of JSON")
     back = _with_answer(_back(form.get("back"), run.id), run.id, name.strip())
     return RedirectResponse(back, 303)
 
@@ -701,4 +712,21 @@ async def cancel(request: Request) -> Response:
         await _runner(request).cancel(run.id)
     except RunNotFound:
         return _problem(request, 404, f"no run {run.id[:200]!r} in this store")
+    await actions.note(request, run.id, "cancel", "requested")
     return RedirectResponse(_back(form.get("back"), run.id), 303)
+
+
+async def fork(request: Request) -> Response:
+    """Fork the run from a step, or with other inputs (:func:`.actions.fork_run`)."""
+    return _acted(request, await actions.fork_run(request))
+
+
+async def rerun(request: Request) -> Response:
+    """Re-run a failed run from the step that failed (:func:`.actions.rerun`)."""
+    return _acted(request, await actions.rerun(request))
+
+
+def _acted(request: Request, done: str | actions.Refusal) -> Response:
+    if isinstance(done, actions.Refusal):
+        return _problem(request, done.status, done.message)
+    return RedirectResponse(done, 303)

@@ -1,0 +1,115 @@
+"""The schema a wait records (``ctx.ask(..., schema=)``) and the check a
+payload passes against it: every problem named by its field, the subset of
+JSON Schema the inspector's page checks too."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import stalwart as sw
+from stalwart.core.expects import check_schema, schema_problems
+
+REFUND = {
+    "type": "object",
+    "required": ["amount"],
+    "properties": {
+        "amount": {"type": "integer", "minimum": 1, "maximum": 500},
+        "reason": {"enum": ["damaged", "late"]},
+        "lines": {"type": "array", "items": {"$ref": "#/$defs/Line"}, "maxItems": 2},
+        "note": {"anyOf": [{"type": "string", "maxLength": 5}, {"type": "null"}]},
+    },
+    "additionalProperties": False,
+    "$defs": {
+        "Line": {"type": "object", "required": ["sku"], "properties": {"sku": {"type": "string"}}}
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("payload", "problems"),
+    [
+        ({"amount": 3}, []),
+        ({"amount": 3.0, "reason": "late", "lines": [{"sku": "a"}], "note": None}, []),
+        ({"amount": True}, ["answer.amount: expected integer, got boolean"]),
+        ({"amount": 2.5}, ["answer.amount: expected integer, got number"]),
+        ({"amount": 0}, ["answer.amount must be at least 1"]),
+        ({"amount": 501}, ["answer.amount must be at most 500"]),
+        ({}, ["answer.amount: required, missing"]),
+        ({"amount": 1, "reason": "bored"}, ['answer.reason: must be one of "damaged", "late"']),
+        ({"amount": 1, "x": 1}, ["answer.x: not expected (fields: amount, lines, note, reason)"]),
+        (
+            {"amount": 1, "lines": [{"sku": 1}]},
+            ["answer.lines[0].sku: expected string, got integer"],
+        ),
+        (
+            {"amount": 1, "lines": [{}, {}, {}]},
+            [
+                "answer.lines: item count must be at most 2",
+                "answer.lines[0].sku: required, missing",
+                "answer.lines[1].sku: required, missing",
+                "answer.lines[2].sku: required, missing",
+            ],
+        ),
+        ({"amount": 1, "note": "too long"}, ["answer.note: fits none of 2 choices"]),
+        ([1], ["answer: expected object, got array"]),
+    ],
+)
+def test_a_payload_is_checked_field_by_field(payload: Any, problems: list[str]) -> None:
+    assert schema_problems(payload, REFUND) == problems
+
+
+def test_a_schema_that_loops_or_points_away_stops_without_failing() -> None:
+    looping = {
+        "$ref": "#/$defs/A",
+        "$defs": {"A": {"type": "array", "items": {"$ref": "#/$defs/A"}}},
+    }
+    deep: Any = []
+    for _ in range(100):
+        deep = [deep]
+    assert schema_problems(deep, looping) == [
+        "answer" + "[0]" * 65 + ": nested deeper than 64 levels"
+    ]
+    assert schema_problems({"a": 1}, {"$ref": "https://elsewhere.example/schema.json"}) == []
+    assert schema_problems(1, {"type": "decimal"}) == []  # a type it does not know: not refused
+
+
+def test_a_schema_is_a_json_object() -> None:
+    with pytest.raises(TypeError, match="field 'schema': a JSON schema"):
+        check_schema(int)
+    with pytest.raises(TypeError, match="field 'schema' is not JSON"):
+        check_schema({"default": object()})
+
+
+async def test_the_wait_records_its_schema_with_its_question(tmp_path: Any) -> None:
+    @sw.policy
+    async def refund(ctx: sw.Context) -> int:
+        answer = await ctx.ask("How much?", signal="refund", schema=REFUND)
+        return int(answer["amount"])
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    async with sw.Runner(url, policies=[refund]) as r:
+        handle = await r.start(refund, run_id="r1")
+        while (await r.get_run("r1")).status != "suspended":
+            await __import__("asyncio").sleep(0.01)
+        steps = await r.store.load_steps("r1")
+        notes = [
+            json.loads(s.output) for s in steps.values() if s.name == "stalwart.ask" and s.output
+        ]
+        assert notes == [
+            {"prompt": "How much?", "signal": "refund", "about": None, "schema": REFUND}
+        ]
+        await r.signal("r1", "refund", {"amount": 4})
+        assert await handle.result() == 4
+
+
+async def test_a_wait_refuses_a_schema_that_is_not_one(tmp_path: Any) -> None:
+    @sw.policy
+    async def asks(ctx: sw.Context) -> object:
+        return await ctx.wait_for("x", schema="integer")  # type: ignore[arg-type]
+
+    async with sw.Runner(f"sqlite:///{tmp_path / 'ledger.db'}", policies=[asks]) as r:
+        with pytest.raises(TypeError, match=r"wait_for\('x'\): field 'schema': a JSON schema"):
+            await r.run(asks, run_id="r2")
