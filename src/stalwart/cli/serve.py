@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..core.errors import CLIError
+
+if TYPE_CHECKING:
+    from ..core.events import Hook
+    from ..metrics import Metrics
 from .apps import AppOption, app_policies
 from .command import DEFAULT_STORE, StoreOption, fail, open_store
+from .scrape import MetricsHostOption, MetricsPortOption, check_port, metrics_lifespan
 
 __all__ = [
     "BodyTimeoutOption",
@@ -98,6 +103,8 @@ def serve(
     body_timeout: BodyTimeoutOption = 30.0,
     idle_timeout: IdleTimeoutOption = 5.0,
     max_connections: MaxConnectionsOption = 500,
+    metrics_port: MetricsPortOption = None,
+    metrics_host: MetricsHostOption = "127.0.0.1",
 ) -> None:
     """Serve an HTTP API: start, read, list, stream, signal and cancel runs of --app's policies."""
     from ..api import serve as serve_api
@@ -110,6 +117,13 @@ def serve(
     try:
         limits = Limits(header_timeout, body_timeout, idle_timeout, max_connections)
         policies = app_policies(app_spec)
+        hooks: list[Hook] = []
+        lifespan = None
+        if metrics_port is not None:  # only then: no hook and no import otherwise
+            check_port(metrics_host, metrics_port)
+            metrics = new_metrics()
+            hooks.append(metrics)
+            lifespan = metrics_lifespan(metrics, metrics_port, metrics_host, say)
         serve_api(
             open_store(store, must_exist=False),
             policies,
@@ -122,8 +136,24 @@ def serve(
             concurrency=concurrency,
             max_streams=max_streams,
             limits=limits,
+            hooks=hooks,
+            lifespan=lifespan,
         )
     except CLIError as exc:
         fail(str(exc), exc.code)
     except (ValueError, StalwartError) as exc:  # no tokens, a short one, a bad folder or limit
         fail(f"serve: {exc}", 2)
+
+
+def new_metrics() -> Metrics:
+    """A :class:`~stalwart.metrics.Metrics` hook, or a CLIError saying which
+    extra to install."""
+    try:
+        from ..metrics import Metrics
+    except ImportError as exc:
+        raise CLIError(f"--metrics-port: {exc}", code=2) from exc
+    return Metrics()
+
+
+def say(text: str) -> None:
+    print(text, flush=True)

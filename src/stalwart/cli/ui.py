@@ -6,8 +6,17 @@ from typing import Annotated
 
 import typer
 
+from ..core.errors import CLIError
 from .command import DEFAULT_STORE, StoreOption, fail
-from .serve import BodyTimeoutOption, HeaderTimeoutOption, IdleTimeoutOption, MaxConnectionsOption
+from .scrape import MetricsHostOption, MetricsPortOption, check_port, metrics_lifespan
+from .serve import (
+    BodyTimeoutOption,
+    HeaderTimeoutOption,
+    IdleTimeoutOption,
+    MaxConnectionsOption,
+    new_metrics,
+    say,
+)
 
 __all__ = ["ui"]
 
@@ -38,6 +47,8 @@ def ui(
             "nothing is executed.",
         ),
     ] = "",
+    metrics_port: MetricsPortOption = None,
+    metrics_host: MetricsHostOption = "127.0.0.1",
 ) -> None:
     """Open the web inspector: runs, steps, conversations, approvals waiting for a human."""
     from ..core.errors import StalwartError
@@ -48,7 +59,21 @@ def ui(
     try:
         limits = Limits(header_timeout, body_timeout, idle_timeout, max_connections)
         policies = app_policies(app_spec) if app_spec else []
+        lifespan = None
+        if metrics_port is not None:  # the store's gauges; the inspector executes nothing
+            check_port(metrics_host, metrics_port)
+            lifespan = metrics_lifespan(new_metrics(), metrics_port, metrics_host, say)
         # The banner in plain print: never wrapped.
-        serve(store, host=host, port=port, token=token, limits=limits, policies=policies)
+        serve(
+            store,
+            host=host,
+            port=port,
+            token=token,
+            limits=limits,
+            policies=policies,
+            lifespan=lifespan,
+        )
+    except CLIError as exc:
+        fail(str(exc), exc.code)
     except (ValueError, StalwartError) as exc:  # a weak token or limit, a store it cannot inspect
         fail(f"ui: {exc}", 2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Collection, Iterable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,7 @@ def create_app(
     hosts: Collection[str] | None = tuple(sorted(LOOPBACK_NAMES)),
     refresh: float = 2.0,
     policies: Iterable[Any] = (),
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
 ) -> Starlette:
     """The inspector for ``store`` (a URL or an unopened Store).
 
@@ -60,16 +62,24 @@ def create_app(
     ``policies``: the application's policies, when at hand: their
     parameters name a run's inputs on its page (never given to the runner:
     the inspector still executes nothing).
+    ``lifespan``: more to do while the app serves, as Starlette's
+    ``lifespan``: entered once the runner is open (``app.state.runner``),
+    left before it closes; ``stalwart ui --metrics-port`` serves the
+    metrics this way.
     """
     runner = Runner(store, serving=False, poll_interval=5.0)
     if runner.store.ephemeral:
         raise StoreError("the inspector needs a durable store: sqlite:///… or postgresql://…")
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan_of(app: Starlette) -> AsyncIterator[None]:
         await runner.open()
         try:
-            yield
+            if lifespan is None:
+                yield
+            else:
+                async with lifespan(app):
+                    yield
         finally:
             await runner.close()
 
@@ -94,7 +104,7 @@ def create_app(
             Middleware(BaseHTTPMiddleware, dispatch=Guard(token, hosts)),
         ],
         exception_handlers={StoreError: views.store_error},
-        lifespan=lifespan,
+        lifespan=lifespan_of,
     )
     app.state.runner = runner
     app.state.refresh = refresh
@@ -113,6 +123,7 @@ def serve(
     say: Callable[[str], object] | None = None,
     limits: Limits | None = None,
     policies: Iterable[Any] = (),
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
 ) -> None:
     """Serve the inspector until interrupted.
 
@@ -122,7 +133,7 @@ def serve(
     the deadlines and the connection count that hold against slow clients
     (:class:`stalwart.http.serving.Limits`; its defaults when None).
     ``policies``: the application's, read for their parameter names only
-    (see :func:`create_app`).
+    (see :func:`create_app`). ``lifespan``: as :func:`create_app`'s.
     """
     from ..http.serving import Limits, run
 
@@ -133,7 +144,7 @@ def serve(
     if not local and token is None:
         token = new_token()
     hosts = loopback_hosts(host) if local else None
-    app = create_app(store_url, token=token, hosts=hosts, policies=policies)
+    app = create_app(store_url, token=token, hosts=hosts, policies=policies, lifespan=lifespan)
     url = f"http://{url_host(host)}:{port}/"
     if token is not None:
         url += f"?token={token}"
