@@ -186,8 +186,9 @@ async def test_a_store_outage_counts_the_seconds_it_could_not_be_reached(
             assert value(answering, "stalwart_store_unavailable_seconds_total") == 0
 
             await proxy.down()  # connection refused; the open ones cut
-            while not runner.store.outages.down:  # the worker loop's next pass finds out
-                await asyncio.sleep(0.05)
+            async with asyncio.timeout(60):
+                while not runner.store.outages.down:  # the worker loop's next pass finds out
+                    await asyncio.sleep(0.05)
             during = await asyncio.to_thread(read, http.port)
             later = await asyncio.to_thread(read, http.port)
             assert value(during, "stalwart_store_up") == 0
@@ -200,8 +201,10 @@ async def test_a_store_outage_counts_the_seconds_it_could_not_be_reached(
             )
 
             await proxy.up()
-            assert await runner.run(app.double, 2) == 4  # answers again: the outage ended
-            assert not runner.store.outages.down
+            async with asyncio.timeout(60):  # the pool reconnects after its own backoff
+                while runner.store.outages.down:
+                    await asyncio.sleep(0.05)
+            assert await runner.run(app.double, 2) == 4
             ended = await asyncio.to_thread(read, http.port)
             again = await asyncio.to_thread(read, http.port)
             assert value(ended, "stalwart_store_outages_total") == 1
