@@ -26,7 +26,13 @@ if TYPE_CHECKING:
 
     from ..metrics import Metrics
 
-__all__ = ["MetricsHostOption", "MetricsPortOption", "check_port", "metrics_lifespan"]
+__all__ = [
+    "MetricsHostOption",
+    "MetricsPortOption",
+    "check_port",
+    "metrics_lifespan",
+    "new_metrics",
+]
 
 MetricsPortOption = Annotated[
     int | None,
@@ -58,17 +64,28 @@ def check_port(host: str, port: int) -> None:
         ) from exc
 
 
+def new_metrics() -> Metrics:
+    """A :class:`~stalwart.metrics.Metrics` hook, or a CLIError saying which
+    extra to install."""
+    try:
+        from ..metrics import Metrics
+    except ImportError as exc:
+        raise CLIError(f"--metrics-port: {exc}", code=2) from exc
+    return Metrics()
+
+
 def metrics_lifespan(
-    metrics: Metrics, port: int, host: str, say: Callable[[str], object]
+    metrics: Metrics, port: int, host: str
 ) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """An app ``lifespan`` serving ``metrics`` for the app's runner
-    (``app.state.runner``) on ``host:port`` while the app serves."""
+    (``app.state.runner``) on ``host:port`` while the app serves; the
+    address is printed, as the app's banner is."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         server = metrics.serve(app.state.runner, port, host)
         shown = f"[{host}]" if ":" in host else host
-        say(f"metrics at http://{shown}:{server.port}/metrics")
+        print(f"metrics at http://{shown}:{server.port}/metrics", flush=True)
         try:
             yield
         finally:

@@ -18,10 +18,15 @@ from ..core.errors import CLIError
 
 if TYPE_CHECKING:
     from ..core.events import Hook
-    from ..metrics import Metrics
 from .apps import AppOption, app_policies
 from .command import DEFAULT_STORE, StoreOption, fail, open_store
-from .scrape import MetricsHostOption, MetricsPortOption, check_port, metrics_lifespan
+from .scrape import (
+    MetricsHostOption,
+    MetricsPortOption,
+    check_port,
+    metrics_lifespan,
+    new_metrics,
+)
 
 __all__ = [
     "BodyTimeoutOption",
@@ -123,7 +128,7 @@ def serve(
             check_port(metrics_host, metrics_port)
             metrics = new_metrics()
             hooks.append(metrics)
-            lifespan = metrics_lifespan(metrics, metrics_port, metrics_host, say)
+            lifespan = metrics_lifespan(metrics, metrics_port, metrics_host)
         serve_api(
             open_store(store, must_exist=False),
             policies,
@@ -143,17 +148,3 @@ def serve(
         fail(str(exc), exc.code)
     except (ValueError, StalwartError) as exc:  # no tokens, a short one, a bad folder or limit
         fail(f"serve: {exc}", 2)
-
-
-def new_metrics() -> Metrics:
-    """A :class:`~stalwart.metrics.Metrics` hook, or a CLIError saying which
-    extra to install."""
-    try:
-        from ..metrics import Metrics
-    except ImportError as exc:
-        raise CLIError(f"--metrics-port: {exc}", code=2) from exc
-    return Metrics()
-
-
-def say(text: str) -> None:
-    print(text, flush=True)

@@ -8,15 +8,14 @@ import typer
 
 from ..core.errors import CLIError
 from .command import DEFAULT_STORE, StoreOption, fail
-from .scrape import MetricsHostOption, MetricsPortOption, check_port, metrics_lifespan
-from .serve import (
-    BodyTimeoutOption,
-    HeaderTimeoutOption,
-    IdleTimeoutOption,
-    MaxConnectionsOption,
+from .scrape import (
+    MetricsHostOption,
+    MetricsPortOption,
+    check_port,
+    metrics_lifespan,
     new_metrics,
-    say,
 )
+from .serve import BodyTimeoutOption, HeaderTimeoutOption, IdleTimeoutOption, MaxConnectionsOption
 
 __all__ = ["ui"]
 
@@ -62,7 +61,7 @@ def ui(
         lifespan = None
         if metrics_port is not None:  # the store's gauges; the inspector executes nothing
             check_port(metrics_host, metrics_port)
-            lifespan = metrics_lifespan(new_metrics(), metrics_port, metrics_host, say)
+            lifespan = metrics_lifespan(new_metrics(), metrics_port, metrics_host)
         # The banner in plain print: never wrapped.
         serve(
             store,
