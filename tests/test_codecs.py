@@ -167,3 +167,34 @@ def test_a_row_naming_a_dtype_this_codec_never_writes_is_refused() -> None:
     row["v"]["data"][0]["dtype"] = "string[pyarrow]"  # would make pandas import pyarrow
     with pytest.raises(CorruptedRecord, match=r"dtype 'string\[pyarrow\]' is not one this codec"):
         codec.loads(json.dumps(row), "result of step 1")
+
+
+def test_every_hint_names_a_codec_that_records_the_value() -> None:
+    # The core's hints (which codec records which type) and stalwart.codecs
+    # (what each codec registers) are two tables: they must agree, type by type.
+    import subprocess
+    import sys
+
+    program = (
+        "import re, numpy as np, pandas as pd\n"
+        "from PIL import Image\n"
+        "import stalwart.codecs\n"
+        "from stalwart.core import codec\n"
+        "values = [np.zeros(2), np.float32(1), pd.DataFrame({'a': [1]}),\n"
+        "          pd.Series([1]), Image.new('L', (1, 1))]\n"
+        "named = []\n"
+        "for value in values:\n"
+        "    try:\n"
+        "        codec.dumps(value)\n"
+        "    except Exception as exc:\n"
+        "        named.append(re.search(r\"codecs.use\\('(\\w+)'\\)\", str(exc)).group(1))\n"
+        "stalwart.codecs.use(*named)\n"
+        "for value in values:\n"
+        "    codec.dumps(value)\n"
+        "print(' '.join(named))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["numpy", "numpy", "pandas", "pandas", "pil"]
+    assert set(done.stdout.split()) == set(stalwart.codecs.AVAILABLE)

@@ -43,16 +43,20 @@ def require_browser() -> str:
 
 
 @contextlib.contextmanager
-def inspector(url: str, app: str | None = None) -> Iterator[str]:
+def inspector(
+    url: str, app: str | None = None, prices: dict[str, dict[str, float]] | None = None
+) -> Iterator[str]:
     """``stalwart.web.serve`` in a process of its own; yields its base URL.
 
     ``app``: a test module whose ``POLICIES`` the inspector is given (to
-    read inputs' names and flows' graphs from)."""
+    read inputs' names and flows' graphs from). ``prices``: a price table
+    in its JSON form (``stalwart ui --prices``)."""
     port = free_port()
     policies = "()" if app is None else f"__import__({app!r}, fromlist=['POLICIES']).POLICIES"
+    table = "None" if prices is None else f"__import__('stalwart.llm').llm.read_prices({prices!r})"
     proc: subprocess.Popen[str] = start(
         ["-c", f"from stalwart.web.app import create_app; import uvicorn; "
-         f"uvicorn.run(create_app({url!r}, refresh=0.3, policies={policies}), "
+         f"uvicorn.run(create_app({url!r}, refresh=0.3, policies={policies}, prices={table}), "
          f"host='127.0.0.1', port={port}, log_level='warning')"]
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"

@@ -9,12 +9,13 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 
 import httpx
 import pytest
 
+from stalwart.llm import Price
 from stalwart.web import create_app
 
 from .web_app import seed
@@ -45,9 +46,10 @@ async def client(
     token: str | None = None,
     hosts: tuple[str, ...] | None = ("127.0.0.1",),
     policies: tuple[object, ...] = (),
+    prices: Mapping[str, Price] | None = None,
 ) -> AsyncIterator[httpx.AsyncClient]:
     """An httpx client on the inspector's ASGI app, its lifespan run."""
-    app = create_app(url, token=token, hosts=hosts, policies=policies)
+    app = create_app(url, token=token, hosts=hosts, policies=policies, prices=prices)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:

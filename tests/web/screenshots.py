@@ -4,16 +4,19 @@
 
 Seeds a fresh SQLite store with ``web_app.seed``, serves the inspector on
 it, and photographs the main pages with the system chromium; then the same
-for the runs of ``shapes_app.seed`` (a flow's graph, parallel tool calls).
+for the runs of ``shapes_app.seed`` (a flow's graph, parallel tool calls),
+and the health page over ``health_seed``'s runs and workers.
 """
 
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 
 from .browser import chromium, chromium_path, inspector
 from .conftest import ROOT, seed_sync
+from .health_seed import seed_health
 from .shapes_app import seed as seed_shapes
 
 PAGES = {
@@ -57,6 +60,19 @@ def main() -> None:
                     calls.evaluate("d => d.open = true")
                 page.screenshot(path=str(out / name), full_page=True)
                 print(out / name)
+    health(executable, out)
+
+
+def health(executable: str, out: Path) -> None:
+    """``ui-health.png``: the health page of ``health_seed``'s store."""
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{Path(tmp) / 'health.db'}"
+        seed_sync(url, lambda u: seed_health(u, time.time()))
+        with inspector(url) as base, chromium(executable) as browser:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(base + "/health")
+            page.screenshot(path=str(out / "ui-health.png"), full_page=True)
+            print(out / "ui-health.png")
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ async def test_agent_run_shows_conversation_usage_tree_and_timeline(seeded: str)
     keys = re.findall(r'<span class="key">([^<]*)</span>', tree)
     assert keys == ["1", "1#1", "2"]
     assert tree.index(">1#1<") < tree.index("</ul>")  # 1#1 nests inside 1
-    assert page.count("<rect ") == 3
+    assert page.split('<section class="timeline">', 1)[1].count("<rect ") == 3  # one a step
     assert "<script>alert" not in page and "<img src=x" not in page
 
 

@@ -108,18 +108,16 @@ def _policies_in(value: Any, *, nested: bool = False) -> list[Policy[Any, Any]]:
     one, like a model or an agent), an application Context subclass, and, when
     ``nested``, the items of a list, tuple, set or dict."""
     from ..core.context import Context
-    from ..core.policy import Policy
+    from ..core.policy import declared_policy
 
-    if isinstance(value, Policy):
-        return [value]
+    found = declared_policy(value)
+    if found is not None:
+        return [found]
     if isinstance(value, type):
         if not issubclass(value, Context) or value is Context:
             return []
         own = [k for k in value.__mro__ if issubclass(k, Context) and k is not Context]
         return [p for klass in own for v in vars(klass).values() for p in _policies_in(v)]
-    carried = getattr(value, "__stalwart_policy__", None)
-    if isinstance(carried, Policy):
-        return [carried]
     if nested and isinstance(value, dict):
         value = list(value.values())
     if nested and isinstance(value, list | tuple | set | frozenset):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..core.errors import CLIError
 from .command import DEFAULT_STORE, StoreOption, fail
 from .scrape import (
     MetricsHostOption,
@@ -46,6 +46,15 @@ def ui(
             "nothing is executed.",
         ),
     ] = "",
+    prices: Annotated[
+        Path | None,
+        typer.Option(
+            "--prices",
+            metavar="FILE",
+            help='JSON price table, {"model": {"input": N, "output": N}} per million tokens '
+            "(as `worker --prices`): prices token usage a provider recorded no cost for",
+        ),
+    ] = None,
     metrics_port: MetricsPortOption = None,
     metrics_host: MetricsHostOption = "127.0.0.1",
 ) -> None:
@@ -54,10 +63,12 @@ def ui(
     from ..http.serving import Limits
     from ..web import serve
     from .apps import app_policies
+    from .worker import read_price_file
 
     try:
         limits = Limits(header_timeout, body_timeout, idle_timeout, max_connections)
         policies = app_policies(app_spec) if app_spec else []
+        table = None if prices is None else read_price_file(prices)
         lifespan = None
         if metrics_port is not None:  # the store's gauges; the inspector executes nothing
             check_port(metrics_host, metrics_port)
@@ -70,9 +81,8 @@ def ui(
             token=token,
             limits=limits,
             policies=policies,
+            prices=table,
             lifespan=lifespan,
         )
-    except CLIError as exc:
-        fail(str(exc), exc.code)
     except (ValueError, StalwartError) as exc:  # a weak token or limit, a store it cannot inspect
         fail(f"ui: {exc}", 2)

@@ -36,7 +36,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -234,6 +234,22 @@ def search_words(query: str) -> list[str]:
     for w in _WORD.findall(query.lower()):
         seen.setdefault(w, None)
     return list(seen)[:_MAX_WORDS]
+
+
+def scan_text(
+    rows: Iterable[MemoryRecord], words: Sequence[str], limit: int
+) -> list[tuple[MemoryRecord, float]]:
+    """The rows whose text holds any of ``words``, best first: scored by how
+    many of the words each holds, ties by key. Stores without an index of
+    their own (the in-memory one, an encrypted one) search this way."""
+    wanted = set(words)
+    scored = []
+    for rec in rows:
+        hits = len(wanted & set(_WORD.findall(rec.text.lower())))
+        if hits:
+            scored.append((float(hits), rec.key, rec))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [(rec, score) for score, _, rec in scored[:limit]]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

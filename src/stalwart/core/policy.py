@@ -35,6 +35,7 @@ __all__ = [
     "class_call",
     "current_context",
     "current_step",
+    "declared_policy",
     "policy",
     "same_policy",
     "use_context",
@@ -717,6 +718,19 @@ def policy(fn: Any = None, /, **settings: Any) -> Any:
     if isinstance(fn, Policy):
         return fn.with_settings(**settings) if settings else fn
     return Policy(fn, **settings)
+
+
+def declared_policy(value: Any) -> Policy[Any, Any] | None:
+    """The policy ``value`` is, or carries as ``__stalwart_policy__`` (a
+    model, an agent, a flow, a journey): None for anything else, a class
+    included (a class names no run's steps by itself). Unlike
+    :func:`as_policy` it never makes a policy of a plain callable."""
+    if isinstance(value, Policy):
+        return value
+    if isinstance(value, type):
+        return None
+    carried = getattr(value, "__stalwart_policy__", None)
+    return carried if isinstance(carried, Policy) else None
 
 
 def as_policy(obj: Any) -> Policy[Any, Any]:

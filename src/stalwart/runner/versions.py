@@ -29,7 +29,7 @@ import types
 from collections.abc import Iterable
 from typing import Any
 
-from ..core.policy import Policy
+from ..core.policy import Policy, declared_policy
 
 __all__ = ["code_version"]
 
@@ -129,24 +129,16 @@ def _referenced(func: types.FunctionType) -> Iterable[Any]:
     globs = func.__globals__
     for name in dict.fromkeys(names):
         value = globs.get(name)
-        if value is not None and _decides_steps(value):
+        if declared_policy(value) is not None:
             found.append(value)
     for cell in func.__closure__ or ():
         try:
             value = cell.cell_contents
         except ValueError:  # an empty cell
             continue
-        if _decides_steps(value):
+        if declared_policy(value) is not None:
             found.append(value)
     return found
-
-
-def _decides_steps(value: Any) -> bool:
-    if isinstance(value, type):
-        return False  # a class names no run's steps by itself
-    return isinstance(value, Policy) or isinstance(
-        getattr(value, "__stalwart_policy__", None), Policy
-    )
 
 
 def _source(obj: Any) -> str:

@@ -8,16 +8,20 @@ stores mask theirs.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
 from ..core.ledger import StoredStep
-from ..core.memory import MASKED_ARGS, MEMORY_STEPS, MemoryRecord, masked_output, names_namespace
+from ..core.memory import (
+    MASKED_ARGS,
+    MEMORY_STEPS,
+    MemoryRecord,
+    masked_output,
+    names_namespace,
+    scan_text,
+)
 
 __all__ = ["MemoryMemories"]
-
-_WORD = re.compile(r"\w+")
 
 
 class MemoryMemories:
@@ -47,14 +51,8 @@ class MemoryMemories:
     async def memory_search_text(
         self, namespace: str, words: Sequence[str], limit: int
     ) -> list[tuple[MemoryRecord, float]]:
-        wanted = set(words)
-        scored = []
-        for rec in self._memory.get(namespace, {}).values():
-            hits = len(wanted & set(_WORD.findall(rec.text.lower())))
-            if hits:
-                scored.append((float(hits), rec.key, rec))
-        scored.sort(key=lambda t: (-t[0], t[1]))
-        return [(replace(rec), score) for score, _, rec in scored[:limit]]
+        rows = self._memory.get(namespace, {}).values()
+        return [(replace(rec), score) for rec, score in scan_text(rows, words, limit)]
 
     async def memory_vectors(self, namespace: str) -> list[MemoryRecord]:
         rows = self._memory.get(namespace, {}).values()

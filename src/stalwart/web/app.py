@@ -9,7 +9,7 @@ no policies, so it could not execute one if it tried.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Collection, Iterable
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +37,7 @@ from .security import Guard, new_token
 
 if TYPE_CHECKING:
     from ..http.serving import Limits
+    from ..llm import Price
 
 __all__ = ["create_app", "serve"]
 
@@ -50,6 +51,7 @@ def create_app(
     hosts: Collection[str] | None = tuple(sorted(LOOPBACK_NAMES)),
     refresh: float = 2.0,
     policies: Iterable[Any] = (),
+    prices: Mapping[str, Price] | None = None,
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
 ) -> Starlette:
     """The inspector for ``store`` (a URL or an unopened Store).
@@ -62,6 +64,8 @@ def create_app(
     ``policies``: the application's policies, when at hand: their
     parameters name a run's inputs on its page (never given to the runner:
     the inspector still executes nothing).
+    ``prices``: the price table a run's token usage is priced by where its
+    provider recorded no cost (:func:`stalwart.llm.read_prices`).
     ``lifespan``: more to do while the app serves, as Starlette's
     ``lifespan``: entered once the runner is open (``app.state.runner``),
     left before it closes; ``stalwart ui --metrics-port`` serves the
@@ -95,6 +99,7 @@ def create_app(
             Route("/run/cancel", views.cancel, methods=["POST"]),
             Route("/waiting", views.waiting_page),
             Route("/waiting/live", views.waiting_live),
+            Route("/health", views.health_page),
             Mount("/static", StaticFiles(directory=_STATIC), name="static"),
         ],
         middleware=[
@@ -108,6 +113,7 @@ def create_app(
     )
     app.state.runner = runner
     app.state.refresh = refresh
+    app.state.prices = None if prices is None else dict(prices)
     app.state.policies = Registry()
     for target in policies:
         app.state.policies.register(target)
@@ -123,6 +129,7 @@ def serve(
     say: Callable[[str], object] | None = None,
     limits: Limits | None = None,
     policies: Iterable[Any] = (),
+    prices: Mapping[str, Price] | None = None,
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
 ) -> None:
     """Serve the inspector until interrupted.
@@ -133,7 +140,8 @@ def serve(
     the deadlines and the connection count that hold against slow clients
     (:class:`stalwart.http.serving.Limits`; its defaults when None).
     ``policies``: the application's, read for their parameter names only
-    (see :func:`create_app`). ``lifespan``: as :func:`create_app`'s.
+    (see :func:`create_app`). ``prices``: what token usage is priced by.
+    ``lifespan``: as :func:`create_app`'s.
     """
     from ..http.serving import Limits, run
 
@@ -144,7 +152,9 @@ def serve(
     if not local and token is None:
         token = new_token()
     hosts = loopback_hosts(host) if local else None
-    app = create_app(store_url, token=token, hosts=hosts, policies=policies, lifespan=lifespan)
+    app = create_app(
+        store_url, token=token, hosts=hosts, policies=policies, prices=prices, lifespan=lifespan
+    )
     url = f"http://{url_host(host)}:{port}/"
     if token is not None:
         url += f"?token={token}"

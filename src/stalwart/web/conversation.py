@@ -173,15 +173,27 @@ def bubbles(steps: Mapping[str, StepRecord], run_id: str = "") -> list[Bubble]:
     """
     shown: dict[str, int] = {}
     out: list[Bubble] = []
+    # The previous value's messages with their fingerprints: a model call's
+    # arguments repeat the last one's conversation, and comparing a message
+    # with the one at its place there (C's dict equality) is far cheaper
+    # than encoding it again (B15). Equal as Python values: a 1 where the
+    # last value had 1.0 or true, the rest of the message the same, is taken
+    # for the message it replaced.
+    before: list[tuple[dict[str, Any], str]] = []
     for s in sorted(steps.values(), key=lambda s: (s.started_at, key_order(s.key))):
         for field, text in (("args", s.args), ("output", s.output)):
             here: dict[str, int] = {}
-            for msg in _messages(load(text)):
-                fp = _fingerprint(msg)
+            seen: list[tuple[dict[str, Any], str]] = []
+            for i, msg in enumerate(_messages(load(text))):
+                same = i < len(before) and before[i][0] == msg
+                fp = before[i][1] if same else _fingerprint(msg)
+                seen.append((msg, fp))
                 here[fp] = here.get(fp, 0) + 1
                 if here[fp] > shown.get(fp, 0):
                     shown[fp] = here[fp]
                     out.append(_bubble(msg, s.key, value_link(run_id, field, s.key)))
+            if len(seen) > 1:  # a conversation, not one reply
+                before = seen
     return out
 
 

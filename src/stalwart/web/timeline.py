@@ -8,7 +8,10 @@ signal is a gap, drawn hatched and labelled with what it waited for: a
 sleep from its record to the time it woke (its record holds the wake time),
 a wait from its deadline record to the signal that ended it (or to now,
 while the run still waits). A step that took more than one attempt says
-how many: the ledger keeps the count, not when each attempt ran.
+how many: the ledger keeps the count, not when each attempt ran. A step
+a later execution replayed from the ledger after the run resumed is
+marked, and the resume drawn on the axis (:mod:`.replay` says what proves
+one).
 
 Read from records as plain data (:mod:`.values`); the template escapes
 every name.
@@ -21,10 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..core.ledger import TERMINAL, RunRecord, StepRecord
+from .replay import replayed, resumes
 from .steps import flatten, parent_key, step_tree
 from .values import fmt_duration, load
 
-__all__ = ["Bar", "Spent", "Tick", "Timeline", "timeline"]
+__all__ = ["Bar", "Mark", "Spent", "Tick", "Timeline", "timeline"]
 
 #: The axis's width in the drawing's own units (bars are placed on it).
 AXIS = 1000.0
@@ -47,6 +51,7 @@ class Bar:
     label: str
     title: str
     attempts: int = 1
+    replayed: str = ""  # why the step was read from the ledger on resume ("": it was not)
 
 
 @dataclass(frozen=True)
@@ -58,12 +63,20 @@ class Tick:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """Where the run resumed, on the axis, and what proves it."""
+
+    left: float
+    title: str
+
+
+@dataclass(frozen=True)
 class Spent:
     """Where a run's time went, in seconds on the clock (steps that ran at
     once count once): model calls (steps whose arguments hold
     ``observations``, what every model takes), tool calls (the calls a
     model's reply asked for, keys ``…#n``), sleeps and waits; and the calls
-    of each kind."""
+    of each kind; ``total``: the timeline's whole span."""
 
     model: float = 0.0
     tools: float = 0.0
@@ -71,6 +84,7 @@ class Spent:
     model_calls: int = 0
     tool_calls: int = 0
     tools_summed: float = 0.0
+    total: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -82,6 +96,7 @@ class Timeline:
     ticks: list[Tick]
     span: str
     spent: Spent = Spent()
+    resumes: tuple[Mark, ...] = ()
 
 
 def _covered(spans: list[tuple[float, float]]) -> float:
@@ -156,6 +171,7 @@ def timeline(
     for key, r in shown.items():
         if key not in spans:
             placed[key] = (r.started_at or r.finished_at, r.finished_at)
+    points = resumes(run, shown)
     bars: list[Bar] = []
     for depth, node in flatten(step_tree(shown)):
         if node.record is None:
@@ -177,7 +193,16 @@ def timeline(
         title = f"{r.key} {r.name}: {label}"
         if state == "parallel":
             title += " (ran beside others)"
-        bars.append(Bar(r.key, r.name, depth, left, width, "step", state, label, title, r.attempts))
+        point = replayed(r, points)
+        why = (
+            ""
+            if point is None
+            else f"replayed after the resume at +{fmt_duration(point.at - start)}"
+        )
+        if why:
+            title += f"; {why}"
+        bar = Bar(r.key, r.name, depth, left, width, "step", state, label, title, r.attempts, why)
+        bars.append(bar)
     ticks = [
         Tick(round(AXIS * i / _TICKS, 2), "+" + fmt_duration(total * i / _TICKS))
         for i in range(_TICKS + 1)
@@ -191,8 +216,13 @@ def timeline(
         model_calls=len(models),
         tool_calls=len(tools),
         tools_summed=sum(e - b for b, e in tools),
+        total=total,
     )
-    return Timeline(bars, ticks, fmt_duration(total), spent)
+    marks = tuple(
+        Mark(place(p.at, p.at)[0], f"resumed at +{fmt_duration(p.at - start)}: {p.why}")
+        for p in points
+    )
+    return Timeline(bars, ticks, fmt_duration(total), spent, marks)
 
 
 def _overlaps_a_sibling(

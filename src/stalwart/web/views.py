@@ -34,8 +34,10 @@ from ..stores import Store
 from ..stores.base import StepPage, StepPosition, owner_is_dead
 from ..stores.versions import cleared_versions
 from .conversation import Asked, bubbles, pending_ask, turns, usage_by_model
+from .cost import cost_table, time_split
 from .family import family_tree
 from .graph import run_graph
+from .health import DEFAULT_WINDOW, WINDOWS, read_health
 from .live import SHOWN, Memory, WaitMark, parse_shown, same_shown, shown_token
 from .security import CSRF_FIELD, check_post
 from .steps import child_ids, events_of, step_tree
@@ -59,6 +61,7 @@ from .values import (
 
 __all__ = [
     "cancel",
+    "health_page",
     "home",
     "run_live",
     "run_page",
@@ -406,7 +409,7 @@ async def _run_context(
         "inputs": _inputs(request, run),
         "result": shown(run.result, value_link(run.id, "result")),
         "error": shown(run.error, value_link(run.id, "error")),
-        "usage": usage_by_model(run, steps),
+        "cost": cost_table(usage_by_model(run, steps), request.app.state.prices),
         "graph": run_graph(run, steps, _policy(request, run.policy), _abandoned(run)),
         "tree": step_tree(steps, run.id),
         "step_count": page.count,
@@ -419,7 +422,8 @@ async def _run_context(
         "bubbles": (said := bubbles(steps, run.id)),
         "conversation": turns(said),
         "events": events_of(steps, run.id),
-        "timeline": timeline(run, steps),
+        "timeline": (drawn := timeline(run, steps)),
+        "split": [] if drawn is None else time_split(drawn.spent),
         "children": children,
         "family": await family_tree(_store(request), run, children),
         "signal_name": signal_name,
@@ -508,6 +512,18 @@ async def _waiting_context(request: Request) -> dict[str, Any]:
 async def waiting_page(request: Request) -> Response:
     note = await _answered_note(request)
     return _page(request, "waiting.html", note=note, **await _waiting_context(request))
+
+
+# -- health across runs ---------------------------------------------------
+async def health_page(request: Request) -> Response:
+    """``/health?window=24h``: runs by status over time, latency per policy,
+    failure reasons, queues and their workers (:mod:`.health`)."""
+    window = request.query_params.get("window", DEFAULT_WINDOW)
+    try:
+        health = await read_health(_store(request), window)
+    except ValueError as exc:
+        return _problem(request, 400, str(exc))
+    return _page(request, "health.html", h=health, windows=list(WINDOWS), statuses=STATUSES)
 
 
 # -- one whole value -------------------------------------------------------

@@ -233,3 +233,17 @@ def test_every_store_method_crosses_the_seam() -> None:
         and name not in DERIVED_OR_INNER
     ]
     assert missing == []
+
+
+async def test_memory_text_search_reads_sealed_memories(runner: Runner, store_url: str) -> None:
+    memory = sw.Memory(runner.store)  # type: ignore[arg-type]
+    await memory.put(("notes",), "a", {"n": 1}, text=f"peanuts and cashews {MARK}")
+    await memory.put(("notes",), "b", {"n": 2}, text="only peanuts")
+    await memory.put(("notes",), "c", {"n": 3}, text="a submarine")
+    await memory.put(("other",), "d", {"n": 4}, text="peanuts cashews elsewhere")
+    found = await memory.search(("notes",), "cashews peanuts", limit=5)
+    assert [item.key for item in found] == ["a", "b"]
+    assert await memory.search(("notes",), "walrus") == []
+    await runner.close()
+    text = database_text(store_url)
+    assert "cashews" not in text and MARK not in text

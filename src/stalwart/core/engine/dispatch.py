@@ -60,7 +60,7 @@ from ..errors import (
     UnknownOption,
 )
 from ..message import ActionCall, Message, thaw
-from ..policy import Policy, ToolSpec, as_policy, current_step
+from ..policy import Policy, ToolSpec, current_step, declared_policy
 from .approvals import Approvals, asks_approval
 from .identity import OPTIONS, option_policies, step_hash
 from .locks import LockTable
@@ -85,12 +85,9 @@ def bound_policies(ctx_class: type[Context]) -> dict[str, Policy[Any, Any]]:
         if not (isinstance(klass, type) and issubclass(klass, Context)):
             continue
         for attr, value in vars(klass).items():
-            if isinstance(value, Policy):
-                out[attr] = value
-            elif not isinstance(value, type) and isinstance(
-                getattr(value, "__stalwart_policy__", None), Policy
-            ):
-                out[attr] = as_policy(value)
+            found = declared_policy(value)
+            if found is not None:
+                out[attr] = found
     return out
 
 

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 from ...core.errors import StoreError
 from ...core.ledger import CHILD_MARK, RunRecord, RunStatus, StoredStep
 from ...core.mail import MAIL, Delivery, envelope
-from ...core.memory import MemoryRecord
+from ...core.memory import MemoryRecord, scan_text
 from ...core.sealed import erased_text, sealed_state
 from ...core.tags import decode_tags, encode_tags
 from ..base import Beat, RunDump, ScheduleRecord, SignalRecord, Store, check_schedule
@@ -63,6 +63,10 @@ SUBJECTS_PREFIX = json.dumps([SUBJECTS_NAMESPACE])[:-1]
 
 
 _T = TypeVar("_T")
+
+#: How many of a namespace's memories a text search opens and reads (the
+#: most recently updated first): an encrypted store has no index to search.
+SCANNED_MEMORIES = 10_000
 
 
 def _with(record: _T, changes: Mapping[str, str | None]) -> _T:
@@ -672,10 +676,12 @@ class EncryptedStore(Store):
     async def memory_search_text(
         self, namespace: str, words: Sequence[str], limit: int
     ) -> list[tuple[MemoryRecord, float]]:
-        """Nothing: the store holds only sealed text, which no index can
-        search (vector search, scored in this process, still works)."""
-        del namespace, words, limit
-        return []
+        """The store holds only sealed text, which no index can search: the
+        namespace's rows (up to :data:`SCANNED_MEMORIES`, most recently
+        updated first) are opened and searched in this process, by the
+        in-memory store's rule (how many of the words a row holds)."""
+        rows = await self.memory_list(namespace, SCANNED_MEMORIES)
+        return scan_text(rows, words, limit)
 
     async def memory_namespaces(self, after: str, limit: int) -> list[str]:
         return await self.inner.memory_namespaces(after, limit)
