@@ -7,7 +7,6 @@ import asyncio
 import socket
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 from tests.metrics import app
@@ -81,9 +80,7 @@ def test_stalwart_ui_serves_the_stores_metrics(sqlite_url: str) -> None:
 
 
 @pytest.mark.parametrize("command", ["serve", "ui"])
-def test_a_metrics_port_already_taken_fails_at_once(
-    command: str, sqlite_url: str, tmp_path: Path
-) -> None:
+def test_a_metrics_port_already_taken_fails_at_once(command: str, sqlite_url: str) -> None:
     greet_all(sqlite_url)
     args = ["--store", sqlite_url, "--port", str(free_port())]
     if command == "serve":
