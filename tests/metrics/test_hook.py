@@ -86,6 +86,12 @@ async def test_label_values_with_quotes_newlines_and_backslashes_stay_intact(
         "stalwart_step_seconds_count",
         "stalwart_step_seconds_sum",
         "stalwart_step_seconds_created",
+        # The lease and store-outage totals, unlabelled, always served.
+        "stalwart_leases_taken_total",
+        "stalwart_leases_renewed_total",
+        "stalwart_leases_lost_total",
+        "stalwart_store_outages_total",
+        "stalwart_store_unavailable_seconds_total",
     }
 
 

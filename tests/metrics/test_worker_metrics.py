@@ -4,70 +4,18 @@ prometheus_client's own parser, against what the store says."""
 from __future__ import annotations
 
 import asyncio
-import signal
 import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from tests.crash import kill, wait_for_files
 from tests.metrics import app
+from tests.metrics.scraping import free_port, scrape, start_worker, stop, total, value
 
 import stalwart as sw
 
-APP = str(Path(app.__file__))
 ODD = 'odd "name"\nhere\\'
 ODD_QUEUE = 'q "1"\n'
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_worker(url: str, port: int | None, *queues: str) -> subprocess.Popen[str]:
-    args = [sys.executable, "-m", "stalwart.cli", "worker", "--store", url, "--app", APP]
-    if port is not None:
-        args += ["--metrics-port", str(port)]
-    for q in queues:
-        args += ["--queue", q]
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def stop(proc: subprocess.Popen[str]) -> str:
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
-    return err
-
-
-def scrape(proc: subprocess.Popen[str], port: int) -> Samples:
-    """Every sample of the worker's /metrics, by name and labels (waits for
-    the endpoint to listen; fails with the worker's stderr if it ends)."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-                text = r.read().decode()
-            break
-        except (urllib.error.URLError, ConnectionError):
-            if proc.poll() is not None:
-                pytest.fail(f"the worker ended: {proc.communicate()[1]}")
-            assert time.monotonic() < deadline, "the worker's /metrics never answered"
-            time.sleep(0.05)
-    return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
 
 
 async def settled(handle: sw.RunHandle) -> None:
@@ -78,16 +26,6 @@ async def settled(handle: sw.RunHandle) -> None:
         raise
     except Exception:
         return  # failed or cancelled: settled all the same
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, frozenset(labels.items())), 0.0)
-
-
-def total(samples: Samples, name: str, **labels: str) -> float:
-    """The sum of ``name`` over the series whose labels include ``labels``."""
-    want = set(labels.items())
-    return sum(v for (n, ls), v in samples.items() if n == name and want <= ls)
 
 
 async def step_count(url: str, policy: str) -> int:

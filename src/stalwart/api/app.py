@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..core.errors import StoreError
+from ..core.events import Hook
 from ..core.policy import Policy, as_policy
 from ..http.access import (
     LOOPBACK_NAMES,
@@ -101,6 +103,8 @@ def create_app(
     max_body: int = MAX_BODY,
     title: str = "Stalwart API",
     max_streams: int = routes.MAX_STREAMS,
+    hooks: Sequence[Hook] = (),
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
 ) -> Starlette:
     """The API over ``store`` (a URL or an unopened Store) for ``policies``.
 
@@ -112,6 +116,11 @@ def create_app(
     between a stream's reads of the store. ``max_streams``: most event
     streams served at once by this process; past it a stream request is
     answered 503 with ``Retry-After`` (other requests are not limited).
+    ``hooks``: given to the app's runner (``Runner(hooks=...)``): with
+    ``execute``, they observe the runs executed here. ``lifespan``: more to
+    do while the app serves, as Starlette's ``lifespan``: entered once the
+    runner is open (``app.state.runner``), left before it closes; ``stalwart
+    serve --metrics-port`` serves the metrics this way.
     """
     table = _policies(policies)
     if isinstance(max_streams, bool) or not isinstance(max_streams, int) or max_streams < 1:
@@ -121,6 +130,7 @@ def create_app(
         raise ValueError("an API without tokens answers to loopback host names only (hosts=)")
     runner = Runner(
         store,
+        hooks=hooks,
         policies=list(table.values()),
         serving=execute,
         concurrency=concurrency,
@@ -130,10 +140,14 @@ def create_app(
         raise StoreError("the API needs a durable store: sqlite:///… or postgresql://…")
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan_of(app: Starlette) -> AsyncIterator[None]:
         await runner.open()
         try:
-            yield
+            if lifespan is None:
+                yield
+            else:
+                async with lifespan(app):
+                    yield
         finally:
             await runner.close()
 
@@ -180,7 +194,7 @@ def create_app(
             Middleware(Guard, tokens=tokens, hosts=hosts, static=static is not None),
         ],
         exception_handlers=routes.ERROR_HANDLERS,
-        lifespan=lifespan,
+        lifespan=lifespan_of,
     )
     app.state.api = api
     app.state.runner = runner
@@ -201,6 +215,8 @@ def serve(
     say: Callable[[str], object] | None = None,
     max_streams: int = routes.MAX_STREAMS,
     limits: Limits | None = None,
+    hooks: Sequence[Hook] = (),
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
 ) -> None:
     """Serve the API with uvicorn until interrupted.
 
@@ -209,6 +225,7 @@ def serve(
     number of tokens, never a token. ``limits``: the deadlines and the
     connection count that hold against slow clients
     (:class:`stalwart.http.serving.Limits`; its defaults when None).
+    ``hooks`` and ``lifespan``: as :func:`create_app`'s.
     """
     from ..http.serving import Limits, run
 
@@ -235,6 +252,8 @@ def serve(
         static=static,
         concurrency=concurrency,
         max_streams=max_streams,
+        hooks=hooks,
+        lifespan=lifespan,
     )
     names = ", ".join(sorted(app.state.api.policies))
     shown = f"[{host}]" if ":" in host else host

@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..core.errors import CLIError
+
+if TYPE_CHECKING:
+    from ..core.events import Hook
 from .apps import AppOption, app_policies
 from .command import DEFAULT_STORE, StoreOption, fail, open_store
+from .scrape import (
+    MetricsHostOption,
+    MetricsPortOption,
+    check_port,
+    metrics_lifespan,
+    new_metrics,
+)
 
 __all__ = [
     "BodyTimeoutOption",
@@ -98,6 +108,8 @@ def serve(
     body_timeout: BodyTimeoutOption = 30.0,
     idle_timeout: IdleTimeoutOption = 5.0,
     max_connections: MaxConnectionsOption = 500,
+    metrics_port: MetricsPortOption = None,
+    metrics_host: MetricsHostOption = "127.0.0.1",
 ) -> None:
     """Serve an HTTP API: start, read, list, stream, signal and cancel runs of --app's policies."""
     from ..api import serve as serve_api
@@ -110,6 +122,13 @@ def serve(
     try:
         limits = Limits(header_timeout, body_timeout, idle_timeout, max_connections)
         policies = app_policies(app_spec)
+        hooks: list[Hook] = []
+        lifespan = None
+        if metrics_port is not None:  # only then: no hook and no import otherwise
+            check_port(metrics_host, metrics_port)
+            metrics = new_metrics()
+            hooks.append(metrics)
+            lifespan = metrics_lifespan(metrics, metrics_port, metrics_host)
         serve_api(
             open_store(store, must_exist=False),
             policies,
@@ -122,6 +141,8 @@ def serve(
             concurrency=concurrency,
             max_streams=max_streams,
             limits=limits,
+            hooks=hooks,
+            lifespan=lifespan,
         )
     except CLIError as exc:
         fail(str(exc), exc.code)

@@ -8,6 +8,13 @@ from typing import Annotated
 import typer
 
 from .command import DEFAULT_STORE, StoreOption, fail
+from .scrape import (
+    MetricsHostOption,
+    MetricsPortOption,
+    check_port,
+    metrics_lifespan,
+    new_metrics,
+)
 from .serve import BodyTimeoutOption, HeaderTimeoutOption, IdleTimeoutOption, MaxConnectionsOption
 
 __all__ = ["ui"]
@@ -48,6 +55,8 @@ def ui(
             "(as `worker --prices`): prices token usage a provider recorded no cost for",
         ),
     ] = None,
+    metrics_port: MetricsPortOption = None,
+    metrics_host: MetricsHostOption = "127.0.0.1",
 ) -> None:
     """Open the web inspector: runs, steps, conversations, approvals waiting for a human."""
     from ..core.errors import StalwartError
@@ -60,6 +69,10 @@ def ui(
         limits = Limits(header_timeout, body_timeout, idle_timeout, max_connections)
         policies = app_policies(app_spec) if app_spec else []
         table = None if prices is None else read_price_file(prices)
+        lifespan = None
+        if metrics_port is not None:  # the store's gauges; the inspector executes nothing
+            check_port(metrics_host, metrics_port)
+            lifespan = metrics_lifespan(new_metrics(), metrics_port, metrics_host)
         # The banner in plain print: never wrapped.
         serve(
             store,
@@ -69,6 +82,7 @@ def ui(
             limits=limits,
             policies=policies,
             prices=table,
+            lifespan=lifespan,
         )
     except (ValueError, StalwartError) as exc:  # a weak token or limit, a store it cannot inspect
         fail(f"ui: {exc}", 2)

@@ -26,6 +26,7 @@ from .command import (
     store_url,
 )
 from .logs import LogFormat, LogLevel, configure_logging
+from .scrape import MetricsHostOption, MetricsPortOption
 from .versions import checked
 
 if TYPE_CHECKING:
@@ -77,17 +78,8 @@ def worker(
         LogFormat,
         typer.Option("--log-format", help="text, or json: one object a line (docs/cli.md)"),
     ] = LogFormat.text,
-    metrics_port: Annotated[
-        int | None,
-        typer.Option(
-            "--metrics-port",
-            metavar="PORT",
-            help="serve Prometheus metrics at http://HOST:PORT/metrics (stalwart[metrics])",
-        ),
-    ] = None,
-    metrics_host: Annotated[
-        str, typer.Option("--metrics-host", metavar="HOST", help="address --metrics-port binds")
-    ] = "127.0.0.1",
+    metrics_port: MetricsPortOption = None,
+    metrics_host: MetricsHostOption = "127.0.0.1",
     prices: Annotated[
         Path | None,
         typer.Option(

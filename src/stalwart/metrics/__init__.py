@@ -14,10 +14,11 @@ from __future__ import annotations
 try:
     from .hook import Metrics
     from .prometheus import MetricsServer
+    from .readings import Readings
 except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise ImportError(
         "stalwart.metrics needs prometheus_client, which is not installed: "
         "pip install 'stalwart[metrics]'"
     ) from exc
 
-__all__ = ["Metrics", "MetricsServer"]
+__all__ = ["Metrics", "MetricsServer", "Readings"]

@@ -4,7 +4,9 @@
 runner's events (runs begun and ended, steps executed or replayed, model
 replies) into measurements, and hands each to its outputs: always a
 Prometheus registry (:mod:`.prometheus`), and OpenTelemetry's metrics API
-when given a meter provider (:mod:`.opentelemetry`). Policy, queue and model
+when given a meter provider (:mod:`.opentelemetry`). What the runners it
+watches count themselves (leases; how long their store could not be
+reached) the outputs read when they are read (:mod:`.readings`). Policy, queue and model
 names are data: they become label values (attributes), which the outputs
 escape. Counters start from zero in each process; the store holds the truth.
 """
@@ -19,6 +21,7 @@ from ..core.errors import StaleLeaseError, StoreUnavailable
 from ..core.events import CallInfo, Hook, RunInfo
 from ..llm import Price, Usage
 from .prometheus import MetricsServer, PrometheusOutput
+from .readings import Readings, read_runners
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -69,12 +72,14 @@ class Metrics(Hook):
                     f"Metrics(prices=...)[{model!r}]: expected a stalwart.llm.Price, "
                     f"got {type(price).__name__}"
                 )
-        self._prometheus = PrometheusOutput(registry)
+        #: The runners whose leases and store outages it reports (:meth:`watch`).
+        self._watched: list[Runner] = []
+        self._prometheus = PrometheusOutput(registry, self.read)
         self._outputs: list[Output] = [self._prometheus]
         if meter_provider is not None:
             from .opentelemetry import OpenTelemetryOutput
 
-            self._outputs.append(OpenTelemetryOutput(meter_provider))
+            self._outputs.append(OpenTelemetryOutput(meter_provider, self.read))
         #: Run id -> (policy, queue) of the executions live here.
         self._runs: dict[str, tuple[str, str]] = {}
         #: Run id -> step key -> when its live call began (monotonic).
@@ -84,6 +89,19 @@ class Metrics(Hook):
     def registry(self) -> CollectorRegistry:
         """The Prometheus registry its metrics live in."""
         return self._prometheus.registry
+
+    def watch(self, runner: Runner) -> None:
+        """Report ``runner``'s leases (taken, renewed, lost) and how long its
+        store could not be reached, read whenever the metrics are read
+        (:meth:`serve` watches the runner it serves; call this for a runner
+        measured through OpenTelemetry only). Watching costs the runner
+        nothing: it counts these anyway."""
+        if all(r is not runner for r in self._watched):
+            self._watched.append(runner)
+
+    def read(self) -> Readings:
+        """The watched runners' lease counts and store outages now."""
+        return read_runners(self._watched)
 
     # -- the hook ------------------------------------------------------------
     async def on_run_start(self, run: RunInfo) -> None:
@@ -172,4 +190,5 @@ class Metrics(Hook):
         """Serve ``/metrics`` on ``host:port`` (0: any free port) from a
         thread, with the store's queues read on each scrape. Call it from
         the event loop the runner runs in; ``close()`` the server after."""
+        self.watch(runner)
         return self._prometheus.serve(runner.store, port, host)

@@ -11,7 +11,11 @@ reads from its own thread, and a store query there would be on a run's path.
 
 from __future__ import annotations
 
-from opentelemetry.metrics import MeterProvider
+from collections.abc import Callable, Iterable
+
+from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+
+from .readings import Reader
 
 __all__ = ["OpenTelemetryOutput"]
 
@@ -22,7 +26,7 @@ SCOPE = "stalwart"
 class OpenTelemetryOutput:
     """The OpenTelemetry side of :class:`~stalwart.metrics.Metrics`."""
 
-    def __init__(self, provider: MeterProvider) -> None:
+    def __init__(self, provider: MeterProvider, read: Reader | None = None) -> None:
         from .. import __version__
 
         meter = provider.get_meter(SCOPE, __version__)
@@ -51,6 +55,21 @@ class OpenTelemetryOutput:
         self._cost = meter.create_counter(
             "stalwart.model.cost", "1", "What live model calls cost at the prices given"
         )
+        if read is None:
+            return
+        # Read when the SDK collects (its reader's thread): plain reads of
+        # what the runners and their stores count anyway.
+        pulled = (
+            ("stalwart.leases.taken", "{lease}", "Leases taken: claims that began an execution"),
+            ("stalwart.leases.renewed", "{lease}", "Leases extended by a heartbeat"),
+            ("stalwart.leases.lost", "{lease}", "Executions stopped because their lease was lost"),
+            ("stalwart.store.outages", "{outage}", "Times the store stopped answering"),
+            ("stalwart.store.unavailable", "s", "Seconds the store could not be reached"),
+        )
+        for (name, unit, description), field in zip(pulled, _FIELDS, strict=True):
+            meter.create_observable_counter(
+                name, [_observer(read, field)], unit=unit, description=description
+            )
 
     def run_started(self, policy: str, queue: str) -> None:
         self._runs_started.add(1, {"policy": policy, "queue": queue})
@@ -72,3 +91,20 @@ class OpenTelemetryOutput:
 
     def cost(self, model: str, amount: float) -> None:
         self._cost.add(amount, {"model": model})
+
+
+#: The :class:`~.readings.Readings` field each observable counter reports, in order.
+_FIELDS = (
+    "leases_taken",
+    "leases_renewed",
+    "leases_lost",
+    "store_outages",
+    "store_unavailable_seconds",
+)
+
+
+def _observer(read: Reader, field: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    def observe(options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(getattr(read(), field))]
+
+    return observe

@@ -1,11 +1,13 @@
 """Prometheus: the counters a :class:`~stalwart.metrics.Metrics` hook feeds,
 and the store's queues read when scraped.
 
-Two sources, one registry. :class:`PrometheusOutput` holds the counters and
+Three sources, one registry. :class:`PrometheusOutput` holds the counters and
 histograms of what happens in this process (from zero in each process; the
-store holds the truth). Its store collector asks the store for run counts,
-the oldest due pending run and the runs waiting for a signal only when
-Prometheus scrapes, never on a run's path. Policy, queue and model names are
+store holds the truth). Its readings collector adds up, when scraped, the
+lease counts of the runners it watches and how long their stores could not
+be reached (:mod:`.readings`). Its store collector asks the store for run
+counts, the oldest due pending run and the runs waiting for a signal only
+when Prometheus scrapes, never on a run's path. Policy, queue and model names are
 data: they become label values, which ``prometheus_client`` escapes in the
 exposition.
 """
@@ -19,10 +21,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..runner.routing import fleet_of
+from .readings import Reader, Readings
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -45,9 +48,13 @@ class PrometheusOutput:
     """The Prometheus side of :class:`~stalwart.metrics.Metrics`: its
     counters and histograms in one registry, and the endpoint serving them."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self, registry: CollectorRegistry | None = None, read: Reader | None = None
+    ) -> None:
         self.registry = CollectorRegistry() if registry is None else registry
         r = self.registry
+        if read is not None:
+            r.register(_ReadingsCollector(read))
         self.runs_started = Counter(
             "stalwart_runs_started",
             "Executions of runs begun in this process (a run's first, and each resumption)",
@@ -165,6 +172,52 @@ class MetricsServer:
         if self._output._serving is self:
             self._output._serving = None
             self._output.registry.unregister(self._collector)
+
+
+class _ReadingsCollector(Collector):
+    """The watched runners' lease counts and their stores' outages, added
+    up when scraped (plain reads: nothing waits on the event loop)."""
+
+    def __init__(self, read: Reader) -> None:
+        self.read = read
+
+    def describe(self) -> Iterable[CounterMetricFamily]:
+        return self._families(Readings())
+
+    def collect(self) -> Iterable[CounterMetricFamily]:
+        return self._families(self.read())
+
+    def _families(self, now: Readings) -> list[CounterMetricFamily]:
+        return [
+            CounterMetricFamily(
+                "stalwart_leases_taken",
+                "Leases this process took: claims that began an execution of a run",
+                value=now.leases_taken,
+            ),
+            CounterMetricFamily(
+                "stalwart_leases_renewed",
+                "Leases this process extended by a heartbeat, one per run executing at the beat",
+                value=now.leases_renewed,
+            ),
+            CounterMetricFamily(
+                "stalwart_leases_lost",
+                "Executions stopped here because their lease was lost: another worker "
+                "took the run over, or the store refused a write under the old fence",
+                value=now.leases_lost,
+            ),
+            CounterMetricFamily(
+                "stalwart_store_outages",
+                "Times the store stopped answering this process (a retried operation "
+                "failed for a reason that may pass)",
+                value=now.store_outages,
+            ),
+            CounterMetricFamily(
+                "stalwart_store_unavailable_seconds",
+                "Seconds the store could not be reached by this process, from a first "
+                "failed attempt to the next that succeeded (the outage under way included)",
+                value=now.store_unavailable_seconds,
+            ),
+        ]
 
 
 #: What a scrape reads: run counts by status and queue, the oldest due

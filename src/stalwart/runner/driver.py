@@ -105,6 +105,7 @@ class Driver:
         """
         if rec.id in self.table.live:
             return  # already executing here; its claim is the one that counts
+        self.table.leases.taken += 1
         observe.claimed(rec, prior, rec.owner or "")
         durable = not self.store.ephemeral
         engine = Engine(
@@ -182,6 +183,8 @@ class Driver:
             except StoreError as store_exc:
                 outcome = ("lost", store_exc)
         finally:
+            if outcome[0] == "lost" and (live.lost or isinstance(outcome[1], StaleLeaseError)):
+                self.table.leases.lost += 1
             if info is not None:
                 error = outcome[1] if isinstance(outcome[1], BaseException) else None
                 await observe.run_ended(self.hooks, info, outcome[0], error)

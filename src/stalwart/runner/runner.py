@@ -53,6 +53,7 @@ from .awaiting import Outcomes
 from .batch import Enqueuer, RunCall
 from .driver import Driver
 from .handle import EventBuffer, RunHandle
+from .leases import Leases
 from .registry import Registry
 from .routing import app_version
 from .starting import Starter
@@ -202,6 +203,12 @@ class Runner:
     def executing(self) -> list[str]:
         """Ids of the runs executing in this runner now."""
         return list(self._table.live)
+
+    @property
+    def leases(self) -> Leases:
+        """How many leases this runner took, renewed and lost since it was
+        made (:class:`~stalwart.runner.leases.Leases`; the metrics read it)."""
+        return self._table.leases
 
     async def open(self) -> None:
         if self._opened:

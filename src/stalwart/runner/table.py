@@ -21,6 +21,7 @@ from ..core.events import Hook, RunFinished
 from ..core.ledger import TERMINAL
 from ..core.policy import Policy
 from .handle import Live
+from .leases import Leases
 from .versions import code_version
 
 __all__ = ["RunTable", "Settings"]
@@ -70,6 +71,8 @@ class RunTable:
     * ``store_down``: the error of the worker loop's last pass while the
       store does not answer (the loop sets and clears it, see
       :meth:`store_unavailable`); None while it answers.
+    * ``leases``: the lease counts (:mod:`.leases`): the driver adds the
+      taken and the lost, the worker loop the renewed.
     """
 
     def __init__(self, poll_interval: float) -> None:
@@ -85,6 +88,7 @@ class RunTable:
         self.poke: asyncio.Event | None = None  # the worker loop's wake-up, when it runs
         self.watching: asyncio.Task[None] | None = None
         self.store_down: StoreUnavailable | None = None
+        self.leases = Leases()
         #: The bug that ended the worker loop (see :meth:`loop_failed`).
         self.failed: BaseException | None = None
         self._claim_lock: asyncio.Lock | None = None

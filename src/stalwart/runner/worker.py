@@ -316,7 +316,9 @@ class Worker:
     async def beat(self) -> None:
         """Extend our leases; stop the runs asked to cancel, and at once the
         runs another worker has taken over (S8: a replaced worker stops)."""
-        beat = await self.store.heartbeat(self.owner, self.lease, list(self.table.live))
+        held = list(self.table.live)
+        beat = await self.store.heartbeat(self.owner, self.lease, held)
+        self.table.leases.renewed += len(set(held).difference(beat.lost))
         if self.serving and self.routing.kept and await self._register():
             self._next_look = 0.0  # the versions changed: look for stranded runs now
         for run_id in beat.lost:

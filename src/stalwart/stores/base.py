@@ -34,6 +34,7 @@ from ..core.mail import GENERATION_KEY, Delivery
 from ..core.memory import MemoryRecord
 from ..core.stepargs import is_compact, whole_steps
 from ..core.tags import check_tags
+from .outages import NO_OUTAGES, Outages
 from .versions import VersionRecord, WorkerRecord
 
 __all__ = [
@@ -465,6 +466,13 @@ class Store(abc.ABC):
     #: Nothing in the store outlives the process (the memory store): the
     #: engine records no steps there and waits inline instead of suspending.
     ephemeral: bool = False
+
+    @property
+    def outages(self) -> Outages:
+        """How long this store could not be reached (:mod:`.outages`): the
+        PostgreSQL store measures it as its retries fail and succeed; a
+        store that measures nothing reports no outage."""
+        return NO_OUTAGES
 
     async def open(self) -> None:  # noqa: B027 - optional for stores
         """Connect and create or migrate the schema."""

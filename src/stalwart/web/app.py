@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,7 @@ def create_app(
     refresh: float = 2.0,
     policies: Iterable[Any] = (),
     prices: Mapping[str, Price] | None = None,
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
 ) -> Starlette:
     """The inspector for ``store`` (a URL or an unopened Store).
 
@@ -65,16 +67,24 @@ def create_app(
     the inspector still executes nothing).
     ``prices``: the price table a run's token usage is priced by where its
     provider recorded no cost (:func:`stalwart.llm.read_prices`).
+    ``lifespan``: more to do while the app serves, as Starlette's
+    ``lifespan``: entered once the runner is open (``app.state.runner``),
+    left before it closes; ``stalwart ui --metrics-port`` serves the
+    metrics this way.
     """
     runner = Runner(store, serving=False, poll_interval=5.0)
     if runner.store.ephemeral:
         raise StoreError("the inspector needs a durable store: sqlite:///… or postgresql://…")
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan_of(app: Starlette) -> AsyncIterator[None]:
         await runner.open()
         try:
-            yield
+            if lifespan is None:
+                yield
+            else:
+                async with lifespan(app):
+                    yield
         finally:
             await runner.close()
 
@@ -104,7 +114,7 @@ def create_app(
             Middleware(BaseHTTPMiddleware, dispatch=Guard(token, hosts)),
         ],
         exception_handlers={StoreError: views.store_error},
-        lifespan=lifespan,
+        lifespan=lifespan_of,
     )
     app.state.runner = runner
     app.state.refresh = refresh
@@ -125,6 +135,7 @@ def serve(
     limits: Limits | None = None,
     policies: Iterable[Any] = (),
     prices: Mapping[str, Price] | None = None,
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
 ) -> None:
     """Serve the inspector until interrupted.
 
@@ -135,6 +146,7 @@ def serve(
     (:class:`stalwart.http.serving.Limits`; its defaults when None).
     ``policies``: the application's, read for their parameter names only
     (see :func:`create_app`). ``prices``: what token usage is priced by.
+    ``lifespan``: as :func:`create_app`'s.
     """
     from ..http.serving import Limits, run
 
@@ -145,7 +157,9 @@ def serve(
     if not local and token is None:
         token = new_token()
     hosts = loopback_hosts(host) if local else None
-    app = create_app(store_url, token=token, hosts=hosts, policies=policies, prices=prices)
+    app = create_app(
+        store_url, token=token, hosts=hosts, policies=policies, prices=prices, lifespan=lifespan
+    )
     url = f"http://{url_host(host)}:{port}/"
     if token is not None:
         url += f"?token={token}"

@@ -38,6 +38,7 @@ from ...core.memory import MemoryRecord, scan_text
 from ...core.sealed import erased_text, sealed_state
 from ...core.tags import decode_tags, encode_tags
 from ..base import Beat, RunDump, ScheduleRecord, SignalRecord, Store, check_schedule
+from ..outages import Outages
 from ..versions import VersionRecord, WorkerRecord
 from .cipher import Cipher, DataKey, place, sealed_label, subject_of_label
 from .keys import KeyProvider, StaticKeys
@@ -138,6 +139,10 @@ class EncryptedStore(Store):
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "encrypted": True}
+
+    @property
+    def outages(self) -> Outages:
+        return self.inner.outages
 
     async def erase_subject(self, subject: str) -> int:
         """Erase ``subject``: delete its keys, so no value sealed under them

@@ -24,6 +24,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from ...core.errors import StoreError, StoreUnavailable
 from ...core.ledger import StoredStep
 from ..base import Store
+from ..outages import Outages
 from ..sql import fence_refusal, quoted
 from ..sql.provisioning import migrate_option
 from .schema import (
@@ -151,6 +152,7 @@ class PostgresBase(Store):
         self._lost: dict[str, int] = {}
         # Transient failures retried so far: an outage shows here first.
         self.retries = 0
+        self._outages = Outages()
         self._dead_owners: set[str] = set()
         # Claims of one store run one at a time: a runner's recovery and its
         # background loop may both claim, and a claim must reach the runner
@@ -293,6 +295,12 @@ class PostgresBase(Store):
             with contextlib.suppress(psycopg.Error):
                 await pool.close()
 
+    @property
+    def outages(self) -> Outages:
+        """How long PostgreSQL could not be reached: from an operation's first
+        transient failure to the next attempt, of any operation, that succeeds."""
+        return self._outages
+
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {
             "url": mask(self.url),
@@ -355,10 +363,11 @@ class PostgresBase(Store):
         while True:
             n += 1
             try:
-                return await attempt(n, deadline)
+                result = await attempt(n, deadline)
             except psycopg.Error as exc:
                 if not transient(exc):
                     raise classified(exc, f"PostgreSQL at {self.where}: {what}") from exc
+                self._outages.failed()
                 pause = delay * (0.5 + random.random())
                 if time.monotonic() + pause > deadline:
                     raise StoreUnavailable(
@@ -370,6 +379,9 @@ class PostgresBase(Store):
                 self._check_pool()
                 await asyncio.sleep(pause)
                 delay = min(delay * 2, 1.0)
+            else:
+                self._outages.answered()  # one comparison while the store answers
+                return result
 
     def _why_no_connection(self, exc: psycopg.Error) -> str:
         """For a pool that had no connection in time: what the server said to
