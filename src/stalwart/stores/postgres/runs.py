@@ -196,6 +196,7 @@ class PostgresRuns(PostgresBase):
         created_before: float | None = None,
         before: tuple[float, str] | None = None,
         tags: Mapping[str, str] | None = None,
+        text: str | None = None,
     ) -> list[RunRecord]:
         sql, params = self._sql.list_runs(
             status=status,
@@ -208,6 +209,7 @@ class PostgresRuns(PostgresBase):
             created_before=created_before,
             before=before,
             tags=tags,
+            text=text,
         )
         return [run_from_row(r) for r in await self._fetchall("listing runs", sql, params)]
 

@@ -20,6 +20,7 @@ from psycopg import errors as pg_errors
 from psycopg.rows import TupleRow
 
 from ...core.errors import StoreError, StoreUnavailable
+from ..search import SEARCH_CHARS
 from ..sql.provisioning import not_provisioned
 
 __all__ = [
@@ -40,7 +41,7 @@ __all__ = [
     "where_of",
 ]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -207,6 +208,59 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             first_seen DOUBLE PRECISION NOT NULL
         )""",
         "CREATE UNIQUE INDEX versions_latest ON {s}.versions (latest) WHERE latest",
+    ),
+    # Text search (stalwart.stores.search): the words of each run's inputs,
+    # result and error as a tsvector ('simple': no stemming, no stop
+    # words) in a table of its own, GIN indexed, so that claims and beats,
+    # which rewrite the run's row, never touch it; kept by triggers as runs
+    # are written, filled from the runs already there. SQLite's 10 too.
+    9: (
+        # The words of one value: the strings and numbers of its JSON (its
+        # text if it is not JSON), at most SEARCH_CHARS characters, ASCII
+        # punctuation made space so that the parser reads letters and digits
+        # only (not e-mails, paths, versions), as SQLite's tokenizer does.
+        rf"""CREATE FUNCTION {{s}}.run_words(value TEXT) RETURNS TEXT
+        LANGUAGE plpgsql IMMUTABLE AS $$
+        DECLARE
+            tree JSONB;
+            words TEXT;
+        BEGIN
+            IF value IS NULL THEN
+                RETURN '';
+            END IF;
+            BEGIN
+                tree := value::jsonb;
+                SELECT string_agg(v #>> '{{{{}}}}', ' ') INTO words
+                    FROM jsonb_path_query(tree, 'strict $.**') v
+                    WHERE jsonb_typeof(v) IN ('string', 'number');
+            EXCEPTION WHEN others THEN
+                words := value;
+            END;
+            RETURN regexp_replace(left(coalesce(words, ''), {SEARCH_CHARS}),
+                '[\s!-/:-@\[-`{{{{-~]+', ' ', 'g');
+        END $$""",
+        """CREATE TABLE {s}.run_text (
+            run_id TEXT PRIMARY KEY REFERENCES {s}.runs (id) ON DELETE CASCADE,
+            search TSVECTOR NOT NULL
+        )""",
+        "CREATE INDEX run_text_search ON {s}.run_text USING GIN (search)",
+        """CREATE FUNCTION {s}.index_run_text() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO {s}.run_text (run_id, search) VALUES (NEW.id, to_tsvector('simple',
+                {s}.run_words(NEW.inputs) || ' ' || {s}.run_words(NEW.result)
+                || ' ' || {s}.run_words(NEW.error)))
+            ON CONFLICT (run_id) DO UPDATE SET search = excluded.search;
+            RETURN NULL;
+        END $$""",
+        "INSERT INTO {s}.run_text (run_id, search) SELECT id, to_tsvector('simple', "
+        "{s}.run_words(inputs) || ' ' || {s}.run_words(result) || ' ' || {s}.run_words(error)) "
+        "FROM {s}.runs",
+        "CREATE TRIGGER run_text_new AFTER INSERT ON {s}.runs "
+        "FOR EACH ROW EXECUTE FUNCTION {s}.index_run_text()",
+        "CREATE TRIGGER run_text_changed AFTER UPDATE OF inputs, result, error ON {s}.runs "
+        "FOR EACH ROW WHEN (NEW.inputs IS DISTINCT FROM OLD.inputs "
+        "OR NEW.result IS DISTINCT FROM OLD.result OR NEW.error IS DISTINCT FROM OLD.error) "
+        "EXECUTE FUNCTION {s}.index_run_text()",
     ),
 }
 

@@ -112,6 +112,7 @@ class SQLiteRuns(SQLiteBase):
         created_before: float | None = None,
         before: tuple[float, str] | None = None,
         tags: Mapping[str, str] | None = None,
+        text: str | None = None,
     ) -> list[RunRecord]:
         sql, params = self.sql.list_runs(
             status=status,
@@ -124,6 +125,7 @@ class SQLiteRuns(SQLiteBase):
             created_before=created_before,
             before=before,
             tags=tags,
+            text=text,
         )
         return [run_from_row(r) for r in self._read(sql, params)]
 
