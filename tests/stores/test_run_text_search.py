@@ -14,7 +14,7 @@ from stalwart.core.codec import dumps
 from stalwart.core.errors import StoreError
 from stalwart.core.ledger import RunRecord
 from stalwart.stores.base import Store
-from stalwart.stores.search import SEARCH_CHARS, search_words
+from stalwart.stores.search import SEARCH_CHARS
 from stalwart.stores.sqlite import SQLiteStore
 from stalwart.stores.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["MAX_WORDS", "SEARCH_CHARS", "search_words", "value_words"]
+__all__ = ["MAX_WORDS", "SEARCH_CHARS", "search_words", "value_text", "value_words"]
 
 #: Characters of a value's words a search reads (each of inputs, result,
 #: error): a value's words past them are not found. It keeps PostgreSQL's
@@ -50,21 +50,25 @@ def search_words(text: str) -> list[str]:
     return words
 
 
-def value_words(text: str | None) -> set[str]:
-    """The words search finds in one stored value (JSON text, or any text
-    that is not JSON, such as a sealed value): what the SQL stores' index
-    holds for it, for the memory store."""
+def value_text(text: str | None) -> str:
+    """The text search reads in one stored value (JSON text, or any text
+    that is not JSON, such as a sealed value): its strings and numbers in
+    document order, at most :data:`SEARCH_CHARS` characters of them."""
     if text is None:
-        return set()
+        return ""
     try:
         tree = json.loads(text, parse_float=str, parse_int=str)
-    except ValueError:
-        plain = text
-    else:
-        parts: list[str] = []
-        _strings(tree, parts)
-        plain = " ".join(parts)
-    return {w.lower() for w in _WORD.findall(plain[:SEARCH_CHARS])}
+    except (ValueError, RecursionError):
+        return text[:SEARCH_CHARS]
+    parts: list[str] = []
+    _strings(tree, parts)
+    return " ".join(parts)[:SEARCH_CHARS]
+
+
+def value_words(text: str | None) -> set[str]:
+    """The words search finds in one stored value: what the SQL stores'
+    index holds for it, for the memory store."""
+    return {w.lower() for w in _WORD.findall(value_text(text))}
 
 
 def _strings(tree: object, out: list[str]) -> None:

@@ -83,6 +83,7 @@ def create_app(
             Route("/run/live", views.run_live),
             Route("/run/signal", views.signal, methods=["POST"]),
             Route("/run/cancel", views.cancel, methods=["POST"]),
+            Route("/compare", views.compare_page),
             Route("/waiting", views.waiting_page),
             Route("/waiting/live", views.waiting_live),
             Mount("/static", StaticFiles(directory=_STATIC), name="static"),
