@@ -139,10 +139,9 @@ def list_runs(
     """List runs, newest first, a page at a time; a run no live worker can
     continue says it is stranded, and why."""
     from ..runner.routing import fleet_of
+    from ..stores.search import search_words
     from .render.data import cursor_of, parse_cursor, run_data
     from .render.runs import runs_table
-
-    from ..stores.search import search_words
 
     try:
         tags = parse_tags(tag)
