@@ -80,6 +80,9 @@ async def test_two_runs_compare_step_by_step_with_the_first_difference_linked(
     assert "No difference" in same
     assert 'First difference: <a href="#inputs">inputs</a>' in other
     assert "no such step" in other  # ticket-2 made one weather call, ticket-1 two
+    other_rows = dict(re.findall(r'<tr id="([^"]+)" class="([^"]*)"', other))
+    assert "differs" in other_rows["step-0"]  # Paris against Nantes: the arguments differ
+    assert "&#34;city&#34;:&#34;Nantes&#34;" in other
     assert missing.status_code == 404 and "nope" in missing.text
     assert form.status_code == 200 and 'name="a"' in form.text
 

@@ -16,7 +16,7 @@ from ..core.ledger import RunRecord, StepRecord
 from ..stores import Store
 from ..timetravel import LINEAGE_KEY, lineage, sort_keys
 from ..timetravel.fork import LINEAGE_NAME
-from .values import Shown, error_summary, pretty, shown, value_link
+from .values import Shown, clip, error_summary, pretty, shown, value_link
 
 __all__ = ["STEP_LIMIT", "Comparison", "Row", "compare", "origin_of"]
 
@@ -31,6 +31,7 @@ class Side:
     name: str
     value: Shown | None
     failed: bool = False
+    args: str = ""  # a step's arguments, on one line
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,10 @@ def _step_side(run_id: str, step: StepRecord | None) -> Side:
     if step is None:
         return Side("", None)
     href = value_link(run_id, "output", step.key)
+    args = clip(step.args or "")
     if step.error is not None:
-        return Side(step.name, shown(step.error, href), failed=True)
-    return Side(step.name, shown(step.output, href))
+        return Side(step.name, shown(step.error, href), failed=True, args=args)
+    return Side(step.name, shown(step.output, href), args=args)
 
 
 def _same_step(a: StepRecord | None, b: StepRecord | None) -> bool:
