@@ -189,4 +189,12 @@ def test_the_ddl_creates_the_text_index_and_its_triggers() -> None:
     assert lite.count("CREATE TRIGGER run_text_") == 3
     pg = pg_ddl(8, '"s"', "s", "h")
     assert 'CREATE TABLE "s".run_text' in pg and "USING GIN (search)" in pg
-    assert pg.count("CREATE TRIGGER run_text_") == 2
+    assert pg.count("CREATE TRIGGER run_text_") == 3
+
+
+async def test_a_search_finds_every_run_of_a_large_batch(any_store: Store) -> None:
+    runs = [_run(f"r{i:05}", float(i), {"q": f"bulk {i}"}) for i in range(2_500)]
+    for lo in range(0, len(runs), 1_000):
+        await any_store.create_runs(runs[lo : lo + 1_000])
+    assert len(await any_store.list_runs(limit=3_000, text="bulk")) == 2_500
+    assert await _ids(any_store, "bulk 1234") == ["r01234"]

@@ -7,11 +7,13 @@ letters and digits, compared without case: ``order-1234`` holds the words
 ``order`` and ``1234``, ``foo_bar`` the words ``foo`` and ``bar``. A query
 finds the runs that hold every one of its words, whole.
 
-Each store answers with its own full-text index, kept by the database
-itself as runs are created and finish (triggers on ``runs``): SQLite's
-FTS5 table ``run_text``, PostgreSQL's ``run_text`` table of ``tsvector``
-under a GIN index (the ``simple`` configuration: no stemming, no stop
-words). The memory store reads the same words with :func:`value_words`.
+Each store answers with its own full-text index: SQLite's FTS5 table
+``run_text``, PostgreSQL's ``run_text`` table of ``tsvector`` under a GIN
+index (the ``simple`` configuration: no stemming, no stop words). Triggers
+on ``runs`` note the runs created or changed (``run_text_stale``), and a
+search first indexes the runs noted (each store's ``INDEX_STALE``), so an
+enqueue pays a note, never the index. The memory store reads the same
+words with :func:`value_words`.
 
 A query is only ever a list of words (:func:`search_words`): quotes,
 ``*``, ``NEAR(``, ``AND`` or ``OR`` in it are text, never query syntax.

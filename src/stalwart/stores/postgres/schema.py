@@ -24,6 +24,7 @@ from ..search import SEARCH_CHARS
 from ..sql.provisioning import not_provisioned
 
 __all__ = [
+    "INDEX_STALE",
     "MIGRATIONS",
     "OPTIONS",
     "SCHEMA_NAME",
@@ -212,8 +213,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # Text search (stalwart.stores.search): the words of each run's inputs,
     # result and error as a tsvector ('simple': no stemming, no stop
     # words) in a table of its own, GIN indexed, so that claims and beats,
-    # which rewrite the run's row, never touch it; kept by triggers as runs
-    # are written, filled from the runs already there. SQLite's 10 too.
+    # which rewrite the run's row, never touch it. Indexing is the search's:
+    # triggers only note the ids of runs created (one statement a batch) or
+    # changed in run_text_stale, and a search first indexes the runs noted
+    # (INDEX_STALE), so an enqueue never pays for parsing and the GIN
+    # index. Every run there is noted by the migration. SQLite's 10 too.
     9: (
         # The words of one value: the strings and numbers of its JSON (its
         # text if it is not JSON), at most SEARCH_CHARS characters, ASCII
@@ -240,29 +244,55 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
                 '[\s!-/:-@\[-`{{{{-~]+', ' ', 'g');
         END $$""",
         """CREATE TABLE {s}.run_text (
-            run_id TEXT PRIMARY KEY REFERENCES {s}.runs (id) ON DELETE CASCADE,
+            run_id TEXT PRIMARY KEY,
             search TSVECTOR NOT NULL
         )""",
         "CREATE INDEX run_text_search ON {s}.run_text USING GIN (search)",
-        """CREATE FUNCTION {s}.index_run_text() RETURNS trigger LANGUAGE plpgsql AS $$
+        "CREATE TABLE {s}.run_text_stale (run_id TEXT PRIMARY KEY)",
+        "INSERT INTO {s}.run_text_stale (run_id) SELECT id FROM {s}.runs",
+        """CREATE FUNCTION {s}.note_new_runs() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            INSERT INTO {s}.run_text (run_id, search) VALUES (NEW.id, to_tsvector('simple',
-                {s}.run_words(NEW.inputs) || ' ' || {s}.run_words(NEW.result)
-                || ' ' || {s}.run_words(NEW.error)))
-            ON CONFLICT (run_id) DO UPDATE SET search = excluded.search;
+            INSERT INTO {s}.run_text_stale (run_id) SELECT id FROM added
+            ON CONFLICT DO NOTHING;
             RETURN NULL;
         END $$""",
-        "INSERT INTO {s}.run_text (run_id, search) SELECT id, to_tsvector('simple', "
-        "{s}.run_words(inputs) || ' ' || {s}.run_words(result) || ' ' || {s}.run_words(error)) "
-        "FROM {s}.runs",
-        "CREATE TRIGGER run_text_new AFTER INSERT ON {s}.runs "
-        "FOR EACH ROW EXECUTE FUNCTION {s}.index_run_text()",
+        "CREATE TRIGGER run_text_new AFTER INSERT ON {s}.runs REFERENCING NEW TABLE AS added "
+        "FOR EACH STATEMENT EXECUTE FUNCTION {s}.note_new_runs()",
+        """CREATE FUNCTION {s}.note_changed_run() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO {s}.run_text_stale (run_id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
+            RETURN NULL;
+        END $$""",
         "CREATE TRIGGER run_text_changed AFTER UPDATE OF inputs, result, error ON {s}.runs "
         "FOR EACH ROW WHEN (NEW.inputs IS DISTINCT FROM OLD.inputs "
         "OR NEW.result IS DISTINCT FROM OLD.result OR NEW.error IS DISTINCT FROM OLD.error) "
-        "EXECUTE FUNCTION {s}.index_run_text()",
+        "EXECUTE FUNCTION {s}.note_changed_run()",
+        """CREATE FUNCTION {s}.forget_run_text() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM {s}.run_text WHERE run_id IN (SELECT id FROM gone);
+            DELETE FROM {s}.run_text_stale WHERE run_id IN (SELECT id FROM gone);
+            RETURN NULL;
+        END $$""",
+        "CREATE TRIGGER run_text_gone AFTER DELETE ON {s}.runs REFERENCING OLD TABLE AS gone "
+        "FOR EACH STATEMENT EXECUTE FUNCTION {s}.forget_run_text()",
     ),
 }
+
+#: What a search runs first, until it indexes no run: up to 2,000 of the
+#: runs noted stale, taken (rows another search holds are skipped), indexed
+#: (their words replacing any they had); its one row is how many it took.
+#: A run changed while it is indexed is noted again, for the next search.
+INDEX_STALE = (
+    "WITH taken AS (DELETE FROM {s}.run_text_stale WHERE run_id IN ("
+    "SELECT run_id FROM {s}.run_text_stale LIMIT 2000 FOR UPDATE SKIP LOCKED) "
+    "RETURNING run_id), "
+    "indexed AS (INSERT INTO {s}.run_text (run_id, search) "
+    "SELECT r.id, to_tsvector('simple', {s}.run_words(r.inputs) || ' ' || "
+    "{s}.run_words(r.result) || ' ' || {s}.run_words(r.error)) "
+    "FROM taken JOIN {s}.runs r ON r.id = taken.run_id "
+    "ON CONFLICT (run_id) DO UPDATE SET search = excluded.search RETURNING 1) "
+    "SELECT (SELECT count(*) FROM taken), (SELECT count(*) FROM indexed)"
+)
 
 # Failures worth another attempt, by SQLSTATE: the connection broke (08),
 # the server is short of connections, memory or disk (53), lost a race

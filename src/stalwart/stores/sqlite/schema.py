@@ -18,6 +18,7 @@ from ..search import SEARCH_CHARS
 from ..sql.provisioning import not_provisioned
 
 __all__ = [
+    "INDEX_STALE",
     "SCHEMA_VERSION",
     "ddl",
     "is_busy",
@@ -41,10 +42,15 @@ def _words(value: str) -> str:
     )
 
 
-_index_run = (
-    "INSERT OR REPLACE INTO run_text (rowid, inputs, result, error) VALUES (new.rowid, "
-    + ", ".join(_words(f"new.{c}") for c in ("inputs", "result", "error"))
-    + ");"
+_note = "INSERT OR IGNORE INTO run_text_stale (run) VALUES (new.rowid);"
+
+#: What a search runs first, in one write transaction: the runs noted
+#: stale indexed (their words replacing any they had), the notes cleared.
+INDEX_STALE = (
+    "INSERT OR REPLACE INTO run_text (rowid, inputs, result, error) SELECT r.rowid, "
+    + ", ".join(_words(f"r.{c}") for c in ("inputs", "result", "error"))
+    + " FROM run_text_stale s JOIN runs r ON r.rowid = s.run",
+    "DELETE FROM run_text_stale",
 )
 
 MIGRATIONS: dict[int, str | tuple[str, ...]] = {
@@ -215,22 +221,25 @@ MIGRATIONS: dict[int, str | tuple[str, ...]] = {
     CREATE UNIQUE INDEX versions_latest ON versions (latest) WHERE latest;
     """,
     # Text search (stalwart.stores.search): the words of each run's inputs,
-    # result and error in an FTS5 table keyed by the run's rowid, kept by
-    # triggers as runs are written (the memory store reads the same words
-    # with value_words), filled from the runs already there. PostgreSQL's 9
-    # too. Statements one by one: a trigger's body holds semicolons.
+    # result and error in an FTS5 table keyed by the run's rowid. Indexing
+    # is the search's: triggers only note the rowids of runs created or
+    # changed (run_text_stale, an integer a run: what an enqueue pays), and
+    # a search first indexes the runs noted (INDEX_STALE), so an enqueue
+    # never pays FTS5's insert. Every run there is noted by the migration.
+    # PostgreSQL's 9 too. Statements one by one: a trigger's body holds
+    # semicolons.
     10: (
         "CREATE VIRTUAL TABLE run_text USING fts5 "
         "(inputs, result, error, tokenize = 'unicode61 remove_diacritics 0')",
-        "INSERT INTO run_text (rowid, inputs, result, error) SELECT rowid, "
-        + ", ".join(_words(c) for c in ("inputs", "result", "error"))
-        + " FROM runs",
-        "CREATE TRIGGER run_text_new AFTER INSERT ON runs BEGIN " + _index_run + " END",
+        "CREATE TABLE run_text_stale (run INTEGER PRIMARY KEY)",
+        "INSERT INTO run_text_stale (run) SELECT rowid FROM runs",
+        "CREATE TRIGGER run_text_new AFTER INSERT ON runs BEGIN " + _note + " END",
         "CREATE TRIGGER run_text_changed AFTER UPDATE OF inputs, result, error ON runs "
         "WHEN new.inputs IS NOT old.inputs OR new.result IS NOT old.result "
-        "OR new.error IS NOT old.error BEGIN " + _index_run + " END",
+        "OR new.error IS NOT old.error BEGIN " + _note + " END",
         "CREATE TRIGGER run_text_gone AFTER DELETE ON runs BEGIN "
-        "DELETE FROM run_text WHERE rowid = old.rowid; END",
+        "DELETE FROM run_text WHERE rowid = old.rowid; "
+        "DELETE FROM run_text_stale WHERE run = old.rowid; END",
     ),
 }
 
