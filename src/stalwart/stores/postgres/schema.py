@@ -44,6 +44,15 @@ __all__ = [
 
 SCHEMA_VERSION = 9
 
+
+def _one_line(text: str) -> str:
+    """``text`` on one line (its runs of white space made one space): a
+    function's body holds semicolons, and a script split at the end of each
+    line that ends in one (as simple appliers split ``store ddl``'s output)
+    must not cut it."""
+    return " ".join(text.split())
+
+
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         """CREATE TABLE {s}.runs (
@@ -223,7 +232,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         # text if it is not JSON), at most SEARCH_CHARS characters, ASCII
         # punctuation made space so that the parser reads letters and digits
         # only (not e-mails, paths, versions), as SQLite's tokenizer does.
-        rf"""CREATE FUNCTION {{s}}.run_words(value TEXT) RETURNS TEXT
+        _one_line(
+            rf"""CREATE FUNCTION {{s}}.run_words(value TEXT) RETURNS TEXT
         LANGUAGE plpgsql IMMUTABLE AS $$
         DECLARE
             tree JSONB;
@@ -242,7 +252,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             END;
             RETURN regexp_replace(left(coalesce(words, ''), {SEARCH_CHARS}),
                 '[\s!-/:-@\[-`{{{{-~]+', ' ', 'g');
-        END $$""",
+        END $$"""
+        ),
         """CREATE TABLE {s}.run_text (
             run_id TEXT PRIMARY KEY,
             search TSVECTOR NOT NULL
@@ -250,29 +261,35 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX run_text_search ON {s}.run_text USING GIN (search)",
         "CREATE TABLE {s}.run_text_stale (run_id TEXT PRIMARY KEY)",
         "INSERT INTO {s}.run_text_stale (run_id) SELECT id FROM {s}.runs",
-        """CREATE FUNCTION {s}.note_new_runs() RETURNS trigger LANGUAGE plpgsql AS $$
+        _one_line(
+            """CREATE FUNCTION {s}.note_new_runs() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             INSERT INTO {s}.run_text_stale (run_id) SELECT id FROM added
             ON CONFLICT DO NOTHING;
             RETURN NULL;
-        END $$""",
+        END $$"""
+        ),
         "CREATE TRIGGER run_text_new AFTER INSERT ON {s}.runs REFERENCING NEW TABLE AS added "
         "FOR EACH STATEMENT EXECUTE FUNCTION {s}.note_new_runs()",
-        """CREATE FUNCTION {s}.note_changed_run() RETURNS trigger LANGUAGE plpgsql AS $$
+        _one_line(
+            """CREATE FUNCTION {s}.note_changed_run() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             INSERT INTO {s}.run_text_stale (run_id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
             RETURN NULL;
-        END $$""",
+        END $$"""
+        ),
         "CREATE TRIGGER run_text_changed AFTER UPDATE OF inputs, result, error ON {s}.runs "
         "FOR EACH ROW WHEN (NEW.inputs IS DISTINCT FROM OLD.inputs "
         "OR NEW.result IS DISTINCT FROM OLD.result OR NEW.error IS DISTINCT FROM OLD.error) "
         "EXECUTE FUNCTION {s}.note_changed_run()",
-        """CREATE FUNCTION {s}.forget_run_text() RETURNS trigger LANGUAGE plpgsql AS $$
+        _one_line(
+            """CREATE FUNCTION {s}.forget_run_text() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             DELETE FROM {s}.run_text WHERE run_id IN (SELECT id FROM gone);
             DELETE FROM {s}.run_text_stale WHERE run_id IN (SELECT id FROM gone);
             RETURN NULL;
-        END $$""",
+        END $$"""
+        ),
         "CREATE TRIGGER run_text_gone AFTER DELETE ON {s}.runs REFERENCING OLD TABLE AS gone "
         "FOR EACH STATEMENT EXECUTE FUNCTION {s}.forget_run_text()",
     ),
