@@ -402,7 +402,7 @@ SPECS: dict[str, Spec] = {
         ),
         Spec(
             "B14",
-            "finding runs by tag: 10,000 runs of 100 customers, a page of one customer's",
+            "finding runs by tag or text: 10,000 runs of 100 customers, a page of one customer's",
             QUERIES,
             True,
             200,
@@ -415,6 +415,12 @@ SPECS: dict[str, Spec] = {
                     floor="floor: list_runs of one page, no filter",
                 ),
                 _s("stalwart postgres list_runs by tag", "workloads:b14_stalwart_postgres"),
+                _s(
+                    "stalwart sqlite list_runs by text",
+                    "workloads:b14_text_sqlite",
+                    floor="floor: list_runs of one page, no filter",
+                ),
+                _s("stalwart postgres list_runs by text", "workloads:b14_text_postgres"),
             ),
             floor="floor: list_runs of one page, no filter",
         ),

@@ -872,3 +872,55 @@ def b14_stalwart_postgres(n: int = 10_000) -> Result:
     require_postgres()
     with pg_schema("sw") as schema:
         return _b13(pg_url_with(schema=schema), n, tagged=True)
+
+
+@sw.policy(name="b14_note")
+async def b14_note(note: str) -> str:
+    return note
+
+
+def _b14_text(url: str, n: int) -> Result:
+    """B14's runs, each with a note naming its customer among other words
+    (enqueued in batches, not timed), then :data:`B14_QUERIES` listings of
+    the runs whose values hold one customer's word: the store's full-text
+    index (FTS5, or tsvector under GIN). The first search indexes the runs
+    enqueued since the last one (stalwart.stores.search): timed apart, as
+    ``index_seconds``."""
+    customers = max(1, min(B14_CUSTOMERS, n // 10))
+    page = max(1, n // customers)
+
+    async def main() -> tuple[float, float]:
+        async with sw.Runner(url, policies=[b14_note]) as runner:
+            for c in range(customers):
+                calls = [
+                    sw.RunCall(b14_note, f"order {i} for customer{c}: refund requested")
+                    for i in range(page)
+                ]
+                for lo in range(0, page, BATCH):
+                    await runner.enqueue_many(calls[lo : lo + BATCH], queue="b14")
+            store = runner.store
+            start = time.perf_counter()
+            await store.list_runs(limit=1, text="refund")
+            indexed = time.perf_counter()
+            for q in range(B14_QUERIES):
+                rows = await store.list_runs(limit=page, text=f"customer{q % customers} refund")
+                assert len(rows) == page, (len(rows), page)
+            return indexed - start, time.perf_counter() - indexed
+
+    index_seconds, seconds = asyncio.run(main())
+    return {
+        "seconds": seconds,
+        "queries_per_s": B14_QUERIES / seconds,
+        "index_seconds": index_seconds,
+    }
+
+
+def b14_text_sqlite(n: int = 10_000) -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        return _b14_text(_sqlite_url(tmp, "b14.db"), n)
+
+
+def b14_text_postgres(n: int = 10_000) -> Result:
+    require_postgres()
+    with pg_schema("sw") as schema:
+        return _b14_text(pg_url_with(schema=schema), n)

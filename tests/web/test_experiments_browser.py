@@ -41,7 +41,7 @@ def test_compare_two_experiments_keep_the_regressions_and_open_a_run(
         page.wait_for_url("**/experiments/compare?a=v1&b=v2")
         summary = page.get_by_role("region", name="Summary").inner_text()
         assert "1 better" in summary and "1 worse" in summary and "2 same" in summary
-        cases = page.locator("table.compare tbody tr td.case")
+        cases = page.locator("table.cases tbody tr td.case")
         assert cases.count() == 4
         assert HOSTILE in cases.all_inner_texts()  # a case id of markup, shown as text
         assert grave_violations(page) == []
@@ -49,7 +49,7 @@ def test_compare_two_experiments_keep_the_regressions_and_open_a_run(
         page.get_by_role("link", name="regressions").click()
         page.wait_for_url("**only=worse")
         assert cases.all_inner_texts() == ["q-refund"]
-        row = page.locator("table.compare tbody tr")
+        row = page.locator("table.cases tbody tr")
         assert "worse" in row.locator("td").nth(1).inner_text()
         b_run = row.locator("a.runid").nth(1)
         b_id = b_run.inner_text()
@@ -63,8 +63,8 @@ def test_compare_two_experiments_keep_the_regressions_and_open_a_run(
         page.goto(f"{base}/experiments")
         page.get_by_role("link", name="hostile").click()
         page.wait_for_url("**counterfactual=hostile")
-        assert page.locator("table.compare tbody tr").count() == 2
-        assert "the reference" in page.locator("table.compare tbody tr").first.inner_text()
+        assert page.locator("table.cases tbody tr").count() == 2
+        assert "the reference" in page.locator("table.cases tbody tr").first.inner_text()
         assert grave_violations(page) == []
         assert page.locator("main script, main img").count() == 0
     assert dialogs == []

@@ -474,6 +474,12 @@ def _list_runs(errors: dict[str, Any]) -> dict[str, Any]:
                 "style": "form",
                 "explode": True,
             },
+            _q(
+                "text",
+                text,
+                "words: only runs whose inputs, result or error hold every one "
+                "(whole words, any case; refused on an encrypted store)",
+            ),
             *_paging("runs"),
         ],
         "responses": {

@@ -38,6 +38,7 @@ from ..core.policy import Policy
 from ..core.tags import MAX_TAGS, check_tags, parse_tag
 from ..runner import Runner
 from ..runner.routing import fleet_of
+from ..stores.search import search_words
 from ..stores.versions import MAX_VERSION, check_version
 from .events import Cursor, run_events
 from .models import (
@@ -81,6 +82,7 @@ LIST_PARAMETERS = (
     "created_after",
     "created_before",
     "tag",
+    "text",
     "limit",
     "cursor",
 )
@@ -402,6 +404,14 @@ async def list_runs(request: Request) -> Response:
         tags[key] = value
     if tags:
         filters["tags"] = tags
+    if q.get("text"):
+        try:
+            if not api.runner.store.text_search:
+                raise ValueError("this store is encrypted: text search cannot read sealed values")
+            search_words(q["text"])
+            filters["text"] = q["text"]
+        except ValueError as exc:
+            problems.append(FieldProblem(field="text", message=str(exc)))
     limit, position = _paging(q, problems)
     if position is not None:
         filters["before"] = position

@@ -116,6 +116,14 @@ def list_runs(
         ),
     ] = None,
     tag: TagOption = None,
+    text: Annotated[
+        str | None,
+        typer.Option(
+            "--text",
+            metavar="WORDS",
+            help="Only runs whose inputs, result or error hold every one of these words.",
+        ),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")] = 50,
     before: Annotated[
         str | None,
@@ -131,13 +139,18 @@ def list_runs(
     """List runs, newest first, a page at a time; a run no live worker can
     continue says it is stranded, and why."""
     from ..runner.routing import fleet_of
+    from ..stores.search import search_words
     from .render.data import cursor_of, parse_cursor, run_data
     from .render.runs import runs_table
 
     try:
         tags = parse_tags(tag)
+        if text is not None:
+            search_words(text)
     except CLIError as exc:
         fail(str(exc), exc.code)
+    except ValueError as exc:
+        fail(f"--text: {exc}", 2)
 
     async def go() -> None:
         after = parse_cursor(before) if before is not None else None
@@ -151,6 +164,7 @@ def list_runs(
                 id_contains=id_contains,
                 before=after,
                 tags=tags,
+                text=text,
             )
             fleet = await fleet_of(ledger)
         more = len(runs) > limit

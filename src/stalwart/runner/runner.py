@@ -772,8 +772,8 @@ class Runner:
     ) -> list[RunRecord]:
         """Runs newest first; ``filters`` as :meth:`Store.list_runs` takes them
         (``queue``, ``policy``, ``id_contains``, ``created_after``,
-        ``created_before``, ``tags``, and ``before``, the cursor of the next
-        page)."""
+        ``created_before``, ``tags``, ``text``, and ``before``, the cursor of
+        the next page)."""
         await self.open()
         return await self.store.list_runs(status, limit, **filters)
 

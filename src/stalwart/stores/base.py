@@ -466,6 +466,9 @@ class Store(abc.ABC):
     #: Nothing in the store outlives the process (the memory store): the
     #: engine records no steps there and waits inline instead of suspending.
     ephemeral: bool = False
+    #: ``list_runs(text=...)`` can read the runs' values (False on an
+    #: encrypted store: its index holds sealed text, so it refuses).
+    text_search: bool = True
 
     @property
     def outages(self) -> Outages:
@@ -508,13 +511,18 @@ class Store(abc.ABC):
         created_before: float | None = None,
         before: tuple[float, str] | None = None,
         tags: Mapping[str, str] | None = None,
+        text: str | None = None,
     ) -> list[RunRecord]:
         """Runs newest first, by ``(created_at, id)``, up to ``limit``.
 
         Filters combine: ``status``, ``queue`` and ``policy`` match exactly;
         ``id_contains`` is literal text found anywhere in the id (``%`` and
         ``_`` are plain characters); ``created_after <= created_at <
-        created_before``; ``tags``: the run has every one of these tags. To
+        created_before``; ``tags``: the run has every one of these tags;
+        ``text``: the run's inputs, result and error hold every word of it
+        (:mod:`stalwart.stores.search`: whole words, any case; ValueError
+        for a text with no word; a store whose :attr:`text_search` is
+        false refuses it with a StoreError). To
         page, pass as ``before`` the ``(created_at, id)`` of the last run of
         the previous page: each page then costs its own
         rows however deep it is, where ``offset`` (kept for old callers)
@@ -530,6 +538,7 @@ class Store(abc.ABC):
         queue: str | None = None,
         policy: str | None = None,
         tags: Mapping[str, str] | None = None,
+        text: str | None = None,
     ) -> AsyncIterator[RunRecord]:
         """Every run :meth:`list_runs` would list with these filters, newest
         first, read ``page`` at a time by keyset (each page costs its own
@@ -539,7 +548,7 @@ class Store(abc.ABC):
         while most is None or given < most:
             want = page if most is None else min(page, most - given)
             rows = await self.list_runs(
-                status, want, queue=queue, policy=policy, tags=tags, before=before
+                status, want, queue=queue, policy=policy, tags=tags, text=text, before=before
             )
             for rec in rows:
                 yield rec

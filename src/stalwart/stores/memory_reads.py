@@ -17,8 +17,9 @@ from ..core.ledger import RunRecord, StoredStep
 from ..core.mail import GENERATION_KEY
 from ..core.tags import decode_tags
 from .base import children_prefix
+from .search import search_words, value_words
 
-__all__ = ["MemoryReads", "has_tags"]
+__all__ = ["MemoryReads", "has_tags", "has_words"]
 
 
 class MemoryReads:
@@ -58,7 +59,10 @@ class MemoryReads:
         created_before: float | None = None,
         before: tuple[float, str] | None = None,
         tags: Mapping[str, str] | None = None,
+        text: str | None = None,
     ) -> list[RunRecord]:
+        words = None if text is None else search_words(text)
+
         def wanted(r: RunRecord) -> bool:
             return (
                 (status is None or r.status == status)
@@ -69,6 +73,7 @@ class MemoryReads:
                 and (created_before is None or r.created_at < created_before)
                 and (before is None or (r.created_at, r.id) < before)
                 and (not tags or has_tags(r, tags))
+                and (words is None or has_words(r, words))
             )
 
         found = sorted(
@@ -114,3 +119,10 @@ def has_tags(run: RunRecord, tags: Mapping[str, str]) -> bool:
     """Whether ``run`` has every one of ``tags``."""
     have = decode_tags(run.tags)
     return all(have.get(k) == v for k, v in tags.items())
+
+
+def has_words(run: RunRecord, words: Collection[str]) -> bool:
+    """Whether ``run``'s inputs, result and error hold every one of ``words``
+    (:mod:`.search`), as the SQL stores' text indexes answer."""
+    have = value_words(run.inputs) | value_words(run.result) | value_words(run.error)
+    return all(w in have for w in words)

@@ -100,6 +100,7 @@ def create_app(
             Route("/run/cancel", views.cancel, methods=["POST"]),
             Route("/run/fork", views.fork, methods=["POST"]),
             Route("/run/rerun", views.rerun, methods=["POST"]),
+            Route("/compare", views.compare_page),
             Route("/waiting", views.waiting_page),
             Route("/waiting/live", views.waiting_live),
             Route("/health", views.health_page),

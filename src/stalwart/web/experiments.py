@@ -92,7 +92,7 @@ async def compare_page(request: Request) -> Response:
     rows = [r for r in comparison.rows if _kept(r, only)]
     return render(
         request,
-        "compare.html",
+        "experiments_compare.html",
         c=comparison,
         rows=rows,
         only=only,

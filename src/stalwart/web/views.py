@@ -34,12 +34,14 @@ from ..stores import Store
 from ..stores.base import StepPage, StepPosition, owner_is_dead
 from ..stores.versions import cleared_versions
 from . import actions
+from .compare import compare, origin_of
 from .conversation import Asked, bubbles, pending_ask, turns, usage_by_model
 from .cost import cost_table, time_split
 from .family import family_tree
 from .graph import run_graph
 from .health import DEFAULT_WINDOW, WINDOWS, read_health
 from .live import SHOWN, Memory, WaitMark, parse_shown, same_shown, shown_token
+from .search import check_query, hits_of
 from .security import CSRF_FIELD, check_post
 from .steps import child_ids, events_of, step_tree
 from .timeline import timeline
@@ -62,6 +64,7 @@ from .values import (
 
 __all__ = [
     "cancel",
+    "compare_page",
     "fork",
     "health_page",
     "home",
@@ -166,6 +169,7 @@ class Filters:
     policy: str = ""
     queue: str = ""
     text: str = ""
+    words: str = ""
     tag: str = ""
     after: str = ""
     before: str = ""
@@ -184,6 +188,7 @@ class Filters:
             policy=q.get("policy", ""),
             queue=q.get("queue", ""),
             text=q.get("id", ""),
+            words=q.get("q", ""),
             tag=q.get("tag", ""),
             after=q.get("after", ""),
             before=q.get("before", ""),
@@ -198,6 +203,7 @@ class Filters:
             "policy": self.policy,
             "queue": self.queue,
             "id": self.text,
+            "q": self.words,
             "tag": self.tag,
             "after": self.after,
             "before": self.before,
@@ -239,9 +245,11 @@ async def _runs_context(request: Request) -> dict[str, Any]:
         before = parse_time(f.before)
         cursor = f.cursor_key()
         tags = f.tags()
+        words = check_query(store, f.words) if f.words else []
     except ValueError as exc:
         problem = str(exc)
         after = before = cursor = tags = None
+        words = []
         rows: list[RunRecord] = []
     if not problem:
         rows = await store.list_runs(
@@ -254,6 +262,7 @@ async def _runs_context(request: Request) -> dict[str, Any]:
             created_before=before,
             before=cursor,
             tags=tags,
+            text=f.words or None,
         )
     counts = await store.count_runs(queue=f.queue or None, policy=f.policy or None, tags=tags)
     totals = {s: sum(counts.get(s, {}).values()) for s in STATUSES}
@@ -268,6 +277,8 @@ async def _runs_context(request: Request) -> dict[str, Any]:
         "counts": counts,
         "queues": queues,
         "statuses": STATUSES,
+        "hits": hits_of(rows, words),
+        "text_search": store.text_search,
         "next_cursor": None if last is None else f"{last.created_at!r}:{last.id}",
     }
 
@@ -279,6 +290,24 @@ async def runs_page(request: Request) -> Response:
 
 async def runs_live(request: Request) -> Response:
     return _page(request, "runs_live.html", **await _runs_context(request))
+
+
+# -- two runs --------------------------------------------------------------
+async def compare_page(request: Request) -> Response:
+    """Two runs side by side (``/compare?a=…&b=…``); with one or none, the
+    form that asks for them."""
+    q = request.query_params
+    ids = (q.get("a", "").strip(), q.get("b", "").strip())
+    if not all(ids):
+        return _page(request, "compare.html", a=ids[0], b=ids[1], c=None)
+    store = _store(request)
+    found = {r.id: r for r in await store.get_runs(list(ids))}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        return _problem(request, 404, f"no run {missing[0][:200]!r} in this store")
+    with reading():
+        c = await compare(store, found[ids[0]], found[ids[1]])
+        return _page(request, "compare.html", a=ids[0], b=ids[1], c=c)
 
 
 # -- one run ---------------------------------------------------------------
@@ -417,6 +446,7 @@ async def _run_context(
         asked = await _latest_ask(_store(request), run, signal_name)
     fleet = await fleet_of(_store(request))
     return {
+        "origin": await origin_of(_store(request), run),
         "run": run,
         "cleared": cleared_versions(run.cleared),
         "fleet": fleet is not None and bool(fleet.workers),

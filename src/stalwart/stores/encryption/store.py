@@ -109,6 +109,7 @@ class EncryptedStore(Store):
         self.provider: KeyProvider = keys if isinstance(keys, KeyProvider) else StaticKeys(keys)
         self.url = inner.url
         self.ephemeral = inner.ephemeral
+        self.text_search = False  # the inner store's index holds sealed text
         self._cipher: Cipher | None = None
         self._subjects: SubjectKeys | None = None
         self._run_subject: dict[str, str | None] = {}
@@ -281,7 +282,13 @@ class EncryptedStore(Store):
         created_before: float | None = None,
         before: tuple[float, str] | None = None,
         tags: Mapping[str, str] | None = None,
+        text: str | None = None,
     ) -> list[RunRecord]:
+        if text is not None:
+            raise StoreError(
+                "text search cannot read an encrypted store's runs: their inputs, "
+                "results and errors are sealed (search by id, policy, status, tags or time)"
+            )
         runs = await self.inner.list_runs(
             status,
             limit,

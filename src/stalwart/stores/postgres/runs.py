@@ -22,6 +22,7 @@ from ..base import (
 from ..sql import counts, quoted
 from ..sql.statements import run_rows
 from .connection import Conn, PostgresBase
+from .schema import INDEX_STALE
 from .signals import unread_mail
 from .statements import NOW
 
@@ -196,7 +197,10 @@ class PostgresRuns(PostgresBase):
         created_before: float | None = None,
         before: tuple[float, str] | None = None,
         tags: Mapping[str, str] | None = None,
+        text: str | None = None,
     ) -> list[RunRecord]:
+        if text is not None:
+            await self._index_stale_text()
         sql, params = self._sql.list_runs(
             status=status,
             limit=limit,
@@ -208,8 +212,24 @@ class PostgresRuns(PostgresBase):
             created_before=created_before,
             before=before,
             tags=tags,
+            text=text,
         )
         return [run_from_row(r) for r in await self._fetchall("listing runs", sql, params)]
+
+    async def _index_stale_text(self) -> None:
+        """Index the words of the runs created or changed since the last
+        search (:data:`~.schema.INDEX_STALE`), a batch a transaction, until
+        none is left that another search is not indexing."""
+        sql = INDEX_STALE.format(s=self._sql.s)
+
+        async def fn(conn: Conn, n: int) -> int:
+            async with conn.transaction():
+                cur = await conn.execute(sql)
+                row = await cur.fetchone()
+            return 0 if row is None else int(row[0])
+
+        while await self._with_conn("indexing the words of runs", fn):
+            pass
 
     async def count_runs(
         self,

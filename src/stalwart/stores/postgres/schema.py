@@ -20,9 +20,11 @@ from psycopg import errors as pg_errors
 from psycopg.rows import TupleRow
 
 from ...core.errors import StoreError, StoreUnavailable
+from ..search import SEARCH_CHARS
 from ..sql.provisioning import not_provisioned
 
 __all__ = [
+    "INDEX_STALE",
     "MIGRATIONS",
     "OPTIONS",
     "SCHEMA_NAME",
@@ -40,7 +42,16 @@ __all__ = [
     "where_of",
 ]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line (its runs of white space made one space): a
+    function's body holds semicolons, and a script split at the end of each
+    line that ends in one (as simple appliers split ``store ddl``'s output)
+    must not cut it."""
+    return " ".join(text.split())
+
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -208,7 +219,97 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         )""",
         "CREATE UNIQUE INDEX versions_latest ON {s}.versions (latest) WHERE latest",
     ),
+    # Text search (stalwart.stores.search): the words of each run's inputs,
+    # result and error as a tsvector ('simple': no stemming, no stop
+    # words) in a table of its own, GIN indexed, so that claims and beats,
+    # which rewrite the run's row, never touch it. Indexing is the search's:
+    # triggers only note the ids of runs created (one statement a batch) or
+    # changed in run_text_stale, and a search first indexes the runs noted
+    # (INDEX_STALE), so an enqueue never pays for parsing and the GIN
+    # index. Every run there is noted by the migration. SQLite's 10 too.
+    9: (
+        # The words of one value: the strings and numbers of its JSON (its
+        # text if it is not JSON), at most SEARCH_CHARS characters, ASCII
+        # punctuation made space so that the parser reads letters and digits
+        # only (not e-mails, paths, versions), as SQLite's tokenizer does.
+        _one_line(
+            rf"""CREATE FUNCTION {{s}}.run_words(value TEXT) RETURNS TEXT
+        LANGUAGE plpgsql IMMUTABLE AS $$
+        DECLARE
+            tree JSONB;
+            words TEXT;
+        BEGIN
+            IF value IS NULL THEN
+                RETURN '';
+            END IF;
+            BEGIN
+                tree := value::jsonb;
+                SELECT string_agg(v #>> '{{{{}}}}', ' ') INTO words
+                    FROM jsonb_path_query(tree, 'strict $.**') v
+                    WHERE jsonb_typeof(v) IN ('string', 'number');
+            EXCEPTION WHEN others THEN
+                words := value;
+            END;
+            RETURN regexp_replace(left(coalesce(words, ''), {SEARCH_CHARS}),
+                '[\s!-/:-@\[-`{{{{-~]+', ' ', 'g');
+        END $$"""
+        ),
+        """CREATE TABLE {s}.run_text (
+            run_id TEXT PRIMARY KEY,
+            search TSVECTOR NOT NULL
+        )""",
+        "CREATE INDEX run_text_search ON {s}.run_text USING GIN (search)",
+        "CREATE TABLE {s}.run_text_stale (run_id TEXT PRIMARY KEY)",
+        "INSERT INTO {s}.run_text_stale (run_id) SELECT id FROM {s}.runs",
+        _one_line(
+            """CREATE FUNCTION {s}.note_new_runs() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO {s}.run_text_stale (run_id) SELECT id FROM added
+            ON CONFLICT DO NOTHING;
+            RETURN NULL;
+        END $$"""
+        ),
+        "CREATE TRIGGER run_text_new AFTER INSERT ON {s}.runs REFERENCING NEW TABLE AS added "
+        "FOR EACH STATEMENT EXECUTE FUNCTION {s}.note_new_runs()",
+        _one_line(
+            """CREATE FUNCTION {s}.note_changed_run() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO {s}.run_text_stale (run_id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
+            RETURN NULL;
+        END $$"""
+        ),
+        "CREATE TRIGGER run_text_changed AFTER UPDATE OF inputs, result, error ON {s}.runs "
+        "FOR EACH ROW WHEN (NEW.inputs IS DISTINCT FROM OLD.inputs "
+        "OR NEW.result IS DISTINCT FROM OLD.result OR NEW.error IS DISTINCT FROM OLD.error) "
+        "EXECUTE FUNCTION {s}.note_changed_run()",
+        _one_line(
+            """CREATE FUNCTION {s}.forget_run_text() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM {s}.run_text WHERE run_id IN (SELECT id FROM gone);
+            DELETE FROM {s}.run_text_stale WHERE run_id IN (SELECT id FROM gone);
+            RETURN NULL;
+        END $$"""
+        ),
+        "CREATE TRIGGER run_text_gone AFTER DELETE ON {s}.runs REFERENCING OLD TABLE AS gone "
+        "FOR EACH STATEMENT EXECUTE FUNCTION {s}.forget_run_text()",
+    ),
 }
+
+#: What a search runs first, until it indexes no run: up to 2,000 of the
+#: runs noted stale, taken (rows another search holds are skipped), indexed
+#: (their words replacing any they had); its one row is how many it took.
+#: A run changed while it is indexed is noted again, for the next search.
+INDEX_STALE = (
+    "WITH taken AS (DELETE FROM {s}.run_text_stale WHERE run_id IN ("
+    "SELECT run_id FROM {s}.run_text_stale LIMIT 2000 FOR UPDATE SKIP LOCKED) "
+    "RETURNING run_id), "
+    "indexed AS (INSERT INTO {s}.run_text (run_id, search) "
+    "SELECT r.id, to_tsvector('simple', {s}.run_words(r.inputs) || ' ' || "
+    "{s}.run_words(r.result) || ' ' || {s}.run_words(r.error)) "
+    "FROM taken JOIN {s}.runs r ON r.id = taken.run_id "
+    "ON CONFLICT (run_id) DO UPDATE SET search = excluded.search RETURNING 1) "
+    "SELECT (SELECT count(*) FROM taken), (SELECT count(*) FROM indexed)"
+)
 
 # Failures worth another attempt, by SQLSTATE: the connection broke (08),
 # the server is short of connections, memory or disk (53), lost a race

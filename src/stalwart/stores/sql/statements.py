@@ -17,6 +17,7 @@ from typing import Any
 
 from ...core.ledger import CHILDREN_WAIT, RunRecord
 from ..base import RUN_COLUMNS
+from ..search import search_words
 from .columns import RUN_FIELDS, STEP_COLUMNS
 
 __all__ = ["FINISHED", "Dialect", "Statements", "run_rows"]
@@ -46,6 +47,16 @@ class Dialect:
     contains: str  # "{col} contains the parameter as literal text", one "?" in it
     lock: str  # appended to a SELECT that locks the rows it reads (or "")
     tag_rows: str  # the key and value rows of a JSON object given as one "?"
+    # "the run holds every word of the parameter" (:mod:`..search`), one "?"
+    # in it; the parameter is the words, each quoted when ``quote_words``.
+    text_match: str = ""
+    quote_words: bool = False
+
+    def words(self, words: Sequence[str]) -> str:
+        """The parameter of :attr:`text_match` for ``words``."""
+        if self.quote_words:  # FTS5: a quoted word is never a keyword or an operator
+            return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+        return " ".join(words)
 
     def sql(self, text: str) -> str:
         """``text`` (``?`` placeholders, ``{t}`` before tables) in this dialect."""
@@ -62,6 +73,8 @@ SQLITE = Dialect(
     contains="instr({col}, ?) > 0",
     lock="",
     tag_rows="json_each(?)",
+    text_match="rowid IN (SELECT rowid FROM {t}run_text WHERE run_text MATCH ?)",
+    quote_words=True,
 )
 
 
@@ -74,6 +87,8 @@ def postgres(schema: str) -> Dialect:
         contains="strpos({col}, ?) > 0",
         lock=" FOR UPDATE",
         tag_rows="jsonb_each_text(?::jsonb)",
+        text_match="id IN (SELECT run_id FROM {t}run_text "
+        "WHERE search @@ plainto_tsquery('simple', ?))",
     )
 
 
@@ -261,6 +276,7 @@ class Statements:
         created_before: float | None,
         before: tuple[float, str] | None,
         tags: Mapping[str, str] | None = None,
+        text: str | None = None,
     ) -> tuple[str, list[Any]]:
         """The query (and parameters) of :meth:`Store.list_runs`.
 
@@ -286,6 +302,9 @@ class Statements:
             where.append("created_at < ?")
             params.append(created_before)
         _tag_filter(tags, where, params)
+        if text is not None:
+            where.append(self.dialect.text_match)
+            params.append(self.dialect.words(search_words(text)))
         if before is not None:
             created_at, run_id = before
             where.append("(created_at, id) < (?, ?)")

@@ -20,6 +20,7 @@ from ..base import (
 )
 from ..sql import counts, fence_refusal
 from ..sql.statements import run_rows
+from .schema import INDEX_STALE
 from .signals import unread_mail
 from .writer import SQLiteBase
 
@@ -112,7 +113,10 @@ class SQLiteRuns(SQLiteBase):
         created_before: float | None = None,
         before: tuple[float, str] | None = None,
         tags: Mapping[str, str] | None = None,
+        text: str | None = None,
     ) -> list[RunRecord]:
+        if text is not None:
+            await self._index_stale_text()
         sql, params = self.sql.list_runs(
             status=status,
             limit=limit,
@@ -124,8 +128,21 @@ class SQLiteRuns(SQLiteBase):
             created_before=created_before,
             before=before,
             tags=tags,
+            text=text,
         )
         return [run_from_row(r) for r in self._read(sql, params)]
+
+    async def _index_stale_text(self) -> None:
+        """Index the words of the runs created or changed since the last
+        search (:data:`~.schema.INDEX_STALE`), if there are any."""
+        if not self._read("SELECT 1 FROM run_text_stale LIMIT 1"):
+            return
+
+        def index(db: sqlite3.Connection) -> None:
+            for statement in INDEX_STALE:
+                db.execute(statement)
+
+        await self._write(index)
 
     async def count_runs(
         self,

@@ -14,9 +14,11 @@ import time
 from textwrap import dedent
 
 from ...core.errors import StoreError
+from ..search import SEARCH_CHARS
 from ..sql.provisioning import not_provisioned
 
 __all__ = [
+    "INDEX_STALE",
     "SCHEMA_VERSION",
     "ddl",
     "is_busy",
@@ -26,9 +28,32 @@ __all__ = [
     "stored_version",
 ]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
-MIGRATIONS: dict[int, str] = {
+
+def _words(value: str) -> str:
+    """SQL for the words search reads in the column ``value``: the strings
+    and numbers of its JSON (its text if it is not JSON), at most
+    :data:`~stalwart.stores.search.SEARCH_CHARS` characters of them."""
+    return (
+        f"substr(CASE WHEN json_valid({value}) THEN (SELECT group_concat(atom, ' ') "
+        f"FROM json_tree({value}) WHERE type IN ('text', 'integer', 'real')) "
+        f"ELSE {value} END, 1, {SEARCH_CHARS})"
+    )
+
+
+_note = "INSERT OR IGNORE INTO run_text_stale (run) VALUES (new.rowid);"
+
+#: What a search runs first, in one write transaction: the runs noted
+#: stale indexed (their words replacing any they had), the notes cleared.
+INDEX_STALE = (
+    "INSERT OR REPLACE INTO run_text (rowid, inputs, result, error) SELECT r.rowid, "
+    + ", ".join(_words(f"r.{c}") for c in ("inputs", "result", "error"))
+    + " FROM run_text_stale s JOIN runs r ON r.rowid = s.run",
+    "DELETE FROM run_text_stale",
+)
+
+MIGRATIONS: dict[int, str | tuple[str, ...]] = {
     1: """
     CREATE TABLE runs (
         id TEXT PRIMARY KEY,
@@ -195,6 +220,27 @@ MIGRATIONS: dict[int, str] = {
     );
     CREATE UNIQUE INDEX versions_latest ON versions (latest) WHERE latest;
     """,
+    # Text search (stalwart.stores.search): the words of each run's inputs,
+    # result and error in an FTS5 table keyed by the run's rowid. Indexing
+    # is the search's: triggers only note the rowids of runs created or
+    # changed (run_text_stale, an integer a run: what an enqueue pays), and
+    # a search first indexes the runs noted (INDEX_STALE), so an enqueue
+    # never pays FTS5's insert. Every run there is noted by the migration.
+    # PostgreSQL's 9 too. Statements one by one: a trigger's body holds
+    # semicolons.
+    10: (
+        "CREATE VIRTUAL TABLE run_text USING fts5 "
+        "(inputs, result, error, tokenize = 'unicode61 remove_diacritics 0')",
+        "CREATE TABLE run_text_stale (run INTEGER PRIMARY KEY)",
+        "INSERT INTO run_text_stale (run) SELECT rowid FROM runs",
+        "CREATE TRIGGER run_text_new AFTER INSERT ON runs BEGIN " + _note + " END",
+        "CREATE TRIGGER run_text_changed AFTER UPDATE OF inputs, result, error ON runs "
+        "WHEN new.inputs IS NOT old.inputs OR new.result IS NOT old.result "
+        "OR new.error IS NOT old.error BEGIN " + _note + " END",
+        "CREATE TRIGGER run_text_gone AFTER DELETE ON runs BEGIN "
+        "DELETE FROM run_text WHERE rowid = old.rowid; "
+        "DELETE FROM run_text_stale WHERE run = old.rowid; END",
+    ),
 }
 
 # The longest pause between two attempts to prepare a file another process is
@@ -327,7 +373,10 @@ def _check(db: sqlite3.Connection, path: str, url: str) -> None:
 
 
 def _statements(version: int) -> list[str]:
-    return [dedent(s).strip() for s in MIGRATIONS[version].split(";") if s.strip()]
+    found = MIGRATIONS[version]
+    if isinstance(found, tuple):
+        return list(found)
+    return [dedent(s).strip() for s in found.split(";") if s.strip()]
 
 
 def ddl(current: int, path: str) -> str:
