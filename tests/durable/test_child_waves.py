@@ -1,0 +1,116 @@
+"""Children started together (``ctx.spawn_many``) and awaited together
+(``ctx.results``): what a replay checks, and what a crash leaves behind."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.crash import spawn
+
+import stalwart as sw
+
+# How many times each parent policy has executed (first execution, replays).
+EXECUTIONS: dict[str, int] = {}
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    EXECUTIONS.clear()
+
+
+def executed(name: str) -> int:
+    EXECUTIONS[name] = EXECUTIONS.get(name, 0) + 1
+    return EXECUTIONS[name]
+
+
+@sw.policy
+async def slow_echo(x: int) -> int:
+    await asyncio.sleep(0.2)  # the parent suspends, and replays when woken
+    return x
+
+
+@sw.policy
+async def grows(ctx: sw.Context) -> list[int]:
+    """Three children the first time, four on replay: not deterministic."""
+    n = 3 if executed("grows") == 1 else 4
+    children = await ctx.spawn_many(slow_echo, [((i,), {}) for i in range(n)])
+    return list(await ctx.results(children))
+
+
+@sw.policy
+async def reorders(ctx: sw.Context) -> list[int]:
+    """The same children in another order on replay."""
+    items = [0, 1, 2] if executed("reorders") == 1 else [2, 1, 0]
+    children = await ctx.spawn_many(slow_echo, [((i,), {}) for i in items])
+    return list(await ctx.results(children))
+
+
+@sw.policy
+async def steady(ctx: sw.Context) -> list[int]:
+    children = await ctx.spawn_many(slow_echo, [((i,), {}) for i in range(3)])
+    return list(await ctx.results(children))
+
+
+POLICIES: list[Any] = [slow_echo, grows, reorders, steady]
+
+
+@pytest.mark.parametrize("parent", [grows, reorders])
+async def test_children_started_otherwise_on_replay_fail_the_run_naming_the_step(
+    store_url: str, parent: Any
+) -> None:
+    async with sw.Runner(store_url, poll_interval=0.05, policies=POLICIES) as runner:
+        with pytest.raises(sw.NonDeterminismError, match=r"step 1 of run w does not match"):
+            await runner.run(parent, run_id="w")
+        # Only the children of the first execution were ever started.
+        children = [r for r in await runner.list_runs(limit=100) if r.parent_id == "w"]
+        assert len(children) == 3
+
+
+async def test_children_started_alike_on_replay_are_found_again(store_url: str) -> None:
+    async with sw.Runner(store_url, poll_interval=0.05, policies=POLICIES) as runner:
+        assert await runner.run(steady, run_id="w") == [0, 1, 2]
+        children = [r for r in await runner.list_runs(limit=100) if r.parent_id == "w"]
+        assert len(children) == 3
+
+
+WAVE_APP = str(Path(__file__).with_name("wave_crash_app.py"))
+
+
+def test_a_wave_killed_before_its_spawn_is_recorded_finds_its_children_again(
+    store_url: str, tmp_path: Path
+) -> None:
+    """SIGKILL after the children are in the store, before the parent's
+    spawn step is: the resumed parent starts the same children (their ids
+    come from the step), never a second set, and awaits them."""
+    counter = tmp_path / "executions"
+    proc = spawn(WAVE_APP, store_url, counter, "kill", "wave", 6)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, err
+    assert "children started" in out
+
+    async def children() -> list[sw.RunRecord]:
+        async with sw.Runner(store_url, serving=False) as runner:
+            assert [s.key for s in await runner.steps("wave")] == []  # nothing recorded
+            return [r for r in await runner.list_runs(limit=100) if r.parent_id == "wave"]
+
+    before = sorted(r.id for r in asyncio.run(children()))
+    assert len(before) == 6
+    proc = spawn(WAVE_APP, store_url, counter, "recover", "wave", 6)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 0, err
+    assert "result " + json.dumps(sum(i**3 for i in range(6))) in out
+
+    async def after() -> list[str]:
+        async with sw.Runner(store_url, serving=False) as runner:
+            return sorted(r.id for r in await runner.list_runs(limit=100) if r.parent_id == "wave")
+
+    assert asyncio.run(after()) == before  # the same six, none started twice
+    executions = collections.Counter(counter.read_text().split())
+    assert sorted(executions) == [f"cube:{i}" for i in range(6)]
+    assert set(executions.values()) == {1}
