@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import json
 import signal
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from tests.crash import spawn
 
 import stalwart as sw
+from stalwart.testing import load_recording, replay_async
 
 # How many times each parent policy has executed (first execution, replays).
 EXECUTIONS: dict[str, int] = {}
@@ -114,3 +116,37 @@ def test_a_wave_killed_before_its_spawn_is_recorded_finds_its_children_again(
     executions = collections.Counter(counter.read_text().split())
     assert sorted(executions) == [f"cube:{i}" for i in range(6)]
     assert set(executions.values()) == {1}
+
+
+@sw.policy(name="steady")
+async def steady_with_a_fourth_child(ctx: sw.Context) -> list[int]:
+    """``steady`` as a new deploy would have it: one child more."""
+    children = await ctx.spawn_many(slow_echo, [((i,), {}) for i in range(4)])
+    return list(await ctx.results(children))
+
+
+async def test_the_replay_gate_finds_a_wave_that_starts_other_children(store_url: str) -> None:
+    async with sw.Runner(store_url, poll_interval=0.05, policies=POLICIES) as runner:
+        assert await runner.run(steady, run_id="w") == [0, 1, 2]
+    same = await replay_async((store_url, "w"), steady)
+    assert same.ok, str(same)
+    changed = await replay_async((store_url, "w"), steady_with_a_fourth_child)
+    assert not changed.ok
+    first = changed.divergences[0]
+    assert (first.kind, first.key) == ("arguments", "1"), str(changed)
+    assert '"children":3' in str(first.recorded) and '"children":4' in str(first.now)
+
+
+async def test_a_spawn_recorded_before_children_were_hashed_replays_as_recorded(
+    store_url: str,
+) -> None:
+    """A run recorded by a release whose spawn steps kept no hash of their
+    children is not told it diverged: its children are the recorded ones."""
+    async with sw.Runner(store_url, poll_interval=0.05, policies=POLICIES) as runner:
+        assert await runner.run(steady, run_id="w") == [0, 1, 2]
+    recording = await load_recording((store_url, "w"))
+    spawned = recording.steps["1"]
+    assert spawned.args_hash  # as this release records it
+    recording.steps["1"] = dataclasses.replace(spawned, args_hash="", args="{}")
+    report = await replay_async(recording, steady_with_a_fourth_child)
+    assert report.ok, str(report)
