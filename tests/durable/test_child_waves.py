@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from tests.crash import spawn
+from tests.hostile import write_row
 
 import stalwart as sw
 from stalwart.testing import load_recording, replay_async
@@ -150,3 +151,33 @@ async def test_a_spawn_recorded_before_children_were_hashed_replays_as_recorded(
     recording.steps["1"] = dataclasses.replace(spawned, args_hash="", args="{}")
     report = await replay_async(recording, steady_with_a_fourth_child)
     assert report.ok, str(report)
+
+
+@sw.policy
+async def keeps_errors(ctx: sw.Context) -> list[str]:
+    children = await ctx.spawn_many(slow_echo, [((i,), {}) for i in range(2)], queue="elsewhere")
+    return [repr(g) for g in await ctx.results(children, return_exceptions=True)]
+
+
+async def test_a_child_outcome_that_cannot_be_read_fails_the_parent_even_keeping_errors(
+    store_url: str,
+) -> None:
+    """A child's result row that cannot be read back is not that child's
+    error, to be kept in its place: the parent run fails naming its step
+    and the child (S14)."""
+    policies = [*POLICIES, keeps_errors]
+    async with sw.Runner(store_url, poll_interval=0.05, policies=policies, queues=["default"]) as r:
+        handle = await r.start(keeps_errors, run_id="k")
+        for _ in range(200):  # the parent waits for its children (nobody serves their queue)
+            if await handle.status() == "suspended":
+                break
+            await asyncio.sleep(0.05)
+        write_row(
+            store_url,
+            "UPDATE runs SET status = 'succeeded', result = '{not json' WHERE parent_id = ?",
+            "k",
+        )
+        pattern = r"run 'k', step 2: the outcome of child run 'k~1/0' cannot be read back"
+        with pytest.raises(sw.CorruptedRecord, match=pattern):
+            await handle.result(timeout=30)
+        assert await handle.status() == "failed"
