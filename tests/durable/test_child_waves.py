@@ -181,3 +181,34 @@ async def test_a_child_outcome_that_cannot_be_read_fails_the_parent_even_keeping
         with pytest.raises(sw.CorruptedRecord, match=pattern):
             await handle.result(timeout=30)
         assert await handle.status() == "failed"
+
+
+@sw.policy
+async def waits_for_slow_children(ctx: sw.Context) -> list[int]:
+    children = await ctx.spawn_many(slow_echo, [((i,), {}) for i in range(3)], queue="later")
+    return list(await ctx.results(children))
+
+
+async def test_a_parent_cancelled_while_awaiting_its_wave_stays_cancelled(store_url: str) -> None:
+    """Cancelling the parent ends it at once; its children, runs of their
+    own, still finish when a worker takes them, and their finishing does
+    not wake the cancelled parent."""
+    policies = [*POLICIES, waits_for_slow_children]
+    async with sw.Runner(store_url, poll_interval=0.05, policies=policies, queues=["default"]) as r:
+        handle = await r.start(waits_for_slow_children, run_id="p")
+        for _ in range(200):
+            if await handle.status() == "suspended":
+                break
+            await asyncio.sleep(0.05)
+        await r.cancel("p")
+        with pytest.raises(sw.CancelledRun):
+            await handle.result(timeout=30)
+    async with sw.Runner(
+        store_url, poll_interval=0.05, policies=policies, queues=["later"], serving=True
+    ) as w:
+        for i in range(3):
+            assert await sw.RunHandle(w, f"p~1/{i}").result(timeout=30) == i
+        await asyncio.sleep(0.3)  # a wake-up, were there one, has come
+        parent = await w.store.get_run("p")
+        assert parent is not None and parent.status == "cancelled"
+        assert [s.key for s in await w.steps("p")] == ["1"]  # never resumed past its wait
