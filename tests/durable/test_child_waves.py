@@ -16,6 +16,7 @@ from tests.crash import spawn
 from tests.hostile import write_row
 
 import stalwart as sw
+from stalwart.core.context import Child
 from stalwart.testing import load_recording, replay_async
 
 # How many times each parent policy has executed (first execution, replays).
@@ -212,3 +213,34 @@ async def test_a_parent_cancelled_while_awaiting_its_wave_stays_cancelled(store_
         parent = await w.store.get_run("p")
         assert parent is not None and parent.status == "cancelled"
         assert [s.key for s in await w.steps("p")] == ["1"]  # never resumed past its wait
+
+
+@sw.policy
+async def owns_a_slow_child(ctx: sw.Context) -> int:
+    children = await ctx.spawn_many(slow_echo, [((7,), {})], queue="later")
+    return sum(await ctx.results(children))
+
+
+@sw.policy
+async def awaits_anothers_child(ctx: sw.Context) -> int:
+    return sum(await ctx.results([Child(ctx, "o~1/0")]))
+
+
+async def test_awaiting_another_runs_child_fails_naming_it_instead_of_spinning(
+    store_url: str,
+) -> None:
+    """Only a run's own children wake it; a wait for another run's child
+    would resume and suspend again without end."""
+    policies = [*POLICIES, owns_a_slow_child, awaits_anothers_child]
+    async with sw.Runner(store_url, poll_interval=0.05, policies=policies, queues=["default"]) as r:
+        await r.start(owns_a_slow_child, run_id="o")
+        for _ in range(200):
+            if await r.store.get_run("o~1/0") is not None:
+                break
+            await asyncio.sleep(0.05)
+        handle = await r.start(awaits_anothers_child, run_id="b")
+        pattern = r"run 'b', step 1: run 'o~1/0' is not a child of this run \(its parent is 'o'\)"
+        with pytest.raises(sw.StalwartError, match=pattern):
+            await handle.result(timeout=30)
+        rec = await r.store.get_run("b")
+        assert rec is not None and rec.status == "failed" and rec.fence == 1  # executed once

@@ -15,7 +15,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from .. import codec
-from ..errors import SignalRefused, StoreError
+from ..errors import SignalRefused, StalwartError, StoreError
 from ..ledger import (
     ASKED,
     CHILD_MARK,
@@ -222,6 +222,17 @@ class Waits:
                     f"run {x.run_id!r}, step {key}: child run {missing[0]!r} is not in the "
                     f"store ({len(missing)} of {len(ids)} missing); it was deleted before this "
                     "run read it"
+                )
+            )
+        strays = [i for i in ids if runs[i].parent_id != x.run_id]
+        if strays:
+            # Its wake-up goes to its own parent, and the store would find
+            # none of this run's children unfinished: the wait would spin.
+            raise x.halt(
+                StalwartError(
+                    f"run {x.run_id!r}, step {key}: run {strays[0]!r} is not a child of this "
+                    f"run (its parent is {runs[strays[0]].parent_id!r}); a run awaits only "
+                    "the children it started"
                 )
             )
         if all(r.status in TERMINAL for r in runs.values()):
