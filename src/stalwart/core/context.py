@@ -476,7 +476,7 @@ class Context:
         ``calls``, in one step: :meth:`results` then waits for all of them
         with one suspension, woken when the last one is done."""
         key = self.next_key()
-        started = [(tuple(args), dict(kwargs)) for args, kwargs in calls]
+        started = [_one_call(self.run_id, key, n, call) for n, call in enumerate(calls)]
         ids = await self._x.waits.spawn(key, target, started, queue, priority)
         return [Child(self, i) for i in ids]
 
@@ -556,6 +556,25 @@ class Child:
         key = ctx.next_key()
         outcomes = await ctx._x.waits.await_children(key, [self.run_id])
         return _unwrap(ctx, key, self.run_id, outcomes[0])
+
+
+def _one_call(run_id: str, key: str, n: int, call: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Call ``n`` of a ``spawn_many``: an ``(args, kwargs)`` pair, else a
+    TypeError naming the run, the step and the call (a string is not
+    taken for a sequence of arguments, one a character)."""
+    if isinstance(call, tuple | list) and len(call) == 2:
+        args, kwargs = call
+        if (
+            isinstance(args, Sequence)
+            and not isinstance(args, str | bytes)
+            and isinstance(kwargs, Mapping)
+            and all(isinstance(k, str) for k in kwargs)
+        ):
+            return tuple(args), dict(kwargs)
+    raise TypeError(
+        f"run {run_id!r}, step {key}: call {n} of spawn_many is {call!r:.80}; each call is "
+        "a pair of positional arguments and keyword arguments, as ((1, 2), {'x': 3})"
+    )
 
 
 def _unwrap(ctx: Context, key: str, run_id: str, outcome: dict[str, Any]) -> Any:
