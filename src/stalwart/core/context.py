@@ -20,7 +20,7 @@ import uuid as _uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
-from .errors import StalwartError
+from .errors import CorruptedRecord, StalwartError
 from .expects import check_schema
 from .ledger import CHILD_MARK, StoredStep
 from .memory import Memory, MemoryLedger
@@ -476,7 +476,7 @@ class Context:
         ``calls``, in one step: :meth:`results` then waits for all of them
         with one suspension, woken when the last one is done."""
         key = self.next_key()
-        started = [(tuple(args), dict(kwargs)) for args, kwargs in calls]
+        started = [_one_call(self.run_id, key, n, call) for n, call in enumerate(calls)]
         ids = await self._x.waits.spawn(key, target, started, queue, priority)
         return [Child(self, i) for i in ids]
 
@@ -495,7 +495,7 @@ class Context:
         out: list[Any] = []
         for child_id, outcome in zip(ids, outcomes, strict=True):
             try:
-                out.append(_unwrap(child_id, outcome))
+                out.append(_unwrap(self, key, child_id, outcome))
             except Exception as exc:
                 if not return_exceptions:
                     raise
@@ -521,8 +521,9 @@ class Context:
         ids = await waits.spawn(key, target, [((item,), {}) for item in items], queue, priority)
         if not ids:
             return []
-        outcomes = await waits.await_children(self.next_key(), ids)
-        return [_unwrap(child_id, o) for child_id, o in zip(ids, outcomes, strict=True)]
+        key = self.next_key()
+        outcomes = await waits.await_children(key, ids)
+        return [_unwrap(self, key, i, o) for i, o in zip(ids, outcomes, strict=True)]
 
     async def patched(self, change: str) -> bool:
         """Whether this run takes the new code path of ``change``.
@@ -552,13 +553,42 @@ class Child:
     async def result(self) -> Any:
         """The child's result (its error raised), suspending the parent meanwhile."""
         ctx = self._ctx
-        outcomes = await ctx._x.waits.await_children(ctx.next_key(), [self.run_id])
-        return _unwrap(self.run_id, outcomes[0])
+        key = ctx.next_key()
+        outcomes = await ctx._x.waits.await_children(key, [self.run_id])
+        return _unwrap(ctx, key, self.run_id, outcomes[0])
 
 
-def _unwrap(run_id: str, outcome: dict[str, Any]) -> Any:
+def _one_call(run_id: str, key: str, n: int, call: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Call ``n`` of a ``spawn_many``: an ``(args, kwargs)`` pair, else a
+    TypeError naming the run, the step and the call (a string is not
+    taken for a sequence of arguments, one a character)."""
+    if isinstance(call, tuple | list) and len(call) == 2:
+        args, kwargs = call
+        if (
+            isinstance(args, Sequence)
+            and not isinstance(args, str | bytes)
+            and isinstance(kwargs, Mapping)
+            and all(isinstance(k, str) for k in kwargs)
+        ):
+            return tuple(args), dict(kwargs)
+    raise TypeError(
+        f"run {run_id!r}, step {key}: call {n} of spawn_many is {call!r:.80}; each call is "
+        "a pair of positional arguments and keyword arguments, as ((1, 2), {'x': 3})"
+    )
+
+
+def _unwrap(ctx: Context, key: str, run_id: str, outcome: dict[str, Any]) -> Any:
+    """A child's value, or its error raised. A child's outcome that cannot
+    be read back (a corrupted row, a value no key opens) is not the child's
+    error, for the policy to catch or keep: it halts this run (S14)."""
     if "value" in outcome:  # a child that ran in memory: the value itself
         return outcome["value"]
     if "exception" in outcome:
         raise outcome["exception"]
-    return recorded_outcome(run_id, outcome["status"], outcome.get("result"), outcome.get("error"))
+    try:
+        return recorded_outcome(
+            run_id, outcome["status"], outcome.get("result"), outcome.get("error")
+        )
+    except CorruptedRecord as bad:
+        where = f"run {ctx.run_id!r}, step {key}: the outcome of child run {run_id!r}"
+        raise ctx._x.halt(type(bad)(f"{where} cannot be read back: {bad}")) from None

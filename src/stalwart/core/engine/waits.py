@@ -15,7 +15,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from .. import codec
-from ..errors import SignalRefused, StoreError
+from ..errors import SignalRefused, StalwartError, StoreError
 from ..ledger import (
     ASKED,
     CHILD_MARK,
@@ -27,6 +27,7 @@ from ..ledger import (
 )
 from ..policy import as_policy
 from ..recorded import error_to_json
+from ..stepargs import step_hash
 from .unwind import Suspend
 
 if TYPE_CHECKING:
@@ -170,10 +171,16 @@ class Waits:
         pol.declare_types()  # the children's results are read back here
         name = f"stalwart.spawn:{pol.name}"
         x = self.engine
+        args_json, args_hash = "{}", ""
         if x.store is not None:
+            args_json, args_hash = _children_identity(key, calls)
             rec = x.replay.get(key)
             if rec is not None:
-                ids: list[str] = x.replayed_value(rec, key, name, "{}", "", publish=False)
+                if not rec.args_hash:  # recorded before children had an identity
+                    args_json, args_hash = "{}", ""
+                ids: list[str] = x.replayed_value(
+                    rec, key, name, args_json, args_hash, publish=False
+                )
                 return ids
         if x.host is None:
             raise RuntimeError("child runs need a Runner (this run has none)")
@@ -185,7 +192,9 @@ class Waits:
         ids = [child_run_id(parent, key, i) for i in range(len(calls))]
         await x.write(x.host.spawn_children(x, pol, calls, ids, queue, priority))
         if x.store is not None:
-            await x.record_value(key, f"spawn:{pol.name}", ids)
+            await x.record_value(
+                key, f"spawn:{pol.name}", ids, args_json=args_json, args_hash=args_hash
+            )
         return ids
 
     async def await_children(self, key: str, ids: list[str]) -> list[dict[str, Any]]:
@@ -215,6 +224,17 @@ class Waits:
                     "run read it"
                 )
             )
+        strays = [i for i in ids if runs[i].parent_id != x.run_id]
+        if strays:
+            # Its wake-up goes to its own parent, and the store would find
+            # none of this run's children unfinished: the wait would spin.
+            raise x.halt(
+                StalwartError(
+                    f"run {x.run_id!r}, step {key}: run {strays[0]!r} is not a child of this "
+                    f"run (its parent is {runs[strays[0]].parent_id!r}); a run awaits only "
+                    "the children it started"
+                )
+            )
         if all(r.status in TERMINAL for r in runs.values()):
             outcomes = [
                 {"status": runs[i].status, "result": runs[i].result, "error": runs[i].error}
@@ -232,3 +252,14 @@ class Waits:
         backoff = min(30.0, max(0.5, now - oldest))
         pending = next(i for i in ids if runs[i].status not in TERMINAL)
         raise Suspend(now + backoff, f"{CHILDREN_WAIT}{child_group(pending)}")
+
+
+def _children_identity(
+    key: str, calls: list[tuple[tuple[Any, ...], dict[str, Any]]]
+) -> tuple[str, str]:
+    """What a spawn step is checked against on replay (S5): how many
+    children, and a hash of every child's arguments in order. The
+    arguments themselves are kept by each child run, not in this record."""
+    whole = codec.dumps([[list(a), k] for a, k in calls], f"arguments of step {key}")
+    digest = step_hash(whole)
+    return codec.dumps({"children": len(calls), "hash": digest}), digest

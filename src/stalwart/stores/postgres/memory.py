@@ -5,7 +5,8 @@ indexed) with ``websearch_to_tsquery``: the query's words joined by ``or``,
 so any of them matches and no word is read as query syntax. Vectors are
 kept as JSON and scored in Python (:class:`~stalwart.core.memory.Memory`);
 pgvector is not used. Every operation is retried on transient failures;
-each is safe to repeat (a put is an upsert, a drop deletes what is left).
+each is safe to repeat (a put is an upsert, a drop deletes what is left, an
+insert retried finds its own row).
 """
 
 from __future__ import annotations
@@ -42,7 +43,22 @@ class PostgresMemory(PostgresBase):
 
         async def fn(conn: Conn, n: int) -> bool:
             cur = await conn.execute(sql, memory_row(record))
-            return bool(await cur.fetchall())
+            if await cur.fetchall():
+                return True
+            if n == 1:
+                return False
+            # A retry: the first attempt may have committed before its reply
+            # was lost. The row it finds is ours if it is the one we wrote.
+            cur = await conn.execute(self._memory_sql.get, (record.namespace, record.key))
+            row = await cur.fetchone()
+            if row is None:
+                return False
+            found = memory_from_row(row)
+            return (found.value, found.text, found.created_at) == (
+                record.value,
+                record.text,
+                record.created_at,
+            )
 
         return await self._with_conn("writing memory", fn)
 
