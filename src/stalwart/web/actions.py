@@ -290,7 +290,7 @@ def _decoded(text: object, what: str) -> Any:
         raise ValueError(f"{what} is empty: give a JSON value")
     try:
         json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
         raise ValueError(f"{what} is not JSON: {exc}") from None
     return codec.loads(text, what)
 

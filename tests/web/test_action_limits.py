@@ -1,0 +1,94 @@
+"""What the action forms refuse and what they hold against: JSON nested past
+the parser's depth, a wait's schema that would take the check exponential
+time, the same fork form sent twice, and inputs the run's policy does not
+take; each answered with a 4xx naming the field, on a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import markupsafe
+import pytest
+
+import stalwart as sw
+
+from .act_app import POLICIES, order
+from .conftest import client
+
+
+@pytest.fixture(autouse=True)
+def act_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("STALWART_ACT_DIR", str(tmp_path))
+    (tmp_path / "stock.txt").write_text("5")
+    return tmp_path
+
+
+def _branching(levels: int) -> dict[str, Any]:
+    """A schema whose every level offers two choices leading to the next."""
+    defs: dict[str, Any] = {
+        f"L{i}": {"anyOf": [{"$ref": f"#/$defs/L{i + 1}"}, {"$ref": f"#/$defs/L{i + 1}"}]}
+        for i in range(levels)
+    }
+    defs[f"L{levels}"] = {"type": "string"}
+    return {"$ref": "#/$defs/L0", "$defs": defs}
+
+
+@sw.policy
+async def branching_ask(ctx: sw.Context) -> str:
+    """A wait whose recorded schema is costly to check (data, as any schema)."""
+    answer = await ctx.ask("anything?", signal="answer", schema=_branching(40))
+    return str(answer)
+
+
+ALL = (*POLICIES, branching_ask)
+
+
+async def _started(url: str, target: Any, *args: Any, run_id: str) -> None:
+    async with sw.Runner(url, policies=ALL) as r:
+        if target is order:
+            await r.run(order, *args, run_id=run_id)
+            return
+        await r.start(target, *args, run_id=run_id)
+        async with asyncio.timeout(10):
+            while (await r.get_run(run_id)).status != "suspended":
+                await asyncio.sleep(0.01)
+
+
+async def _csrf(c: httpx.AsyncClient, run_id: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', (await c.get(f"/run?id={run_id}")).text)
+    assert found, "the page has no action form"
+    return found.group(1)
+
+
+def _said(response: httpx.Response) -> str:
+    found = re.search(r'class="message">(.*?)</p>', response.text, re.S)
+    assert found, response.text[:600]
+    return str(markupsafe.Markup(found.group(1)).unescape())
+
+
+async def test_json_nested_past_the_parsers_depth_is_a_400_naming_the_field(
+    sqlite_url: str,
+) -> None:
+    await _started(sqlite_url, order, "tea", 2, run_id="order-deep")
+    await _started(sqlite_url, branching_ask, run_id="ask-deep")
+    deep = "[" * 100_000 + "]" * 100_000
+    async with client(sqlite_url, policies=ALL) as c:
+        token = await _csrf(c, "ask-deep")
+        sent = await c.post(
+            "/run/signal", data={"csrf": token, "id": "ask-deep", "name": "other", "payload": deep}
+        )
+        assert sent.status_code == 400
+        assert _said(sent).startswith("the payload is not JSON: maximum recursion depth")
+        fork = {"csrf": token, "id": "order-deep", "value": deep}
+        sent = await c.post("/run/fork", data={**fork, "at": "1", "replace": "result"})
+        assert sent.status_code == 400
+        assert "field 'value' (step 1) is not JSON" in _said(sent)
+        sent = await c.post("/run/fork", data={**fork, "replace": "inputs"})
+        assert sent.status_code == 400
+        assert "field 'value' (the run's inputs) is not JSON" in _said(sent)
+        async with sw.Runner(sqlite_url) as r:
+            assert [x.id for x in await r.store.list_runs(None, 10) if "fork" in x.id] == []
