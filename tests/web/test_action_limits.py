@@ -92,3 +92,19 @@ async def test_json_nested_past_the_parsers_depth_is_a_400_naming_the_field(
         assert "field 'value' (the run's inputs) is not JSON" in _said(sent)
         async with sw.Runner(sqlite_url) as r:
             assert [x.id for x in await r.store.list_runs(None, 10) if "fork" in x.id] == []
+
+
+async def test_a_schema_too_costly_to_check_is_a_400_saying_so_not_a_hang(
+    sqlite_url: str,
+) -> None:
+    await _started(sqlite_url, branching_ask, run_id="ask-costly")
+    async with client(sqlite_url, policies=ALL) as c:
+        page = (await c.get("/run?id=ask-costly")).text
+        assert "data-schema=" in page  # the page's own check gets it, and stops likewise
+        form = {"csrf": await _csrf(c, "ask-costly"), "id": "ask-costly", "name": "answer"}
+        async with asyncio.timeout(60):  # a guard against a hang, not a measure
+            sent = await c.post("/run/signal", data={**form, "payload": "1"})
+        assert sent.status_code == 400
+        assert "answer: not checked: the schema takes more than 100000 steps" in _said(sent)
+        sent = await c.post("/run/signal", data={**form, "payload": '"fits"'})
+        assert sent.status_code == 303

@@ -12,8 +12,11 @@ part the inspector's page checks in the browser (``web/static/actions.js``):
 ``additionalProperties`` (false or a schema), ``items``, ``anyOf`` and
 ``oneOf`` (read as any of), ``minimum``, ``maximum``, ``minLength``,
 ``maxLength``, ``minItems``, ``maxItems``, and ``$ref`` to ``#/$defs/...``
-(what ``Model.model_json_schema()`` writes). Other keywords are not checked.
-A schema is data: it is only compared with, never executed.
+(what ``Model.model_json_schema()`` writes). Other keywords are not checked
+(``pattern`` among them: no regular expression from a schema is run).
+A schema is data: it is only compared with, never executed, and a check
+costs at most :data:`MAX_CHECKS` steps, whatever the schema (``anyOf``
+nested through ``$ref`` would otherwise take exponential time).
 """
 
 from __future__ import annotations
@@ -28,6 +31,27 @@ __all__ = ["check_schema", "schema_problems"]
 MAX_DEPTH = 64
 #: The problems one check reports at most.
 MAX_PROBLEMS = 20
+#: The steps one check takes at most (a schema node applied to a value,
+#: an ``enum``'s choice compared): past it the check stops and says so.
+MAX_CHECKS = 100_000
+
+
+class _TooCostly(Exception):
+    """A check that would take more than :data:`MAX_CHECKS` steps."""
+
+
+class _Budget:
+    """The steps a check has left."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = MAX_CHECKS
+
+    def spend(self, n: int = 1) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise _TooCostly
 
 
 def check_schema(schema: object, where: str = "wait_for") -> dict[str, Any]:
@@ -48,9 +72,17 @@ def check_schema(schema: object, where: str = "wait_for") -> dict[str, Any]:
 def schema_problems(value: Any, schema: Any) -> list[str]:
     """What is wrong with ``value`` (decoded JSON) against ``schema``, each
     naming the field (``answer``, ``answer.amount``, ``answer[2]``); empty
-    when it fits."""
+    when it fits. A check that would take more than :data:`MAX_CHECKS`
+    steps is one problem that says so: the payload is not known to fit."""
     out: list[str] = []
-    _check(value, schema, "answer", schema if isinstance(schema, dict) else {}, out, 0)
+    root = schema if isinstance(schema, dict) else {}
+    try:
+        _check(value, schema, "answer", root, out, 0, _Budget())
+    except _TooCostly:
+        return [
+            f"answer: not checked: the schema takes more than {MAX_CHECKS} steps to check "
+            "against this value (anyOf or oneOf nested through $ref?)"
+        ]
     return out[:MAX_PROBLEMS]
 
 
@@ -99,10 +131,17 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any] | N
 
 
 def _check(
-    value: Any, schema: Any, path: str, root: dict[str, Any], out: list[str], depth: int
+    value: Any,
+    schema: Any,
+    path: str,
+    root: dict[str, Any],
+    out: list[str],
+    depth: int,
+    budget: _Budget,
 ) -> None:
     if len(out) >= MAX_PROBLEMS:
         return
+    budget.spend()
     if depth > MAX_DEPTH:
         out.append(f"{path}: nested deeper than {MAX_DEPTH} levels")
         return
@@ -120,7 +159,7 @@ def _check(
         tries = []
         for option in either:
             found: list[str] = []
-            _check(value, option, path, root, found, depth + 1)
+            _check(value, option, path, root, found, depth + 1, budget)
             if not found:
                 break
             tries.append(found)
@@ -137,13 +176,15 @@ def _check(
     if "const" in schema and value != schema["const"]:
         out.append(f"{path}: must be {json.dumps(schema['const'])}")
     choices = schema.get("enum")
+    if isinstance(choices, list):
+        budget.spend(len(choices))
     if isinstance(choices, list) and not any(_same(value, c) for c in choices):
         shown = ", ".join(json.dumps(c) for c in choices[:10])
         out.append(f"{path}: must be one of {shown}")
     if isinstance(value, dict):
-        _check_object(value, schema, path, root, out, depth)
+        _check_object(value, schema, path, root, out, depth, budget)
     elif isinstance(value, list):
-        _check_array(value, schema, path, root, out, depth)
+        _check_array(value, schema, path, root, out, depth, budget)
     elif isinstance(value, str):
         _bounds(len(value), schema, "minLength", "maxLength", f"{path}: length", out)
     elif isinstance(value, int | float) and not isinstance(value, bool):
@@ -171,6 +212,7 @@ def _check_object(
     root: dict[str, Any],
     out: list[str],
     depth: int,
+    budget: _Budget,
 ) -> None:
     props = schema.get("properties")
     props = props if isinstance(props, dict) else {}
@@ -182,12 +224,12 @@ def _check_object(
     for name, item in value.items():
         where = f"{path}.{name}"
         if name in props:
-            _check(item, props[name], where, root, out, depth + 1)
+            _check(item, props[name], where, root, out, depth + 1, budget)
         elif extra is False:
             known = ", ".join(sorted(props)[:10]) or "none"
             out.append(f"{where}: not expected (fields: {known})")
         elif isinstance(extra, dict):
-            _check(item, extra, where, root, out, depth + 1)
+            _check(item, extra, where, root, out, depth + 1, budget)
 
 
 def _check_array(
@@ -197,9 +239,10 @@ def _check_array(
     root: dict[str, Any],
     out: list[str],
     depth: int,
+    budget: _Budget,
 ) -> None:
     _bounds(len(value), schema, "minItems", "maxItems", f"{path}: item count", out)
     items = schema.get("items")
     if isinstance(items, dict):
         for i, item in enumerate(value):
-            _check(item, items, f"{path}[{i}]", root, out, depth + 1)
+            _check(item, items, f"{path}[{i}]", root, out, depth + 1, budget)

@@ -9,6 +9,8 @@
 
   var MAX_DEPTH = 64;
   var MAX_PROBLEMS = 20;
+  var MAX_CHECKS = 100000; // steps one check takes at most, as expects.py's
+  var TOO_COSTLY = {};
 
   function typeOf(v) {
     if (v === null) return "null";
@@ -42,13 +44,21 @@
     return node !== null && typeof node === "object" ? node : null;
   }
 
+  // A check that would take more than MAX_CHECKS steps stops (a schema is
+  // data: anyOf nested through $ref would otherwise take exponential time).
+  function spend(budget, n) {
+    budget.left -= n;
+    if (budget.left < 0) throw TOO_COSTLY;
+  }
+
   function bounds(n, schema, low, high, what, out) {
     if (typeof schema[low] === "number" && n < schema[low]) out.push(what + " must be at least " + schema[low]);
     if (typeof schema[high] === "number" && n > schema[high]) out.push(what + " must be at most " + schema[high]);
   }
 
-  function check(v, schema, path, root, out, depth) {
+  function check(v, schema, path, root, out, depth, budget) {
     if (out.length >= MAX_PROBLEMS) return;
+    spend(budget, 1);
     if (depth > MAX_DEPTH) { out.push(path + ": nested deeper than " + MAX_DEPTH + " levels"); return; }
     if (schema === false) { out.push(path + ": no value is allowed here"); return; }
     if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return;
@@ -59,7 +69,7 @@
       var tries = [];
       var fits = either.some(function (option) {
         var found = [];
-        check(v, option, path, root, found, depth + 1);
+        check(v, option, path, root, found, depth + 1, budget);
         tries.push(found);
         return found.length === 0;
       });
@@ -77,6 +87,7 @@
     if (Object.prototype.hasOwnProperty.call(schema, "const") && !same(v, schema["const"])) {
       out.push(path + ": must be " + JSON.stringify(schema["const"]));
     }
+    if (Array.isArray(schema["enum"])) spend(budget, schema["enum"].length);
     if (Array.isArray(schema["enum"]) && !schema["enum"].some(function (c) { return same(v, c); })) {
       out.push(path + ": must be one of " + schema["enum"].slice(0, 10).map(function (c) { return JSON.stringify(c); }).join(", "));
     }
@@ -89,14 +100,14 @@
       var extra = Object.prototype.hasOwnProperty.call(schema, "additionalProperties") ? schema.additionalProperties : true;
       Object.keys(v).forEach(function (name) {
         var where = path + "." + name;
-        if (Object.prototype.hasOwnProperty.call(props, name)) check(v[name], props[name], where, root, out, depth + 1);
+        if (Object.prototype.hasOwnProperty.call(props, name)) check(v[name], props[name], where, root, out, depth + 1, budget);
         else if (extra === false) out.push(where + ": not expected (fields: " + (Object.keys(props).sort().slice(0, 10).join(", ") || "none") + ")");
-        else if (extra !== null && typeof extra === "object") check(v[name], extra, where, root, out, depth + 1);
+        else if (extra !== null && typeof extra === "object") check(v[name], extra, where, root, out, depth + 1, budget);
       });
     } else if (t === "array") {
       bounds(v.length, schema, "minItems", "maxItems", path + ": item count", out);
       if (schema.items && typeof schema.items === "object" && !Array.isArray(schema.items)) {
-        v.forEach(function (item, i) { check(item, schema.items, path + "[" + i + "]", root, out, depth + 1); });
+        v.forEach(function (item, i) { check(item, schema.items, path + "[" + i + "]", root, out, depth + 1, budget); });
       }
     } else if (t === "string") {
       bounds(Array.from(v).length, schema, "minLength", "maxLength", path + ": length", out);
@@ -120,7 +131,12 @@
     var schema;
     try { schema = JSON.parse(schemaText); } catch (e) { return []; }
     var out = [];
-    check(value, schema, "answer", schema, out, 0);
+    try {
+      check(value, schema, "answer", schema, out, 0, { left: MAX_CHECKS });
+    } catch (e) {
+      if (e !== TOO_COSTLY) throw e;
+      return ["answer: not checked: the schema takes more than " + MAX_CHECKS + " steps to check against this value (anyOf or oneOf nested through $ref?)"];
+    }
     return out.slice(0, MAX_PROBLEMS);
   }
 
