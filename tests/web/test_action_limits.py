@@ -108,3 +108,47 @@ async def test_a_schema_too_costly_to_check_is_a_400_saying_so_not_a_hang(
         assert "answer: not checked: the schema takes more than 100000 steps" in _said(sent)
         sent = await c.post("/run/signal", data={**form, "payload": '"fits"'})
         assert sent.status_code == 303
+
+
+async def _forks_of(url: str, run_id: str) -> list[str]:
+    async with sw.Runner(url) as r:
+        return sorted(x.id for x in await r.store.list_runs(None, 50) if x.id != run_id)
+
+
+def _form(page: str, action: str) -> dict[str, str]:
+    """The hidden fields of the page's first form posting to ``action``."""
+    found = re.search(rf'<form[^>]*action="{action}">(.*?)</form>', page, re.S)
+    assert found, f"the page has no form posting to {action}"
+    fields = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', found.group(1))
+    return {k: str(markupsafe.Markup(v).unescape()) for k, v in fields}
+
+
+async def test_a_fork_or_re_run_form_sent_twice_makes_one_run(
+    sqlite_url: str, act_dir: Path
+) -> None:
+    await _started(sqlite_url, order, "tea", 2, run_id="order-twice")
+    async with client(sqlite_url, policies=ALL) as c:
+        page = (await c.get("/run?id=order-twice")).text
+        form = _form(page, "/run/fork")
+        assert form["new_id"].startswith("order-twice-fork-")
+        value = {"value": '{"item": "coffee", "qty": 1}'}
+        sends = [c.post("/run/fork", data={**form, **value}) for _ in range(2)]
+        first, second = await asyncio.gather(*sends)
+        assert (first.status_code, second.status_code) == (303, 303), _said(second)
+        assert first.headers["location"] == second.headers["location"]
+        assert await _forks_of(sqlite_url, "order-twice") == [form["new_id"]]
+        again = await c.post("/run/fork", data={**form, **value})  # later, say a reload
+        assert again.status_code == 303
+        assert await _forks_of(sqlite_url, "order-twice") == [form["new_id"]]
+        fresh = _form((await c.get("/run?id=order-twice")).text, "/run/fork")
+        assert fresh["new_id"] != form["new_id"]  # a page shown again forks anew
+    (act_dir / "stock.txt").unlink()
+    with pytest.raises(FileNotFoundError):
+        await _started(sqlite_url, order, "tea", 2, run_id="order-failed")
+    async with client(sqlite_url, policies=ALL) as c:
+        rerun = _form((await c.get("/run?id=order-failed")).text, "/run/rerun")
+        sends = [c.post("/run/rerun", data=rerun) for _ in range(2)]
+        assert [s.status_code for s in await asyncio.gather(*sends)] == [303, 303]
+        assert await _forks_of(sqlite_url, "order-failed") == sorted(
+            [form["new_id"], "order-twice", rerun["new_id"]]
+        )

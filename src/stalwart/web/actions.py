@@ -46,7 +46,7 @@ from ..core.memory import Memory
 from ..core.policy import Policy
 from ..runner import Runner
 from ..runner.registry import Registry
-from ..timetravel.fork import LINEAGE_KEY, Replace, fork_pending
+from ..timetravel.fork import LINEAGE_KEY, Replace, fork_pending, lineage
 from .conversation import Asked
 from .security import CSRF_FIELD, check_post
 from .values import load
@@ -58,6 +58,7 @@ __all__ = [
     "approval_schema",
     "expected",
     "failed_step",
+    "fork_id",
     "fork_run",
     "history",
     "note",
@@ -171,6 +172,12 @@ def _why_not(request: Request, run: RunRecord) -> str:
     return ""
 
 
+def fork_id(run_id: str) -> str:
+    """The id a fork form names its fork by, made as the page is: the form
+    sent twice (a double click, a reload) makes one fork, not two."""
+    return f"{run_id}-fork-{secrets.token_hex(6)}"
+
+
 def _editable(text: str | None) -> str | None:
     """A recorded value laid out to edit, or None if it is too long to come
     with the page (or is not JSON): the form loads it when opened."""
@@ -233,6 +240,7 @@ async def page_context(
             "schema": "" if schema is None else json.dumps(schema, ensure_ascii=False),
             "schema_shown": "" if schema is None else json.dumps(schema, indent=2),
             "editable": _editable,
+            "fork_id": fork_id,
         }
     }
 
@@ -343,7 +351,21 @@ async def _forked(
     where = "from the start" if at is None else f"at step {at}"
     await note(request, run.id, what, f"{where}{detail}", new)
     await note(request, new, "forked from", f"{where}{detail}", run.id)
-    return f"/run?{urlencode({'id': run.id})}#history"
+    return _history_of(run.id)
+
+
+def _history_of(run_id: str) -> str:
+    return f"/run?{urlencode({'id': run_id})}#history"
+
+
+async def _forked_from(request: Request, new_id: str, run_id: str) -> bool:
+    """Whether run ``new_id`` is a fork of run ``run_id`` (its lineage says so)."""
+    step = await _runner(request).store.load_step(new_id, LINEAGE_KEY)
+    try:
+        found = None if step is None else lineage([step])
+    except CorruptedRecord:
+        return False
+    return found is not None and found.run_id == run_id
 
 
 async def fork_run(request: Request) -> str | Refusal:
@@ -371,6 +393,8 @@ async def fork_run(request: Request) -> str | Refusal:
         return Refusal(replace.status, f"fork of run {run.id[:200]!r}: {replace.message}")
     new = await _fork(request, run, at, replace, new_id)
     if isinstance(new, Refusal):
+        if new_id is not None and await _forked_from(request, new_id, run.id):
+            return _history_of(run.id)  # this form was sent before: its fork stands
         return new
     changed = replace.changes()
     detail = f", {changed[0]} replaced" if changed else ""
@@ -393,11 +417,18 @@ async def rerun(request: Request) -> str | Refusal:
     acting = await _acting(request)
     if isinstance(acting, Refusal):
         return acting
-    _, run = acting
+    form, run = acting
+    new_id = form.get("new_id") or None
+    if new_id is not None and not isinstance(new_id, str):
+        return Refusal(400, "field 'new_id': a run id")
+    if new_id is not None and await _forked_from(request, new_id, run.id):
+        return _history_of(run.id)  # this form was sent before: its re-run stands
     if run.status != "failed":
         return Refusal(409, f"run {run.id[:200]!r} is {run.status}, not failed")
     at = failed_step(await _runner(request).store.load_steps(run.id))
-    new = await _fork(request, run, at, Replace(), None)
+    new = await _fork(request, run, at, Replace(), new_id)
     if isinstance(new, Refusal):
+        if new_id is not None and await _forked_from(request, new_id, run.id):
+            return _history_of(run.id)
         return new
     return await _forked(request, run, new, "re-run", at, "")
