@@ -6,6 +6,7 @@ take; each answered with a 4xx naming the field, on a real SQLite file."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -152,3 +153,27 @@ async def test_a_fork_or_re_run_form_sent_twice_makes_one_run(
         assert await _forks_of(sqlite_url, "order-failed") == sorted(
             [form["new_id"], "order-twice", rerun["new_id"]]
         )
+
+
+async def test_inputs_the_policy_does_not_take_are_refused_naming_the_parameter(
+    sqlite_url: str,
+) -> None:
+    await _started(sqlite_url, order, "tea", 2, run_id="order-inputs")
+    async with client(sqlite_url, policies=ALL) as c:
+        form = _form((await c.get("/run?id=order-inputs")).text, "/run/fork")
+        cases = [
+            ('{"nope": 5}', "nope: unexpected argument"),
+            ('{"item": [[1]]}', "item: Input should be a valid string"),
+            ('{"item": "tea", "qty": "many"}', "qty: Input should be a valid integer"),
+        ]
+        for value, said in cases:
+            sent = await c.post("/run/fork", data={**form, "value": value})
+            assert sent.status_code == 400, value
+            assert f"field 'value': invalid arguments for 'order': {said}" in _said(sent)
+        assert await _forks_of(sqlite_url, "order-inputs") == []
+        sent = await c.post("/run/fork", data={**form, "value": '{"qty": "3"}'})
+        assert sent.status_code == 303  # the others kept, one changed, as the policy reads it
+        assert await _forks_of(sqlite_url, "order-inputs") == [form["new_id"]]
+        async with sw.Runner(sqlite_url) as r:
+            fork = await r.get_run(form["new_id"])
+        assert fork is not None and json.loads(fork.inputs) == {"args": ["tea", 3], "kwargs": {}}

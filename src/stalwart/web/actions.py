@@ -20,6 +20,7 @@ removes it).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 import time
@@ -32,6 +33,7 @@ from starlette.requests import Request
 from ..core import codec
 from ..core.approval import APPROVAL_PREFIX, waiting_calls
 from ..core.errors import (
+    ArgumentError,
     CorruptedRecord,
     ForkError,
     RunNotFound,
@@ -323,6 +325,21 @@ def _replace(form: dict[str, Any], at: str | None) -> Replace | Refusal:
     return Refusal(400, "field 'replace': one of result, inputs, nothing")
 
 
+def _taken(run: RunRecord, pol: Policy[Any, Any], replace: Replace) -> Replace | Refusal:
+    """``replace`` with its inputs as the run's policy reads them (``"3"``
+    for an ``int`` is 3), or why they are not ones it takes (an unknown
+    parameter, a missing one, a value of another type): refused here, not
+    left to fail on a worker."""
+    if replace.inputs is None:
+        return replace
+    named = inputs_by_name(load(run.inputs), pol) or {}
+    try:
+        read = pol.validate({**named, **replace.inputs})
+    except ArgumentError as exc:
+        return Refusal(400, f"field 'value': {exc}")
+    return dataclasses.replace(replace, inputs={k: read[k] for k in replace.inputs if k in read})
+
+
 async def _fork(
     request: Request, run: RunRecord, at: str | None, replace: Replace, new_id: str | None
 ) -> str | Refusal:
@@ -389,6 +406,8 @@ async def fork_run(request: Request) -> str | Refusal:
     if pol is not None:
         pol.declare_types()  # the types its hints name decode the edited value
     replace = _replace(form, at)
+    if not isinstance(replace, Refusal) and pol is not None:
+        replace = _taken(run, pol, replace)
     if isinstance(replace, Refusal):
         return Refusal(replace.status, f"fork of run {run.id[:200]!r}: {replace.message}")
     new = await _fork(request, run, at, replace, new_id)
