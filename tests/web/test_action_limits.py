@@ -17,7 +17,7 @@ import pytest
 
 import stalwart as sw
 
-from .act_app import POLICIES, order
+from .act_app import POLICIES, costly_ask, order
 from .conftest import client
 
 
@@ -28,24 +28,7 @@ def act_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _branching(levels: int) -> dict[str, Any]:
-    """A schema whose every level offers two choices leading to the next."""
-    defs: dict[str, Any] = {
-        f"L{i}": {"anyOf": [{"$ref": f"#/$defs/L{i + 1}"}, {"$ref": f"#/$defs/L{i + 1}"}]}
-        for i in range(levels)
-    }
-    defs[f"L{levels}"] = {"type": "string"}
-    return {"$ref": "#/$defs/L0", "$defs": defs}
-
-
-@sw.policy
-async def branching_ask(ctx: sw.Context) -> str:
-    """A wait whose recorded schema is costly to check (data, as any schema)."""
-    answer = await ctx.ask("anything?", signal="answer", schema=_branching(40))
-    return str(answer)
-
-
-ALL = (*POLICIES, branching_ask)
+ALL = tuple(POLICIES)
 
 
 async def _started(url: str, target: Any, *args: Any, run_id: str) -> None:
@@ -75,7 +58,7 @@ async def test_json_nested_past_the_parsers_depth_is_a_400_naming_the_field(
     sqlite_url: str,
 ) -> None:
     await _started(sqlite_url, order, "tea", 2, run_id="order-deep")
-    await _started(sqlite_url, branching_ask, run_id="ask-deep")
+    await _started(sqlite_url, costly_ask, run_id="ask-deep")
     deep = "[" * 100_000 + "]" * 100_000
     async with client(sqlite_url, policies=ALL) as c:
         token = await _csrf(c, "ask-deep")
@@ -98,7 +81,7 @@ async def test_json_nested_past_the_parsers_depth_is_a_400_naming_the_field(
 async def test_a_schema_too_costly_to_check_is_a_400_saying_so_not_a_hang(
     sqlite_url: str,
 ) -> None:
-    await _started(sqlite_url, branching_ask, run_id="ask-costly")
+    await _started(sqlite_url, costly_ask, run_id="ask-costly")
     async with client(sqlite_url, policies=ALL) as c:
         page = (await c.get("/run?id=ask-costly")).text
         assert "data-schema=" in page  # the page's own check gets it, and stops likewise
