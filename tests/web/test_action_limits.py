@@ -160,3 +160,23 @@ async def test_inputs_the_policy_does_not_take_are_refused_naming_the_parameter(
         async with sw.Runner(sqlite_url) as r:
             fork = await r.get_run(form["new_id"])
         assert fork is not None and json.loads(fork.inputs) == {"args": ["tea", 3], "kwargs": {}}
+
+
+async def test_a_fork_or_re_run_without_this_servers_token_or_from_elsewhere_is_refused(
+    sqlite_url: str, act_dir: Path
+) -> None:
+    (act_dir / "stock.txt").unlink()
+    with pytest.raises(FileNotFoundError):
+        await _started(sqlite_url, order, "tea", 2, run_id="order-guarded")
+    async with client(sqlite_url, policies=ALL) as c:
+        page = (await c.get("/run?id=order-guarded")).text
+        for action in ("/run/rerun", "/run/fork"):
+            form = {**_form(page, action), "value": '{"qty": 1}'}
+            refused = [
+                await c.post(action, data={k: v for k, v in form.items() if k != "csrf"}),
+                await c.post(action, data={**form, "csrf": form["csrf"][:-1]}),
+                await c.post(action, data=form, headers={"origin": "http://evil.example"}),
+                await c.post(action, data=form, headers={"origin": "null"}),
+            ]
+            assert [r.status_code for r in refused] == [403] * 4, action
+        assert await _forks_of(sqlite_url, "order-guarded") == []
