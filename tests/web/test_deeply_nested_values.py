@@ -37,3 +37,26 @@ async def test_run_page_survives_a_deeply_nested_value(sqlite_url: str, column: 
             listed = await c.get("/runs")
     assert listed.status_code == 200
     assert page.status_code == 200, page.text[:200]
+
+
+@sw.policy
+async def calls_echo(ctx: sw.Context) -> str:
+    return str(await ctx.call(echo, "x"))
+
+
+async def test_a_short_step_result_nested_too_deep_to_edit_leaves_its_fork_form_empty(
+    sqlite_url: str,
+) -> None:
+    # Short enough to come with the page in the step's fork form, too deep to parse.
+    short = "[" * 990 + "]" * 990
+    url = sqlite_url
+    async with sw.Runner(url, policies=[calls_echo, echo]) as r:
+        await r.run(calls_echo, run_id="deep-step")
+    write_row(url, "UPDATE steps SET output = ? WHERE run_id = 'deep-step' AND key = '1'", short)
+    app = create_app(url, hosts=("127.0.0.1",), policies=[calls_echo, echo])
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            page = await c.get("/run", params={"id": "deep-step"})
+    assert page.status_code == 200, page.text[:200]
+    assert 'data-source="/run/value?id=deep-step&amp;step=1&amp;field=output"' in page.text

@@ -187,7 +187,7 @@ def _editable(text: str | None) -> str | None:
         return None
     try:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # a row nested past the parser's depth
         return None
 
 
