@@ -138,11 +138,15 @@ async def history(request: Request, run_id: str) -> list[Action]:
         detail, other = v.get("detail", ""), v.get("run")
         if not (isinstance(what, str) and isinstance(by, str) and isinstance(at, int | float)):
             continue
+        try:
+            when = float(at)
+        except OverflowError:  # an int no float holds: not a time
+            continue
         out.append(
             Action(
                 what,
                 by,
-                float(at),
+                when,
                 detail if isinstance(detail, str) else "",
                 other if isinstance(other, str) else None,
             )
