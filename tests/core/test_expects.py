@@ -139,3 +139,27 @@ def test_a_huge_enum_counts_against_the_step_limit() -> None:
     many = {"type": "array", "items": {"enum": list(range(1000))}}
     assert schema_problems([1] * 10, many) == []
     assert schema_problems([1] * 200, many)[0].startswith("answer: not checked")
+
+
+def test_a_long_pointer_met_at_every_item_is_walked_once() -> None:
+    # 200,000 parts, met at each of 30,000 items: walked each time, that is
+    # six billion steps (past the suite's timeout); walked once, 260,000.
+    path = ["x"] * 200_000
+    deep: dict[str, Any] = {"type": "integer"}
+    for part in reversed(path):
+        deep = {part: deep}
+    schema = {"type": "array", "items": {"$ref": "#/" + "/".join(path)}, **deep}
+    assert schema_problems([1] * 30_000, schema) == []
+    assert schema_problems([1, "one"], schema) == ["answer[1]: expected integer, got string"]
+
+
+def test_many_fields_refused_against_many_known_ones_stop_at_the_limits() -> None:
+    known = {f"p{i}": {} for i in range(50_000)}
+    schema = {"type": "object", "properties": known, "additionalProperties": False}
+    problems = schema_problems({f"x{i}": 1 for i in range(3000)}, schema)
+    assert len(problems) == 20
+    assert problems[0] == "answer.x0: not expected (fields: p0, p1, p10, p100, p1000, " + (
+        "p10000, p10001, p10002, p10003, p10004)"
+    )
+    required = {"type": "object", "required": [f"r{i}" for i in range(200_000)]}
+    assert schema_problems({}, required)[0].startswith("answer: not checked")

@@ -21,6 +21,7 @@ nested through ``$ref`` would otherwise take exponential time).
 
 from __future__ import annotations
 
+import heapq
 import json
 from typing import Any
 
@@ -41,12 +42,14 @@ class _TooCostly(Exception):
 
 
 class _Budget:
-    """The steps a check has left."""
+    """The steps a check has left, and the ``$ref`` targets it found (each
+    pointer walked once a check, however long, however often it is met)."""
 
-    __slots__ = ("left",)
+    __slots__ = ("left", "refs")
 
     def __init__(self) -> None:
         self.left = MAX_CHECKS
+        self.refs: dict[str, dict[str, Any] | None] = {}
 
     def spend(self, n: int = 1) -> None:
         self.left -= n
@@ -116,10 +119,18 @@ def _is(value: Any, name: str) -> bool:
     return isinstance(value, _TYPES[name])
 
 
-def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any] | None:
+def _resolve(
+    schema: dict[str, Any], root: dict[str, Any], budget: _Budget
+) -> dict[str, Any] | None:
     ref = schema.get("$ref")
     if not isinstance(ref, str):
         return schema
+    if ref not in budget.refs:
+        budget.refs[ref] = _target(ref, root)
+    return budget.refs[ref]
+
+
+def _target(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
     if not ref.startswith("#/"):
         return None  # a schema elsewhere: not fetched, not checked
     node: Any = root
@@ -150,7 +161,7 @@ def _check(
         return
     if not isinstance(schema, dict):
         return
-    resolved = _resolve(schema, root)
+    resolved = _resolve(schema, root, budget)
     if resolved is None:
         return
     schema = resolved
@@ -169,6 +180,8 @@ def _check(
             return
     kind = schema.get("type")
     kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else None
+    if kinds:
+        budget.spend(len(kinds))
     if kinds and not any(_is(value, k) for k in kinds if isinstance(k, str)):
         wanted = " or ".join(str(k) for k in kinds)
         out.append(f"{path}: expected {wanted}, got {_type_of(value)}")
@@ -217,16 +230,23 @@ def _check_object(
     props = schema.get("properties")
     props = props if isinstance(props, dict) else {}
     required = schema.get("required")
-    for name in required if isinstance(required, list) else []:
+    required = required if isinstance(required, list) else []
+    budget.spend(len(required) + len(value))
+    for name in required:
         if isinstance(name, str) and name not in value:
             out.append(f"{path}.{name}: required, missing")
     extra = schema.get("additionalProperties", True)
+    known = ""  # the fields a refused one is told of: listed once
     for name, item in value.items():
+        if len(out) >= MAX_PROBLEMS:
+            return
         where = f"{path}.{name}"
         if name in props:
             _check(item, props[name], where, root, out, depth + 1, budget)
         elif extra is False:
-            known = ", ".join(sorted(props)[:10]) or "none"
+            if not known:
+                budget.spend(len(props))
+                known = ", ".join(heapq.nsmallest(10, map(str, props))) or "none"
             out.append(f"{where}: not expected (fields: {known})")
         elif isinstance(extra, dict):
             _check(item, extra, where, root, out, depth + 1, budget)

@@ -32,9 +32,15 @@
     return JSON.stringify(a) === JSON.stringify(b);
   }
 
-  function resolve(schema, root) {
+  // Each pointer is walked once a check (budget.refs), however often met.
+  function resolve(schema, root, budget) {
     var ref = schema["$ref"];
     if (typeof ref !== "string") return schema;
+    if (!budget.refs.has(ref)) budget.refs.set(ref, target(ref, root));
+    return budget.refs.get(ref);
+  }
+
+  function target(ref, root) {
     if (ref.indexOf("#/") !== 0) return null;
     var node = root;
     ref.slice(2).split("/").forEach(function (part) {
@@ -62,7 +68,7 @@
     if (depth > MAX_DEPTH) { out.push(path + ": nested deeper than " + MAX_DEPTH + " levels"); return; }
     if (schema === false) { out.push(path + ": no value is allowed here"); return; }
     if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return;
-    schema = resolve(schema, root);
+    schema = resolve(schema, root, budget);
     if (schema === null) return;
     var either = schema.anyOf || schema.oneOf;
     if (Array.isArray(either) && either.length) {
@@ -80,6 +86,7 @@
       }
     }
     var kinds = typeof schema.type === "string" ? [schema.type] : Array.isArray(schema.type) ? schema.type : null;
+    if (kinds) spend(budget, kinds.length);
     if (kinds && !kinds.some(function (k) { return is(v, k); })) {
       out.push(path + ": expected " + kinds.join(" or ") + ", got " + typeOf(v));
       return;
@@ -94,15 +101,27 @@
     var t = typeOf(v);
     if (t === "object") {
       var props = schema.properties && typeof schema.properties === "object" ? schema.properties : {};
-      (Array.isArray(schema.required) ? schema.required : []).forEach(function (name) {
+      var required = Array.isArray(schema.required) ? schema.required : [];
+      var names = Object.keys(v);
+      spend(budget, required.length + names.length);
+      required.forEach(function (name) {
         if (typeof name === "string" && !Object.prototype.hasOwnProperty.call(v, name)) out.push(path + "." + name + ": required, missing");
       });
       var extra = Object.prototype.hasOwnProperty.call(schema, "additionalProperties") ? schema.additionalProperties : true;
-      Object.keys(v).forEach(function (name) {
+      var known = ""; // the fields a refused one is told of: listed once
+      names.every(function (name) {
+        if (out.length >= MAX_PROBLEMS) return false;
         var where = path + "." + name;
         if (Object.prototype.hasOwnProperty.call(props, name)) check(v[name], props[name], where, root, out, depth + 1, budget);
-        else if (extra === false) out.push(where + ": not expected (fields: " + (Object.keys(props).sort().slice(0, 10).join(", ") || "none") + ")");
-        else if (extra !== null && typeof extra === "object") check(v[name], extra, where, root, out, depth + 1, budget);
+        else if (extra === false) {
+          if (!known) {
+            var all = Object.keys(props);
+            spend(budget, all.length);
+            known = all.sort().slice(0, 10).join(", ") || "none";
+          }
+          out.push(where + ": not expected (fields: " + known + ")");
+        } else if (extra !== null && typeof extra === "object") check(v[name], extra, where, root, out, depth + 1, budget);
+        return true;
       });
     } else if (t === "array") {
       bounds(v.length, schema, "minItems", "maxItems", path + ": item count", out);
@@ -132,7 +151,7 @@
     try { schema = JSON.parse(schemaText); } catch (e) { return []; }
     var out = [];
     try {
-      check(value, schema, "answer", schema, out, 0, { left: MAX_CHECKS });
+      check(value, schema, "answer", schema, out, 0, { left: MAX_CHECKS, refs: new Map() });
     } catch (e) {
       if (e !== TOO_COSTLY) throw e;
       return ["answer: not checked: the schema takes more than " + MAX_CHECKS + " steps to check against this value (anyOf or oneOf nested through $ref?)"];
