@@ -180,3 +180,16 @@ async def test_a_fork_or_re_run_without_this_servers_token_or_from_elsewhere_is_
             ]
             assert [r.status_code for r in refused] == [403] * 4, action
         assert await _forks_of(sqlite_url, "order-guarded") == []
+
+
+async def test_a_run_with_the_longest_id_is_forked_from_its_page(sqlite_url: str) -> None:
+    from stalwart.core.ledger import MAX_RUN_ID
+
+    long_id = "o" * MAX_RUN_ID
+    await _started(sqlite_url, order, "tea", 2, run_id=long_id)
+    async with client(sqlite_url, policies=ALL) as c:
+        form = _form((await c.get("/run", params={"id": long_id})).text, "/run/fork")
+        assert len(form["new_id"]) == MAX_RUN_ID and "-fork-" in form["new_id"]
+        sent = await c.post("/run/fork", data={**form, "value": '{"qty": 3}'})
+        assert sent.status_code == 303, _said(sent)
+        assert await _forks_of(sqlite_url, long_id) == [form["new_id"]]

@@ -43,7 +43,7 @@ from ..core.errors import (
 from ..core.expects import schema_problems
 from ..core.inputs import inputs_by_name
 from ..core.keys import key_parts
-from ..core.ledger import RunRecord, StepRecord
+from ..core.ledger import MAX_RUN_ID, RunRecord, StepRecord, check_run_id
 from ..core.memory import Memory
 from ..core.policy import Policy
 from ..runner import Runner
@@ -180,8 +180,15 @@ def _why_not(request: Request, run: RunRecord) -> str:
 
 def fork_id(run_id: str) -> str:
     """The id a fork form names its fork by, made as the page is: the form
-    sent twice (a double click, a reload) makes one fork, not two."""
-    return f"{run_id}-fork-{secrets.token_hex(6)}"
+    sent twice (a double click, a reload) makes one fork, not two. The
+    run's id begins it, cut so the whole is a run id (at most
+    :data:`~stalwart.core.ledger.MAX_RUN_ID` characters)."""
+    suffix = f"-fork-{secrets.token_hex(6)}"
+    new = run_id[: MAX_RUN_ID - len(suffix)] + suffix
+    try:
+        return check_run_id(new)
+    except ValueError:  # the cut made it one no run may have
+        return suffix[1:]
 
 
 def _editable(text: str | None) -> str | None:
