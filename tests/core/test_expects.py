@@ -113,3 +113,53 @@ async def test_a_wait_refuses_a_schema_that_is_not_one(tmp_path: Any) -> None:
     async with sw.Runner(f"sqlite:///{tmp_path / 'ledger.db'}", policies=[asks]) as r:
         with pytest.raises(TypeError, match=r"wait_for\('x'\): field 'schema': a JSON schema"):
             await r.run(asks, run_id="r2")
+
+
+def test_a_schema_that_would_take_exponential_time_stops_at_its_step_limit() -> None:
+    # Each level offers two choices that both lead to the next level: checking
+    # a value that fits none would try 2**40 paths.
+    levels = 40
+    defs: dict[str, Any] = {
+        f"L{i}": {"anyOf": [{"$ref": f"#/$defs/L{i + 1}"}, {"$ref": f"#/$defs/L{i + 1}"}]}
+        for i in range(levels)
+    }
+    defs[f"L{levels}"] = {"type": "string"}
+    branching = {"$ref": "#/$defs/L0", "$defs": defs}
+    assert schema_problems(1, branching) == [
+        "answer: not checked: the schema takes more than 100000 steps to check against this "
+        "value (anyOf or oneOf nested through $ref?)"
+    ]
+    assert schema_problems("fits", branching) == []  # the first path fits: found at once
+    looping = {"anyOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/A"}], "$defs": {}}
+    looping["$defs"]["A"] = {"anyOf": looping["anyOf"]}
+    assert schema_problems(1, looping)[0].startswith("answer: not checked")
+
+
+def test_a_huge_enum_counts_against_the_step_limit() -> None:
+    many = {"type": "array", "items": {"enum": list(range(1000))}}
+    assert schema_problems([1] * 10, many) == []
+    assert schema_problems([1] * 200, many)[0].startswith("answer: not checked")
+
+
+def test_a_long_pointer_met_at_every_item_is_walked_once() -> None:
+    # 200,000 parts, met at each of 30,000 items: walked each time, that is
+    # six billion steps (past the suite's timeout); walked once, 260,000.
+    path = ["x"] * 200_000
+    deep: dict[str, Any] = {"type": "integer"}
+    for part in reversed(path):
+        deep = {part: deep}
+    schema = {"type": "array", "items": {"$ref": "#/" + "/".join(path)}, **deep}
+    assert schema_problems([1] * 30_000, schema) == []
+    assert schema_problems([1, "one"], schema) == ["answer[1]: expected integer, got string"]
+
+
+def test_many_fields_refused_against_many_known_ones_stop_at_the_limits() -> None:
+    known = {f"p{i}": {} for i in range(50_000)}
+    schema = {"type": "object", "properties": known, "additionalProperties": False}
+    problems = schema_problems({f"x{i}": 1 for i in range(3000)}, schema)
+    assert len(problems) == 20
+    assert problems[0] == "answer.x0: not expected (fields: p0, p1, p10, p100, p1000, " + (
+        "p10000, p10001, p10002, p10003, p10004)"
+    )
+    required = {"type": "object", "required": [f"r{i}" for i in range(200_000)]}
+    assert schema_problems({}, required)[0].startswith("answer: not checked")

@@ -72,8 +72,18 @@ async def test_a_row_no_experiment_wrote_is_counted_and_left_out(store_url: str)
         await experiment(runner, words, shout, name="loud")
         now = time.time()
         ns = namespace_text(("stalwart.evals", "experiment", "loud"))
-        for key, value in (("bad-json", "{"), ("bad-verdict", '{"verdict": "<b>"}')):
+        huge = (
+            '{"run_id": "r", "tokens": 1, "verdict": "same", "status": "succeeded",'
+            ' "scores": {"s": {"verdict": "same", "value": 1%s}}}' % ("0" * 400)
+        )
+        rows = (
+            ("bad-json", "{"),
+            ("bad-verdict", '{"verdict": "<b>"}'),
+            ("too-deep", "[" * 100_000 + "]" * 100_000),  # past the JSON parser's depth
+            ("huge-score", huge),  # a value no float holds
+        )
+        for key, value in rows:
             await runner.store.memory_put(MemoryRecord(ns, key, value, "", None, now, now))
         c = await compare_experiments(runner.store, "loud", "loud")
         assert [r.case_id for r in c.rows] == ["a", "b"]
-        assert c.unreadable == 4  # two rows, on each side
+        assert c.unreadable == 8  # four rows, on each side

@@ -12,6 +12,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import stalwart as sw
 
@@ -78,7 +79,25 @@ async def describe(ctx: sw.Context, item: str) -> str:
     return str(await ctx.call(notes, item=item))[:24]
 
 
-POLICIES = [price, stock, order, refund, notes, describe]
+def branching_schema(levels: int) -> dict[str, Any]:
+    """A schema whose every level offers two choices leading to the next:
+    a value that fits none would be tried along 2**levels paths."""
+    defs: dict[str, Any] = {
+        f"L{i}": {"anyOf": [{"$ref": f"#/$defs/L{i + 1}"}, {"$ref": f"#/$defs/L{i + 1}"}]}
+        for i in range(levels)
+    }
+    defs[f"L{levels}"] = {"type": "string"}
+    return {"$ref": "#/$defs/L0", "$defs": defs}
+
+
+@sw.policy
+async def costly_ask(ctx: sw.Context) -> str:
+    """A wait whose recorded schema is costly to check (data, as any schema)."""
+    answer = await ctx.ask("anything?", signal="answer", schema=branching_schema(40))
+    return str(answer)
+
+
+POLICIES = [price, stock, order, refund, notes, describe, costly_ask]
 
 
 async def work(url: str) -> None:

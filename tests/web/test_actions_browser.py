@@ -16,7 +16,7 @@ import pytest
 
 import stalwart as sw
 
-from .act_app import HOSTILE, POLICIES, describe, order, refund
+from .act_app import HOSTILE, POLICIES, costly_ask, describe, order, refund
 from .axe import grave_violations
 from .browser import chromium, inspector, require_browser
 from .conftest import seed_sync, start, stop
@@ -151,4 +151,33 @@ def test_a_signal_edited_in_the_page_is_checked_then_wakes_the_run(
         page.locator(".run-head .status", has_text="succeeded").wait_for(timeout=20000)
         assert page.locator("pre.result").inner_text() == '"refunded 12 on A-7"'
         assert "'refund', " in page.locator("table.history").inner_text()
+        assert errors == []
+
+
+def test_the_page_stops_checking_against_a_schema_too_costly_and_says_so(
+    browser: Any, sqlite_url: str
+) -> None:
+    async def seed(url: str) -> None:
+        async with sw.Runner(url, policies=POLICIES) as r:
+            await r.start(costly_ask, run_id="costly-1")
+            for _ in range(500):
+                if (await r.get_run("costly-1")).status == "suspended":
+                    return
+                await __import__("asyncio").sleep(0.01)
+        raise AssertionError("costly-1 never suspended")
+
+    seed_sync(sqlite_url, seed)
+    with inspector(sqlite_url, app=APP) as base:
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/run?id=costly-1")
+        payload = page.locator('form.signal textarea[name="payload"]')
+        check = page.locator("form.signal .check")
+        payload.fill("1")
+        page.get_by_role("button", name="Send signal").click()
+        assert "answer: not checked: the schema takes more than 100000 steps" in check.inner_text()
+        assert page.url.endswith("/run?id=costly-1")  # nothing was sent
+        payload.fill('"fits"')
+        assert check.inner_text() == ""
         assert errors == []

@@ -4,10 +4,12 @@ unknown), and the time bar adds up to the run's span."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+import stalwart as sw
 from stalwart.llm import Price
 from stalwart.web.conversation import ModelUsage
 from stalwart.web.cost import WIDTH, cost_table, time_split
@@ -67,3 +69,28 @@ async def test_the_run_page_prices_usage_by_the_table_it_was_given(tmp_path: Pat
     assert "<title>test-model-1: 120 input tokens</title>" in section
     split = page.split('<section class="time-split">', 1)[1].split("</section>", 1)[0]
     assert "<title>model calls: " in split and "<title>tools: " in split
+
+
+@sw.policy
+async def odd_usage(kind: str) -> sw.Message:
+    """A reply whose recorded usage is not counts: too large for a float, or negative."""
+    usage = {"input_tokens": 10**400 if kind == "huge" else -5, "output_tokens": 3}
+    cost = 10**400 if kind == "huge" else 0.5
+    return sw.Message.assistant("hi").replace(meta={"model": "m", "usage": usage, "cost": cost})
+
+
+async def test_usage_that_is_not_a_count_is_left_out_and_the_page_still_shows(
+    sqlite_url: str,
+) -> None:
+    async with sw.Runner(sqlite_url, policies=[odd_usage]) as r:
+        for kind in ("huge", "negative"):
+            await r.run(odd_usage, kind, run_id=f"usage-{kind}")
+    async with client(sqlite_url, prices={"m": Price(1.0, 1.0)}) as c:
+        for kind, cost in (("huge", "0.0000"), ("negative", "0.5000")):
+            page = await c.get("/run", params={"id": f"usage-{kind}"})
+            assert page.status_code == 200, page.text[-600:]
+            row = re.search(r'<td class="model">m</td>(.*?)</tr>', page.text, re.S)
+            assert row, page.text
+            cells = re.findall(r"<td[^>]*>([^<]*)", row.group(1))
+            assert cells[:4] == ["1", "0", "3", "3"]  # calls, input, output, total
+            assert cells[4].startswith(cost)  # the huge cost is no cost: priced instead

@@ -274,3 +274,23 @@ async def test_hostile_names_in_the_history_are_text(sqlite_url: str) -> None:
         history = re.search(r'<table class="history">(.*?)</table>', page, re.S)
         assert history and str(markupsafe.escape(repr(HOSTILE))) in history.group(1)
         assert "<script>" not in history.group(1) and "<img" not in history.group(1)
+
+
+async def test_history_entries_that_are_not_ones_are_left_out(sqlite_url: str) -> None:
+    from stalwart.core.memory import Memory
+    from stalwart.web.actions import HISTORY_SPACE
+
+    await suspended_refund(sqlite_url, "refund-odd")
+    entries = [
+        {"what": "fork", "by": "me", "at": 10**400},  # no float holds it: not a time
+        {"what": "fork", "by": "me", "at": "yesterday"},
+        {"what": HOSTILE, "by": "me", "at": 1.0, "detail": 5, "run": ["x"]},
+    ]
+    async with sw.Runner(sqlite_url) as r:
+        for i, entry in enumerate(entries):
+            await Memory(r.store).put((HISTORY_SPACE, "refund-odd"), f"k{i}", entry)
+    async with client(sqlite_url) as c:
+        page = await c.get("/run?id=refund-odd")
+        assert page.status_code == 200
+        rows = re.findall(r'<td class="what">(.*?)</td>', page.text)
+        assert rows == [str(markupsafe.escape(HOSTILE))]  # the one entry that is one, as text

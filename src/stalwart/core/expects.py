@@ -12,12 +12,16 @@ part the inspector's page checks in the browser (``web/static/actions.js``):
 ``additionalProperties`` (false or a schema), ``items``, ``anyOf`` and
 ``oneOf`` (read as any of), ``minimum``, ``maximum``, ``minLength``,
 ``maxLength``, ``minItems``, ``maxItems``, and ``$ref`` to ``#/$defs/...``
-(what ``Model.model_json_schema()`` writes). Other keywords are not checked.
-A schema is data: it is only compared with, never executed.
+(what ``Model.model_json_schema()`` writes). Other keywords are not checked
+(``pattern`` among them: no regular expression from a schema is run).
+A schema is data: it is only compared with, never executed, and a check
+costs at most :data:`MAX_CHECKS` steps, whatever the schema (``anyOf``
+nested through ``$ref`` would otherwise take exponential time).
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 from typing import Any
 
@@ -28,6 +32,29 @@ __all__ = ["check_schema", "schema_problems"]
 MAX_DEPTH = 64
 #: The problems one check reports at most.
 MAX_PROBLEMS = 20
+#: The steps one check takes at most (a schema node applied to a value,
+#: an ``enum``'s choice compared): past it the check stops and says so.
+MAX_CHECKS = 100_000
+
+
+class _TooCostly(Exception):
+    """A check that would take more than :data:`MAX_CHECKS` steps."""
+
+
+class _Budget:
+    """The steps a check has left, and the ``$ref`` targets it found (each
+    pointer walked once a check, however long, however often it is met)."""
+
+    __slots__ = ("left", "refs")
+
+    def __init__(self) -> None:
+        self.left = MAX_CHECKS
+        self.refs: dict[str, dict[str, Any] | None] = {}
+
+    def spend(self, n: int = 1) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise _TooCostly
 
 
 def check_schema(schema: object, where: str = "wait_for") -> dict[str, Any]:
@@ -48,9 +75,17 @@ def check_schema(schema: object, where: str = "wait_for") -> dict[str, Any]:
 def schema_problems(value: Any, schema: Any) -> list[str]:
     """What is wrong with ``value`` (decoded JSON) against ``schema``, each
     naming the field (``answer``, ``answer.amount``, ``answer[2]``); empty
-    when it fits."""
+    when it fits. A check that would take more than :data:`MAX_CHECKS`
+    steps is one problem that says so: the payload is not known to fit."""
     out: list[str] = []
-    _check(value, schema, "answer", schema if isinstance(schema, dict) else {}, out, 0)
+    root = schema if isinstance(schema, dict) else {}
+    try:
+        _check(value, schema, "answer", root, out, 0, _Budget())
+    except _TooCostly:
+        return [
+            f"answer: not checked: the schema takes more than {MAX_CHECKS} steps to check "
+            "against this value (anyOf or oneOf nested through $ref?)"
+        ]
     return out[:MAX_PROBLEMS]
 
 
@@ -84,10 +119,18 @@ def _is(value: Any, name: str) -> bool:
     return isinstance(value, _TYPES[name])
 
 
-def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any] | None:
+def _resolve(
+    schema: dict[str, Any], root: dict[str, Any], budget: _Budget
+) -> dict[str, Any] | None:
     ref = schema.get("$ref")
     if not isinstance(ref, str):
         return schema
+    if ref not in budget.refs:
+        budget.refs[ref] = _target(ref, root)
+    return budget.refs[ref]
+
+
+def _target(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
     if not ref.startswith("#/"):
         return None  # a schema elsewhere: not fetched, not checked
     node: Any = root
@@ -99,10 +142,17 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any] | N
 
 
 def _check(
-    value: Any, schema: Any, path: str, root: dict[str, Any], out: list[str], depth: int
+    value: Any,
+    schema: Any,
+    path: str,
+    root: dict[str, Any],
+    out: list[str],
+    depth: int,
+    budget: _Budget,
 ) -> None:
     if len(out) >= MAX_PROBLEMS:
         return
+    budget.spend()
     if depth > MAX_DEPTH:
         out.append(f"{path}: nested deeper than {MAX_DEPTH} levels")
         return
@@ -111,7 +161,7 @@ def _check(
         return
     if not isinstance(schema, dict):
         return
-    resolved = _resolve(schema, root)
+    resolved = _resolve(schema, root, budget)
     if resolved is None:
         return
     schema = resolved
@@ -120,7 +170,7 @@ def _check(
         tries = []
         for option in either:
             found: list[str] = []
-            _check(value, option, path, root, found, depth + 1)
+            _check(value, option, path, root, found, depth + 1, budget)
             if not found:
                 break
             tries.append(found)
@@ -130,6 +180,8 @@ def _check(
             return
     kind = schema.get("type")
     kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else None
+    if kinds:
+        budget.spend(len(kinds))
     if kinds and not any(_is(value, k) for k in kinds if isinstance(k, str)):
         wanted = " or ".join(str(k) for k in kinds)
         out.append(f"{path}: expected {wanted}, got {_type_of(value)}")
@@ -137,13 +189,15 @@ def _check(
     if "const" in schema and value != schema["const"]:
         out.append(f"{path}: must be {json.dumps(schema['const'])}")
     choices = schema.get("enum")
+    if isinstance(choices, list):
+        budget.spend(len(choices))
     if isinstance(choices, list) and not any(_same(value, c) for c in choices):
         shown = ", ".join(json.dumps(c) for c in choices[:10])
         out.append(f"{path}: must be one of {shown}")
     if isinstance(value, dict):
-        _check_object(value, schema, path, root, out, depth)
+        _check_object(value, schema, path, root, out, depth, budget)
     elif isinstance(value, list):
-        _check_array(value, schema, path, root, out, depth)
+        _check_array(value, schema, path, root, out, depth, budget)
     elif isinstance(value, str):
         _bounds(len(value), schema, "minLength", "maxLength", f"{path}: length", out)
     elif isinstance(value, int | float) and not isinstance(value, bool):
@@ -171,23 +225,31 @@ def _check_object(
     root: dict[str, Any],
     out: list[str],
     depth: int,
+    budget: _Budget,
 ) -> None:
     props = schema.get("properties")
     props = props if isinstance(props, dict) else {}
     required = schema.get("required")
-    for name in required if isinstance(required, list) else []:
+    required = required if isinstance(required, list) else []
+    budget.spend(len(required) + len(value))
+    for name in required:
         if isinstance(name, str) and name not in value:
             out.append(f"{path}.{name}: required, missing")
     extra = schema.get("additionalProperties", True)
+    known = ""  # the fields a refused one is told of: listed once
     for name, item in value.items():
+        if len(out) >= MAX_PROBLEMS:
+            return
         where = f"{path}.{name}"
         if name in props:
-            _check(item, props[name], where, root, out, depth + 1)
+            _check(item, props[name], where, root, out, depth + 1, budget)
         elif extra is False:
-            known = ", ".join(sorted(props)[:10]) or "none"
+            if not known:
+                budget.spend(len(props))
+                known = ", ".join(heapq.nsmallest(10, map(str, props))) or "none"
             out.append(f"{where}: not expected (fields: {known})")
         elif isinstance(extra, dict):
-            _check(item, extra, where, root, out, depth + 1)
+            _check(item, extra, where, root, out, depth + 1, budget)
 
 
 def _check_array(
@@ -197,9 +259,10 @@ def _check_array(
     root: dict[str, Any],
     out: list[str],
     depth: int,
+    budget: _Budget,
 ) -> None:
     _bounds(len(value), schema, "minItems", "maxItems", f"{path}: item count", out)
     items = schema.get("items")
     if isinstance(items, dict):
         for i, item in enumerate(value):
-            _check(item, items, f"{path}[{i}]", root, out, depth + 1)
+            _check(item, items, f"{path}[{i}]", root, out, depth + 1, budget)

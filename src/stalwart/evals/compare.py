@@ -216,7 +216,7 @@ async def _names(store: Store, kind: Kind) -> list[str]:
                 return names
             try:
                 parts = json.loads(ns)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(parts, list) and len(parts) == 3 and isinstance(parts[2], str):
                 names.append(parts[2])
@@ -235,7 +235,9 @@ def _sides(kind: Kind, rows: Sequence[MemoryRecord]) -> tuple[dict[str, tuple[fl
         try:
             data = json.loads(r.value)
             place, side = _side(kind, data)
-        except (ValueError, TypeError, KeyError):
+        # RecursionError: nested past the parser's depth; OverflowError: a
+        # score no float holds. Rows are data: an unreadable one is counted.
+        except (ValueError, TypeError, KeyError, RecursionError, OverflowError):
             bad += 1
             continue
         found[r.key] = (place, side)

@@ -20,6 +20,7 @@ removes it).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 import time
@@ -32,6 +33,7 @@ from starlette.requests import Request
 from ..core import codec
 from ..core.approval import APPROVAL_PREFIX, waiting_calls
 from ..core.errors import (
+    ArgumentError,
     CorruptedRecord,
     ForkError,
     RunNotFound,
@@ -41,12 +43,12 @@ from ..core.errors import (
 from ..core.expects import schema_problems
 from ..core.inputs import inputs_by_name
 from ..core.keys import key_parts
-from ..core.ledger import RunRecord, StepRecord
+from ..core.ledger import MAX_RUN_ID, RunRecord, StepRecord, check_run_id
 from ..core.memory import Memory
 from ..core.policy import Policy
 from ..runner import Runner
 from ..runner.registry import Registry
-from ..timetravel.fork import LINEAGE_KEY, Replace, fork_pending
+from ..timetravel.fork import LINEAGE_KEY, Replace, fork_pending, lineage
 from .conversation import Asked
 from .security import CSRF_FIELD, check_post
 from .values import load
@@ -58,6 +60,7 @@ __all__ = [
     "approval_schema",
     "expected",
     "failed_step",
+    "fork_id",
     "fork_run",
     "history",
     "note",
@@ -135,11 +138,15 @@ async def history(request: Request, run_id: str) -> list[Action]:
         detail, other = v.get("detail", ""), v.get("run")
         if not (isinstance(what, str) and isinstance(by, str) and isinstance(at, int | float)):
             continue
+        try:
+            when = float(at)
+        except OverflowError:  # an int no float holds: not a time
+            continue
         out.append(
             Action(
                 what,
                 by,
-                float(at),
+                when,
                 detail if isinstance(detail, str) else "",
                 other if isinstance(other, str) else None,
             )
@@ -171,6 +178,19 @@ def _why_not(request: Request, run: RunRecord) -> str:
     return ""
 
 
+def fork_id(run_id: str) -> str:
+    """The id a fork form names its fork by, made as the page is: the form
+    sent twice (a double click, a reload) makes one fork, not two. The
+    run's id begins it, cut so the whole is a run id (at most
+    :data:`~stalwart.core.ledger.MAX_RUN_ID` characters)."""
+    suffix = f"-fork-{secrets.token_hex(6)}"
+    new = run_id[: MAX_RUN_ID - len(suffix)] + suffix
+    try:
+        return check_run_id(new)
+    except ValueError:  # the cut made it one no run may have
+        return suffix[1:]
+
+
 def _editable(text: str | None) -> str | None:
     """A recorded value laid out to edit, or None if it is too long to come
     with the page (or is not JSON): the form loads it when opened."""
@@ -178,7 +198,7 @@ def _editable(text: str | None) -> str | None:
         return None
     try:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # a row nested past the parser's depth
         return None
 
 
@@ -233,6 +253,7 @@ async def page_context(
             "schema": "" if schema is None else json.dumps(schema, ensure_ascii=False),
             "schema_shown": "" if schema is None else json.dumps(schema, indent=2),
             "editable": _editable,
+            "fork_id": fork_id,
         }
     }
 
@@ -290,7 +311,7 @@ def _decoded(text: object, what: str) -> Any:
         raise ValueError(f"{what} is empty: give a JSON value")
     try:
         json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
         raise ValueError(f"{what} is not JSON: {exc}") from None
     return codec.loads(text, what)
 
@@ -313,6 +334,21 @@ def _replace(form: dict[str, Any], at: str | None) -> Replace | Refusal:
     if what == "nothing":
         return Replace()
     return Refusal(400, "field 'replace': one of result, inputs, nothing")
+
+
+def _taken(run: RunRecord, pol: Policy[Any, Any], replace: Replace) -> Replace | Refusal:
+    """``replace`` with its inputs as the run's policy reads them (``"3"``
+    for an ``int`` is 3), or why they are not ones it takes (an unknown
+    parameter, a missing one, a value of another type): refused here, not
+    left to fail on a worker."""
+    if replace.inputs is None:
+        return replace
+    named = inputs_by_name(load(run.inputs), pol) or {}
+    try:
+        read = pol.validate({**named, **replace.inputs})
+    except ArgumentError as exc:
+        return Refusal(400, f"field 'value': {exc}")
+    return dataclasses.replace(replace, inputs={k: read[k] for k in replace.inputs if k in read})
 
 
 async def _fork(
@@ -343,7 +379,21 @@ async def _forked(
     where = "from the start" if at is None else f"at step {at}"
     await note(request, run.id, what, f"{where}{detail}", new)
     await note(request, new, "forked from", f"{where}{detail}", run.id)
-    return f"/run?{urlencode({'id': run.id})}#history"
+    return _history_of(run.id)
+
+
+def _history_of(run_id: str) -> str:
+    return f"/run?{urlencode({'id': run_id})}#history"
+
+
+async def _forked_from(request: Request, new_id: str, run_id: str) -> bool:
+    """Whether run ``new_id`` is a fork of run ``run_id`` (its lineage says so)."""
+    step = await _runner(request).store.load_step(new_id, LINEAGE_KEY)
+    try:
+        found = None if step is None else lineage([step])
+    except CorruptedRecord:
+        return False
+    return found is not None and found.run_id == run_id
 
 
 async def fork_run(request: Request) -> str | Refusal:
@@ -367,10 +417,14 @@ async def fork_run(request: Request) -> str | Refusal:
     if pol is not None:
         pol.declare_types()  # the types its hints name decode the edited value
     replace = _replace(form, at)
+    if not isinstance(replace, Refusal) and pol is not None:
+        replace = _taken(run, pol, replace)
     if isinstance(replace, Refusal):
         return Refusal(replace.status, f"fork of run {run.id[:200]!r}: {replace.message}")
     new = await _fork(request, run, at, replace, new_id)
     if isinstance(new, Refusal):
+        if new_id is not None and await _forked_from(request, new_id, run.id):
+            return _history_of(run.id)  # this form was sent before: its fork stands
         return new
     changed = replace.changes()
     detail = f", {changed[0]} replaced" if changed else ""
@@ -393,11 +447,18 @@ async def rerun(request: Request) -> str | Refusal:
     acting = await _acting(request)
     if isinstance(acting, Refusal):
         return acting
-    _, run = acting
+    form, run = acting
+    new_id = form.get("new_id") or None
+    if new_id is not None and not isinstance(new_id, str):
+        return Refusal(400, "field 'new_id': a run id")
+    if new_id is not None and await _forked_from(request, new_id, run.id):
+        return _history_of(run.id)  # this form was sent before: its re-run stands
     if run.status != "failed":
         return Refusal(409, f"run {run.id[:200]!r} is {run.status}, not failed")
     at = failed_step(await _runner(request).store.load_steps(run.id))
-    new = await _fork(request, run, at, Replace(), None)
+    new = await _fork(request, run, at, Replace(), new_id)
     if isinstance(new, Refusal):
+        if new_id is not None and await _forked_from(request, new_id, run.id):
+            return _history_of(run.id)
         return new
     return await _forked(request, run, new, "re-run", at, "")

@@ -7,6 +7,7 @@ Read from records as plain JSON trees, as :mod:`.values` says (S13).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -261,8 +262,26 @@ class ModelUsage:
         return self.input_tokens + self.output_tokens
 
 
+#: The most tokens a reply's usage may count: more (or fewer than none) is
+#: not a count, and is left out, as a value of another type is.
+MOST_TOKENS = 2**53
+
+
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MOST_TOKENS
+    return value if ok else 0
+
+
+def _cost(value: Any) -> float | None:
+    """A recorded cost as a finite number, or None (an int too large for a
+    float, or not a number at all, is no cost)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        cost = float(value)
+    except OverflowError:
+        return None
+    return cost if math.isfinite(cost) else None
 
 
 def usage_by_model(run: RunRecord, steps: Mapping[str, StepRecord]) -> list[ModelUsage]:
@@ -285,9 +304,9 @@ def usage_by_model(run: RunRecord, steps: Mapping[str, StepRecord]) -> list[Mode
             row[0] += 1
             row[1] += _int(usage.get("input_tokens"))
             row[2] += _int(usage.get("output_tokens"))
-            cost = meta.get("cost", usage.get("cost"))
-            if isinstance(cost, int | float) and not isinstance(cost, bool):
-                row[3] = (row[3] or 0.0) + float(cost)
+            cost = _cost(meta.get("cost", usage.get("cost")))
+            if cost is not None:
+                row[3] = (row[3] or 0.0) + cost
     return [ModelUsage(m, *v) for m, v in sorted(totals.items())]
 
 

@@ -111,7 +111,10 @@ def pretty(text: str | None) -> str:
     tree = load(text)
     if isinstance(tree, str) and tree == text:
         return text  # not JSON: shown as it is
-    return json.dumps(tree, indent=2, ensure_ascii=False, sort_keys=False)
+    try:
+        return json.dumps(tree, indent=2, ensure_ascii=False, sort_keys=False)
+    except RecursionError:  # parsed, but too deep for the encoder (it recurses)
+        return text
 
 
 def value_link(run_id: str, field: str, step: str | None = None) -> str:
@@ -177,14 +180,17 @@ def shown(text: str | None, href: str, limit: int = PREVIEW) -> Shown:
         return cut(text, href, limit)  # not JSON: shown as it is
     head: list[str] = []
     size = 0
-    for chunk in _INDENTED.iterencode(tree):
-        head.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            break
-    else:
-        return Shown("".join(head))
-    compact = json.dumps(tree, ensure_ascii=False, separators=(",", ": "))
+    try:
+        for chunk in _INDENTED.iterencode(tree):
+            head.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                break
+        else:
+            return Shown("".join(head))
+        compact = json.dumps(tree, ensure_ascii=False, separators=(",", ": "))
+    except RecursionError:  # parsed, but too deep for the encoders (they recurse)
+        return cut(text, href, limit)
     return Shown("".join(head)[:limit], len(compact) + _indentation(tree) - limit, href)
 
 

@@ -714,7 +714,7 @@ async def signal(request: Request) -> Response:
         text = text if isinstance(text, str) and text.strip() else "null"
         try:
             payload = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             return _problem(request, 400, f"the payload is not JSON: {exc}")
     if name.strip() == _waits_for_signal(run):
         asked = await _latest_ask(_store(request), run, name.strip())

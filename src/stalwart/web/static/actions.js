@@ -9,6 +9,8 @@
 
   var MAX_DEPTH = 64;
   var MAX_PROBLEMS = 20;
+  var MAX_CHECKS = 100000; // steps one check takes at most, as expects.py's
+  var TOO_COSTLY = {};
 
   function typeOf(v) {
     if (v === null) return "null";
@@ -30,9 +32,15 @@
     return JSON.stringify(a) === JSON.stringify(b);
   }
 
-  function resolve(schema, root) {
+  // Each pointer is walked once a check (budget.refs), however often met.
+  function resolve(schema, root, budget) {
     var ref = schema["$ref"];
     if (typeof ref !== "string") return schema;
+    if (!budget.refs.has(ref)) budget.refs.set(ref, target(ref, root));
+    return budget.refs.get(ref);
+  }
+
+  function target(ref, root) {
     if (ref.indexOf("#/") !== 0) return null;
     var node = root;
     ref.slice(2).split("/").forEach(function (part) {
@@ -42,24 +50,32 @@
     return node !== null && typeof node === "object" ? node : null;
   }
 
+  // A check that would take more than MAX_CHECKS steps stops (a schema is
+  // data: anyOf nested through $ref would otherwise take exponential time).
+  function spend(budget, n) {
+    budget.left -= n;
+    if (budget.left < 0) throw TOO_COSTLY;
+  }
+
   function bounds(n, schema, low, high, what, out) {
     if (typeof schema[low] === "number" && n < schema[low]) out.push(what + " must be at least " + schema[low]);
     if (typeof schema[high] === "number" && n > schema[high]) out.push(what + " must be at most " + schema[high]);
   }
 
-  function check(v, schema, path, root, out, depth) {
+  function check(v, schema, path, root, out, depth, budget) {
     if (out.length >= MAX_PROBLEMS) return;
+    spend(budget, 1);
     if (depth > MAX_DEPTH) { out.push(path + ": nested deeper than " + MAX_DEPTH + " levels"); return; }
     if (schema === false) { out.push(path + ": no value is allowed here"); return; }
     if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return;
-    schema = resolve(schema, root);
+    schema = resolve(schema, root, budget);
     if (schema === null) return;
     var either = schema.anyOf || schema.oneOf;
     if (Array.isArray(either) && either.length) {
       var tries = [];
       var fits = either.some(function (option) {
         var found = [];
-        check(v, option, path, root, found, depth + 1);
+        check(v, option, path, root, found, depth + 1, budget);
         tries.push(found);
         return found.length === 0;
       });
@@ -70,6 +86,7 @@
       }
     }
     var kinds = typeof schema.type === "string" ? [schema.type] : Array.isArray(schema.type) ? schema.type : null;
+    if (kinds) spend(budget, kinds.length);
     if (kinds && !kinds.some(function (k) { return is(v, k); })) {
       out.push(path + ": expected " + kinds.join(" or ") + ", got " + typeOf(v));
       return;
@@ -77,26 +94,39 @@
     if (Object.prototype.hasOwnProperty.call(schema, "const") && !same(v, schema["const"])) {
       out.push(path + ": must be " + JSON.stringify(schema["const"]));
     }
+    if (Array.isArray(schema["enum"])) spend(budget, schema["enum"].length);
     if (Array.isArray(schema["enum"]) && !schema["enum"].some(function (c) { return same(v, c); })) {
       out.push(path + ": must be one of " + schema["enum"].slice(0, 10).map(function (c) { return JSON.stringify(c); }).join(", "));
     }
     var t = typeOf(v);
     if (t === "object") {
       var props = schema.properties && typeof schema.properties === "object" ? schema.properties : {};
-      (Array.isArray(schema.required) ? schema.required : []).forEach(function (name) {
+      var required = Array.isArray(schema.required) ? schema.required : [];
+      var names = Object.keys(v);
+      spend(budget, required.length + names.length);
+      required.forEach(function (name) {
         if (typeof name === "string" && !Object.prototype.hasOwnProperty.call(v, name)) out.push(path + "." + name + ": required, missing");
       });
       var extra = Object.prototype.hasOwnProperty.call(schema, "additionalProperties") ? schema.additionalProperties : true;
-      Object.keys(v).forEach(function (name) {
+      var known = ""; // the fields a refused one is told of: listed once
+      names.every(function (name) {
+        if (out.length >= MAX_PROBLEMS) return false;
         var where = path + "." + name;
-        if (Object.prototype.hasOwnProperty.call(props, name)) check(v[name], props[name], where, root, out, depth + 1);
-        else if (extra === false) out.push(where + ": not expected (fields: " + (Object.keys(props).sort().slice(0, 10).join(", ") || "none") + ")");
-        else if (extra !== null && typeof extra === "object") check(v[name], extra, where, root, out, depth + 1);
+        if (Object.prototype.hasOwnProperty.call(props, name)) check(v[name], props[name], where, root, out, depth + 1, budget);
+        else if (extra === false) {
+          if (!known) {
+            var all = Object.keys(props);
+            spend(budget, all.length);
+            known = all.sort().slice(0, 10).join(", ") || "none";
+          }
+          out.push(where + ": not expected (fields: " + known + ")");
+        } else if (extra !== null && typeof extra === "object") check(v[name], extra, where, root, out, depth + 1, budget);
+        return true;
       });
     } else if (t === "array") {
       bounds(v.length, schema, "minItems", "maxItems", path + ": item count", out);
       if (schema.items && typeof schema.items === "object" && !Array.isArray(schema.items)) {
-        v.forEach(function (item, i) { check(item, schema.items, path + "[" + i + "]", root, out, depth + 1); });
+        v.forEach(function (item, i) { check(item, schema.items, path + "[" + i + "]", root, out, depth + 1, budget); });
       }
     } else if (t === "string") {
       bounds(Array.from(v).length, schema, "minLength", "maxLength", path + ": length", out);
@@ -120,7 +150,12 @@
     var schema;
     try { schema = JSON.parse(schemaText); } catch (e) { return []; }
     var out = [];
-    check(value, schema, "answer", schema, out, 0);
+    try {
+      check(value, schema, "answer", schema, out, 0, { left: MAX_CHECKS, refs: new Map() });
+    } catch (e) {
+      if (e !== TOO_COSTLY) throw e;
+      return ["answer: not checked: the schema takes more than " + MAX_CHECKS + " steps to check against this value (anyOf or oneOf nested through $ref?)"];
+    }
     return out.slice(0, MAX_PROBLEMS);
   }
 
