@@ -24,6 +24,7 @@ NOT_ERRORS = {
 }
 # Raised and caught inside one function; never seen by a caller.
 PRIVATE = {
+    "stalwart.core.expects._TooCostly",
     "stalwart.testing.guard._Stop",
     "stalwart.timetravel.export._NonFinite",
     "stalwart.timetravel.rebase._Reached",
