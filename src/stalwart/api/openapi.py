@@ -22,6 +22,7 @@ from pydantic_core import core_schema
 
 from ..core.message import Media
 from ..core.policy import Policy
+from ..stores.search import MAX_QUERY_CHARS, WORD_PATTERN
 from .events import CURSOR_PATTERN
 from .models import (
     PolicyInfo,
@@ -476,9 +477,14 @@ def _list_runs(errors: dict[str, Any]) -> dict[str, Any]:
             },
             _q(
                 "text",
-                text,
-                "words: only runs whose inputs, result or error hold every one "
-                "(whole words, any case; refused on an encrypted store)",
+                {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_QUERY_CHARS,
+                    "pattern": WORD_PATTERN,
+                },
+                "words (letters or digits, Unicode's): only runs whose inputs, result "
+                "or error hold every one (whole words, any case; refused on an encrypted store)",
             ),
             *_paging("runs"),
         ],

@@ -24,31 +24,42 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["MAX_WORDS", "SEARCH_CHARS", "search_words", "value_text", "value_words"]
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "SEARCH_CHARS",
+    "WORD_PATTERN",
+    "search_words",
+    "value_text",
+    "value_words",
+]
 
 #: Characters of a value's words a search reads (each of inputs, result,
 #: error): a value's words past them are not found. It keeps PostgreSQL's
 #: ``tsvector`` well under its one-megabyte limit whatever a value holds.
 SEARCH_CHARS = 20_000
-#: The most words a query may have.
-MAX_WORDS = 16
+#: The longest query: it holds at most half as many words.
+MAX_QUERY_CHARS = 200
+#: A word: letters and digits (Unicode's), as Python's ``re`` reads it. The
+#: HTTP API's document gives it as the pattern a query must match.
+WORD_PATTERN = r"[^\W_]"
 
-_WORD = re.compile(r"[^\W_]+")
+_WORD = re.compile(WORD_PATTERN + "+")
 
 
 def search_words(text: str) -> list[str]:
     """The words of the query ``text``, lower case, each once, in order.
 
     ValueError, naming the query, when it has none (only punctuation) or
-    more than :data:`MAX_WORDS`.
+    is longer than :data:`MAX_QUERY_CHARS` characters.
     """
+    if len(text) > MAX_QUERY_CHARS:
+        raise ValueError(
+            f"search text {text[:80]!r}… is {len(text)} characters; at most "
+            f"{MAX_QUERY_CHARS} are looked for"
+        )
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
     if not words:
         raise ValueError(f"search text {text[:80]!r} has no word (letters or digits) to look for")
-    if len(words) > MAX_WORDS:
-        raise ValueError(
-            f"search text {text[:80]!r} has {len(words)} words; at most {MAX_WORDS} are looked for"
-        )
     return words
 
 
